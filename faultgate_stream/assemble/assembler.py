@@ -1,0 +1,239 @@
+"""Spans in, runs out, on an injected clock.
+
+A run is complete when its root has arrived and ``root_grace`` has passed since, or when
+``max_run_duration`` since its trace's first span runs out; a fragment whose root never
+arrives is closed as an orphan after ``idle_timeout`` without a new span. Offline, end of
+input (``close_all``) completes every run. Duplicates (OTLP retries) are dropped by
+(trace id, span id); spans that arrive after their run's verdict are reported as late.
+
+Determinism: membership is decided when a run completes, from parent links, and a run's
+spans are sorted there, so arrival order and batching cannot change a verdict.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from faultgate_stream.assemble.config import AssembleConfig
+from faultgate_stream.assemble.partition import partition
+from faultgate_stream.model.clock import Clock
+from faultgate_stream.model.consumers import RunConsumer
+from faultgate_stream.model.errors import CapacityError
+from faultgate_stream.model.records import RunKey, SpanRecord
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.verdict import Completion
+
+NS = 1_000_000_000
+
+
+@dataclass
+class AddResult:
+    accepted: int = 0
+    duplicates: int = 0
+    late: int = 0
+
+
+@dataclass
+class Stats:
+    """Counters for every bound and drop, read by the service's self-metrics."""
+
+    duplicates: int = 0
+    late: int = 0
+    evicted_runs: int = 0
+    refused_batches: int = 0
+    span_cap_hits: int = 0
+    decision_cache_evictions: int = 0
+
+
+@dataclass
+class _Trace:
+    first_ns: int
+    last_ns: int
+    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    root_arrivals: dict[str, int] = field(default_factory=dict)  # candidate root span id -> arrival
+    bytes: int = 0
+
+
+@dataclass
+class _Decided:
+    spans: dict[str, RunKey] = field(default_factory=dict)  # span id -> the run it was decided in
+
+
+class Assembler:
+    def __init__(self, consumer: RunConsumer, clock: Clock, config: AssembleConfig | None = None) -> None:
+        self._next = consumer
+        self._clock = clock
+        self.config = config or AssembleConfig()
+        self._traces: OrderedDict[str, _Trace] = OrderedDict()  # oldest first
+        self._decided: OrderedDict[str, _Decided] = OrderedDict()
+        self._bytes = 0
+        self.stats = Stats()
+
+    # ------------------------------------------------------------ state, for self-metrics
+    @property
+    def traces_in_flight(self) -> int:
+        return len(self._traces)
+
+    @property
+    def spans_in_flight(self) -> int:
+        return sum(len(t.spans) for t in self._traces.values())
+
+    @property
+    def bytes_held(self) -> int:
+        return self._bytes
+
+    # ------------------------------------------------------------ ingestion
+    def add(self, spans: Iterable[SpanRecord]) -> AddResult:
+        """Take a batch. Raises ``CapacityError`` (nothing taken) when a bound is reached
+        and ``on_full`` is ``refuse``; with ``evict``, the oldest runs are closed instead."""
+        batch = list(spans)
+        self._make_room(batch)
+        now = self._clock.now_ns()
+        res = AddResult()
+        for s in batch:
+            decided = self._decided.get(s.trace_id)
+            if decided is not None:
+                if s.span_id in decided.spans:
+                    res.duplicates += 1
+                    continue
+                run = decided.spans.get(s.parent_id or "")
+                if run is not None:
+                    decided.spans[s.span_id] = run
+                    res.late += 1
+                    self._next.span_late(s, run)
+                    continue
+            t = self._traces.get(s.trace_id)
+            if t is None:
+                t = self._traces[s.trace_id] = _Trace(now, now)
+            elif s.span_id in t.spans:
+                res.duplicates += 1
+                continue
+            t.spans[s.span_id] = s
+            t.last_ns = now
+            t.bytes += s.size
+            self._bytes += s.size
+            if s.is_agent or not s.parent_id:
+                t.root_arrivals[s.span_id] = now
+            res.accepted += 1
+            self._next.span_arrived(s)
+            if len(t.spans) >= self.config.max_spans_per_trace:
+                # the same run would hit the same bound again on retry: close it early
+                self.stats.span_cap_hits += 1
+                self._close_trace(s.trace_id, Completion.EVICTED)
+        self.stats.duplicates += res.duplicates
+        self.stats.late += res.late
+        return res
+
+    def _make_room(self, batch: list[SpanRecord]) -> None:
+        new_traces = len({s.trace_id for s in batch if s.trace_id not in self._traces})
+        new_bytes = sum(s.size for s in batch)
+        cfg = self.config
+
+        def full() -> str:
+            if len(self._traces) + new_traces > cfg.max_traces:
+                return "max_traces"
+            if self._bytes + new_bytes > cfg.max_bytes:
+                return "max_bytes"
+            return ""
+
+        bound = full()
+        if not bound:
+            return
+        if cfg.on_full == "refuse" or new_traces > cfg.max_traces or new_bytes > cfg.max_bytes:
+            self.stats.refused_batches += 1
+            raise CapacityError(f"assembler at {bound} ({len(self._traces)} traces, {self._bytes} bytes held)",
+                                bound=bound, retry_after_s=max(1.0, cfg.root_grace_s))
+        while bound and self._traces:
+            self._close_trace(next(iter(self._traces)), Completion.EVICTED)
+            bound = full()
+
+    # ------------------------------------------------------------ completion
+    def advance(self) -> int:
+        """Complete every run that is due at the clock's time. Returns runs completed."""
+        now = self._clock.now_ns()
+        cfg = self.config
+        grace = int(cfg.root_grace_s * NS)
+        done = 0
+        for tid in list(self._traces):
+            t = self._traces[tid]
+            if now - t.first_ns >= int(cfg.max_run_duration_s * NS):
+                done += self._close_trace(tid, Completion.MAX_DURATION)
+            elif t.root_arrivals and min(t.root_arrivals.values()) + grace <= now:
+                done += self._close_due(tid, now - grace)
+            elif not t.root_arrivals and now - t.last_ns >= int(cfg.idle_timeout_s * NS):
+                done += self._close_trace(tid, Completion.ORPHAN)
+        return done
+
+    def close_all(self, completion: Completion = Completion.COMPLETE) -> int:
+        """End of input (offline) or shutdown (live): every run in flight completes now,
+        ordered by first span start and, on a tie, by which trace arrived first, so
+        reports list runs in the order faultgate lists the same traces."""
+        runs: list[Run] = []
+        for tid in list(self._traces):
+            runs += self._take_runs(tid, completion, only_due_before=None)
+        runs.sort(key=lambda r: r.spans[0].start_ns if r.spans else 0)  # stable: ties keep arrival order
+        for r in runs:
+            self._next.run_completed(r)
+        return len(runs)
+
+    def _close_due(self, tid: str, arrived_before: int) -> int:
+        runs = self._take_runs(tid, Completion.GRACE, only_due_before=arrived_before)
+        for r in runs:
+            self._next.run_completed(r)
+        return len(runs)
+
+    def _close_trace(self, tid: str, completion: Completion) -> int:
+        runs = self._take_runs(tid, completion, only_due_before=None)
+        if completion is Completion.EVICTED:
+            self.stats.evicted_runs += len(runs)
+        for r in runs:
+            self._next.run_completed(r)
+        return len(runs)
+
+    def _take_runs(self, tid: str, completion: Completion, only_due_before: int | None) -> list[Run]:
+        """Remove and return the runs of a trace: all of them, or (``only_due_before``) those
+        whose root arrived before that time. Unattached spans go with an all-runs close,
+        as one orphan run."""
+        t = self._traces[tid]
+        p = partition(t.spans)
+        taken: list[Run] = []
+        for root_id, members in p.runs.items():
+            if only_due_before is not None and t.root_arrivals.get(root_id, only_due_before + 1) > only_due_before:
+                continue
+            taken.append(Run(RunKey(tid, root_id), members, t.spans[root_id], completion))
+        closing_all = only_due_before is None
+        if closing_all and p.unattached:
+            c = Completion.ORPHAN if completion in (Completion.GRACE, Completion.COMPLETE) else completion
+            taken.append(Run(RunKey(tid, ""), p.unattached, None, c))
+        gone = [s for r in taken for s in r.spans]
+        if closing_all or (len(taken) == len(p.runs) and not p.unattached):
+            gone += p.outside  # no run is left that they could sit above
+        self._forget(t, tid, taken, gone)
+        return taken
+
+    def _forget(self, t: _Trace, tid: str, runs: list[Run], gone: list[SpanRecord]) -> None:
+        decided = self._decided.get(tid)
+        if decided is None:
+            decided = self._decided[tid] = _Decided()
+            while len(self._decided) > self.config.decision_cache:
+                self._decided.popitem(last=False)
+                self.stats.decision_cache_evictions += 1
+        for r in runs:
+            for s in r.spans:
+                decided.spans[s.span_id] = r.key
+        for s in gone:
+            if t.spans.pop(s.span_id, None) is not None:
+                t.bytes -= s.size
+                self._bytes -= s.size
+            t.root_arrivals.pop(s.span_id, None)
+        # roots no longer in the buffer (taken above) cannot be due again
+        for sid in [sid for sid in t.root_arrivals if sid not in t.spans]:
+            del t.root_arrivals[sid]
+        if not t.spans:
+            del self._traces[tid]
+        else:
+            # what is left waits for its own root; a fragment is an orphan once idle
+            t.root_arrivals = {sid: at for sid, at in t.root_arrivals.items()
+                               if t.spans[sid].is_agent or not t.spans[sid].parent_id}
+

@@ -1,0 +1,48 @@
+"""Assembler settings. Zero never means "unlimited": every bound is a number."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# Children usually reach a collector before their root (a span is exported when it ends,
+# and the root ends last), so a run is complete soon after its root arrives; two seconds
+# covers one BatchSpanProcessor flush interval (5 s max, 1 s typical) of stragglers.
+DEFAULT_ROOT_GRACE_S = 2.0
+# An agent run that has not produced its root after this long is closed anyway, so that a
+# lost root span cannot hold memory (and hide a verdict) forever.
+DEFAULT_MAX_RUN_DURATION_S = 600.0
+# A fragment whose root never arrives (sampled out, lost upstream) is closed as an orphan
+# after this long without a new span.
+DEFAULT_IDLE_TIMEOUT_S = 60.0
+DEFAULT_MAX_TRACES = 20_000
+DEFAULT_MAX_SPANS_PER_TRACE = 10_000
+DEFAULT_MAX_BYTES = 512 * 1024 * 1024
+# Remembers decided traces so that a span arriving after the verdict is counted as late
+# (and carries the earlier verdict) instead of opening a second, partial run.
+DEFAULT_DECISION_CACHE = 100_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssembleConfig:
+    root_grace_s: float = DEFAULT_ROOT_GRACE_S
+    max_run_duration_s: float = DEFAULT_MAX_RUN_DURATION_S
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    max_traces: int = DEFAULT_MAX_TRACES              # traces with runs in flight
+    max_spans_per_trace: int = DEFAULT_MAX_SPANS_PER_TRACE
+    max_bytes: int = DEFAULT_MAX_BYTES                # approximate bytes of spans held
+    # At a bound: refuse new data with a retryable error, or close the oldest run early.
+    on_full: Literal["refuse", "evict"] = "refuse"
+    decision_cache: int = DEFAULT_DECISION_CACHE
+
+    def validate(self) -> list[str]:
+        problems = []
+        for name in ("root_grace_s", "max_run_duration_s", "idle_timeout_s"):
+            if not getattr(self, name) >= 0:
+                problems.append(f"{name}: must be a number >= 0")
+        for name in ("max_traces", "max_spans_per_trace", "max_bytes", "decision_cache"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                problems.append(f"{name}: must be a whole number >= 1")
+        if self.on_full not in ("refuse", "evict"):
+            problems.append(f"on_full: must be 'refuse' or 'evict', not {self.on_full!r}")
+        return problems

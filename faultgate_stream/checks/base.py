@@ -1,0 +1,40 @@
+"""The incremental contract every check implements.
+
+A check is built once from validated options and shared by every run; it keeps no state
+of its own. For each trace in flight the engine calls ``start()`` once and keeps what it
+returns; ``observe(state, span)`` is called for each span as it arrives, in arrival order,
+and may return the reason for an *early* finding; ``finish(state, run)`` gives the
+verdict when the run completes.
+
+Fire early only on facts no later span can undo (a denied argument, a cut-off model
+output). Decide anything order-dependent in ``finish``, over ``run.steps``, which are
+sorted by start time, so the order spans arrived in cannot change the answer.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.verdict import CheckResult, Severity
+
+
+class Check(ABC):
+    name: ClassVar[str]
+    kind: ClassVar[str] = "rule"  # rule | golden | outcome
+    description: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.HARD
+
+    def start(self) -> Any:
+        return None
+
+    def observe(self, state: Any, span: SpanRecord) -> str | None:
+        return None
+
+    @abstractmethod
+    def finish(self, state: Any, run: Run) -> CheckResult:
+        """The verdict on a completed run."""
+
+    def result(self, fired: bool, reason: str, confidence: float = 1.0) -> CheckResult:
+        return CheckResult(self.name, fired, confidence, reason, self.severity, self.kind)

@@ -1,0 +1,78 @@
+"""context_overflow: the run hit the model's context window or output token limit.
+
+Two structural signals: a span whose ``gen_ai.response.finish_reasons`` says the output
+was cut, or a provider error naming the context limit in a span's status message, its
+``error.type``, a tool result that is an error, or the root's ``faultgate.termination``.
+Text that merely talks about tokens is not evidence: the phrases are the error forms
+providers return. A cut-off is final the moment its span arrives, so it fires early.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from faultgate_stream.checks.base import Check
+from faultgate_stream.checks.signals import structural_error
+from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.verdict import CheckResult
+
+CUTOFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length",
+                            "model_context_window_exceeded"})
+OVERFLOW = re.compile(
+    r"context[ _-]?length[ _-]?exceeded|maximum context length|context[ _-]?window[ _-]?(?:exceeded|overflow)"
+    r"|exceeds?\s+the\s+(?:model'?s\s+)?(?:context|token)\s+(?:window|limit)|prompt is too long"
+    r"|too many (?:input )?tokens|token limit (?:reached|exceeded)|max(?:imum)?[ _-]?tokens? (?:limit )?(?:reached|exceeded)"
+    r"|exceeds?\s+the\s+maximum\s+number\s+of\s+tokens|input is too long for (?:the )?requested model",
+    re.I,
+)
+# Every phrase above contains one of these words: a cheap test that skips the regex on
+# the common span with no error text at all.
+_PREFILTER = ("context", "token", "too long")
+
+
+def _overflow(text: str) -> str:
+    if not text:
+        return ""
+    low = text.lower()
+    if not any(w in low for w in _PREFILTER):
+        return ""
+    m = OVERFLOW.search(text)
+    return m.group(0) if m else ""
+
+
+def _span_signal(s: SpanRecord) -> str:
+    cut = next((r for r in s.finish_reasons if r.lower() in CUTOFF_REASONS), None)
+    if cut:
+        return f"stopped on finish reason {cut!r}: output cut at the token limit"
+    for where, text in (("status", s.status_message), ("error.type", s.error_type)):
+        found = _overflow(text)
+        if found:
+            return f"{where}: {found!r}"
+    return ""
+
+
+class ContextOverflow(Check):
+    name = "context_overflow"
+    description = "The run hit the context window or output token limit (finish reason or provider error)."
+
+    def observe(self, state: Any, span: SpanRecord) -> str | None:
+        signal = _span_signal(span)
+        return f"span {span.span_id} ({span.name}) {signal}" if signal else None
+
+    def finish(self, state: Any, run: Run) -> CheckResult:
+        for i, s in enumerate(run.spans, start=1):
+            signal = _span_signal(s)
+            if signal:
+                return self.result(True, f"span {i} ({s.name}) {signal}")
+        for st in run.steps:
+            # only results that are errors: a search hit quoting the error text is not an overflow
+            if not (st.result.lstrip().startswith("Error") or structural_error(st.result)):
+                continue
+            found = _overflow(st.result)
+            if found:
+                return self.result(True, f"step {st.index} ({st.tool}) result: {found!r}")
+        found = _overflow(run.termination)
+        if found:
+            return self.result(True, f"run terminated: {found!r}")
+        return self.result(False, "no context overflow or token cutoff")

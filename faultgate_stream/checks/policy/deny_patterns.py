@@ -1,0 +1,28 @@
+"""deny_patterns: tool arguments that must never appear, active without a policy file.
+
+The defaults catch path traversal and local-file reads. A denied argument is final the
+moment its call arrives, so it fires early.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# faultgate's defaults: path traversal, file URLs, credential files, procfs.
+DEFAULT_DENY_PATTERNS = (r"\.\./", r"file://", r"/etc/(passwd|shadow)", r"~/\.ssh", r"/proc/")
+
+
+@dataclass(frozen=True)
+class DenyPatterns:
+    patterns: tuple[str, ...] = DEFAULT_DENY_PATTERNS
+    _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", tuple(re.compile(p, re.I) for p in self.patterns))
+
+    def first_match(self, arguments: str) -> str | None:
+        """The first denied pattern the arguments match, as written in the policy."""
+        for rx in self._compiled:
+            if rx.search(arguments):
+                return rx.pattern
+        return None

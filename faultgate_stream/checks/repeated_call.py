@@ -1,0 +1,36 @@
+"""repeated_call: the same tool with the same arguments called three times in a row of
+its own calls, with identical results: the agent repeated itself without progress.
+
+FAULTLINE P18 (via faultgate): kappa 0.95 against a blind second rater on 97 real runs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from faultgate_stream.checks.base import Check
+from faultgate_stream.checks.signals import canonical_arguments, squash
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.verdict import CheckResult
+
+MIN_REPEATS = 3
+
+
+class RepeatedCall(Check):
+    name = "repeated_call"
+    description = "Same tool and arguments called >=3 times with identical results."
+
+    def finish(self, state: Any, run: Run) -> CheckResult:
+        steps = run.steps
+        if len(steps) < MIN_REPEATS:
+            return self.result(False, "fewer than 3 tool calls")
+        same_call: dict[tuple[str, str], list[int]] = {}
+        for i, st in enumerate(steps):
+            same_call.setdefault((st.tool, canonical_arguments(st.arguments)), []).append(i)
+        for (tool, args), idx in same_call.items():
+            for a, b, c in zip(idx, idx[1:], idx[2:]):
+                if squash(steps[a].result) == squash(steps[b].result) == squash(steps[c].result):
+                    return self.result(True, (
+                        f"Tool '{tool}' with arguments {args[:60]} issued >= 3 times (steps {steps[a].index}, "
+                        f"{steps[b].index}, {steps[c].index}) where all 3 responses are identical after "
+                        "whitespace normalization."))
+        return self.result(False, "no repeated calls without progress")

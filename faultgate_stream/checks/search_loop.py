@@ -1,0 +1,36 @@
+"""search_loop: the run ended with no answer at its step budget, and most tool calls came
+back empty.
+
+Calibrated by faultgate on FAULTLINE P4 human labels: kappa 0.98 (n=200), 1.00 on the P5
+test split. ponytail: the cap of 12 is FAULTLINE's; a run that names its cap in
+``faultgate.termination`` is caught at any cap, a silent cap below 12 is missed.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from faultgate_stream.checks.base import Check
+from faultgate_stream.checks.signals import empty_result
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.verdict import CheckResult
+
+STEP_CAP = 12
+EMPTY_SHARE = 0.5
+STEP_CAP_WORDS = ("step cap", "step limit", "max steps", "max_steps", "max iterations", "iteration limit")
+
+
+class SearchLoop(Check):
+    name = "search_loop"
+    description = "Run ended with no answer at the step budget and most tool calls returned nothing."
+
+    def finish(self, state: Any, run: Run) -> CheckResult:
+        steps = run.steps
+        if run.answer.strip():
+            return self.result(False, "answered")
+        if not steps:
+            return self.result(False, "no tool calls")
+        termination = run.termination.lower()
+        capped = any(w in termination for w in STEP_CAP_WORDS) or len(steps) >= STEP_CAP
+        empty = sum(empty_result(s.result) for s in steps) / len(steps)
+        return self.result(capped and empty >= EMPTY_SHARE,
+                           f"no answer, {len(steps)} steps{' (cap)' if capped else ''}, {empty:.0%} empty results")

@@ -1,0 +1,80 @@
+"""``faultgate-stream check FILE...``: faultgate's table, summary line, JSON report and exit codes."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from faultgate_stream.checks.expectations import Golden, Outcomes
+from faultgate_stream.checks.registry import select
+from faultgate_stream.model.errors import InputError
+from faultgate_stream.pipeline import check_spans
+from faultgate_stream.read.files import FORMATS, read_file
+from faultgate_stream.verdict.redact import get_redactor
+from faultgate_stream.verdict.report import Report
+
+EXIT_CLEAN, EXIT_FIRED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("traces", nargs="+", help="trace files: OTLP/JSON or protobuf, or a vendor export (see --format)")
+    p.add_argument("--golden", help="golden.json: {scenario key or prompt: expected answer}; enables wrong_answer and truncation")
+    p.add_argument("--outcomes", help="outcomes.json: {scenario key or prompt: true | false}; enables the outcome check")
+    p.add_argument("--check", help="comma-separated subset of checks (default: all that apply)")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="trace format (default: detect)")
+    p.add_argument("--json", help="also write the full report to this path")
+    p.add_argument("--redact", default="builtin", choices=("builtin", "off"),
+                   help="mask PII and secrets in every reason written out (default builtin)")
+
+
+def table(report: Report) -> str:
+    ids = report.trace_ids
+    width = max(len("trace"), *(len(t[:12]) for t in ids)) if ids else len("trace")
+    head = f"{'trace':<{width}}  " + "  ".join(f"{c:<16}" for c in report.checks)
+    rows = [head, "-" * len(head)]
+    for v in report.verdicts:
+        cells = [f"{('FAIL' if r.fired else 'ok'):<5}{r.confidence:.2f}".ljust(16) for r in v.results]
+        rows.append(f"{v.key.trace_id[:12]:<{width}}  " + "  ".join(cells))
+    return "\n".join(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    try:
+        golden = Golden.load(args.golden) if args.golden else None
+        outcomes = Outcomes.load(args.outcomes) if args.outcomes else None
+        names = [n.strip() for n in args.check.split(",") if n.strip()] if args.check else None
+        checks = select(names, golden=golden, outcomes=outcomes)
+        redact = get_redactor(args.redact)
+        batches = []
+        for path in args.traces:
+            _, spans = read_file(path, args.format)
+            batches.append(spans)
+        verdicts = check_spans(batches, checks)
+    except (InputError, ValueError) as e:
+        print(f"faultgate-stream: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    report = Report([c.name for c in checks], verdicts, redact.name if redact else "off")
+    elapsed = time.perf_counter() - t0
+    print(table(report))
+    fired = ", ".join(f"{k}={v}" for k, v in report.fired.items())
+    print(f"\n{len(report.failed_traces)}/{len(report.trace_ids)} traces failed · {fired} · judge none · {elapsed:.1f}s")
+    outcome = report.outcome()
+    if outcome is not None:
+        rate = (f"{outcome['true']}/{outcome['judged']} true ({outcome['outcome_rate']:.2f})"
+                if outcome["judged"] else "no scenario has an outcome")
+        print(f"outcome: {rate} · {outcome['missing']} scenario(s) without an outcome, not judged · "
+              f"structural clean rate {outcome['structural_clean_rate']:.2f}")
+    if args.json:
+        try:
+            out = Path(args.json)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report.to_dict(redact), indent=1), encoding="utf-8")
+        except OSError as e:
+            # an output that could not be written is a usage error: exit 1 would read as "a check fired"
+            print(f"faultgate-stream: cannot write {args.json}: {e.strerror or e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"report written to {args.json}")
+    return EXIT_CLEAN if report.passed else EXIT_FIRED

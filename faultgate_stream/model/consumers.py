@@ -1,0 +1,32 @@
+"""The one-method-per-event interfaces between stages. Data flows one way: a stage gets
+its next consumer at construction and calls it; no stage imports a later one.
+
+Ownership: records passed to a consumer are immutable and may be kept by it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from faultgate_stream.model.records import RunKey, SpanRecord
+
+if TYPE_CHECKING:
+    from faultgate_stream.model.run import Run
+    from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
+
+
+class RunConsumer(Protocol):
+    """What the assembler feeds: each new span as it arrives, each run when it completes."""
+
+    def span_arrived(self, span: SpanRecord) -> None: ...
+
+    def run_completed(self, run: Run) -> None: ...
+
+    def span_late(self, span: SpanRecord, decided: RunKey) -> None: ...
+
+
+class VerdictConsumer(Protocol):
+    """What evaluation feeds: early findings the moment they are known, then the verdict."""
+
+    def early(self, finding: EarlyFinding) -> None: ...
+
+    def verdict(self, verdict: RunVerdict) -> None: ...

@@ -1,0 +1,20 @@
+"""The two kinds of failure a stage can report, translated to statuses only at the edges.
+
+``InputError`` is permanent: the same input fails again (an undecodable file or payload, a
+malformed span), so retrying is pointless. ``CapacityError`` is retryable: a bound was
+reached, and the same data may be accepted later.
+"""
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """Input that cannot be read. The message names what is wrong and where."""
+
+
+class CapacityError(RuntimeError):
+    """A capacity bound was reached; the sender should retry after ``retry_after_s``."""
+
+    def __init__(self, message: str, *, bound: str, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.bound = bound
+        self.retry_after_s = retry_after_s

@@ -1,0 +1,105 @@
+"""The one record type checks read, and the run it belongs to.
+
+A ``SpanRecord`` is one span after ``read/`` has understood its convention (OTel GenAI old
+and new shapes, OpenInference, OpenLLMetry, or a vendor export mapped onto them). Checks
+never see a convention: they read ``Run.steps``, ``Run.prompt``, ``Run.answer`` and the
+span fields below.
+
+Ownership: a record is immutable once built; the assembler and every check may hold it.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Operation names the reader normalises onto (gen_ai.operation.name values).
+INVOKE_AGENT = "invoke_agent"
+EXECUTE_TOOL = "execute_tool"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call named inside a model's output message (a ``tool_call`` part)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecution:
+    """What an ``execute_tool`` span says about the call it ran."""
+
+    name: str
+    arguments: str
+    result: str
+    call_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """One span, convention-free. Only the fields some check or the assembler reads are kept."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int = 0
+    status_code: int = 0          # OTLP: 0 unset, 1 ok, 2 error
+    status_message: str = ""
+    operation: str | None = None  # gen_ai.operation.name after convention mapping; None when absent
+    attrs: Mapping[str, Any] = field(default_factory=dict)  # attributes other than message content
+    prompt: str = ""              # the user's text in this span's input messages
+    answer: str = ""              # the assistant's text in this span's output messages
+    tool: ToolExecution | None = None
+    calls: tuple[ToolCall, ...] = ()               # tool_call parts of output messages
+    responses: tuple[tuple[str, str], ...] = ()    # (call id, result) of tool_call_response parts
+    finish_reasons: tuple[str, ...] = ()
+    # OpenInference LLM spans repeat the calls their TOOL spans carry, usually without a call
+    # id to pair them by: when a run has tool spans, these message calls are not steps.
+    calls_shadowed_by_tool_spans: bool = False
+    size: int = 0                 # approximate bytes held, for the assembler's memory bound
+
+    @property
+    def is_agent(self) -> bool:
+        return self.operation == INVOKE_AGENT
+
+    @property
+    def is_tool(self) -> bool:
+        return self.tool is not None
+
+    @property
+    def error_type(self) -> str:
+        v = self.attrs.get("error.type")
+        return str(v) if v else ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.trace_id, self.span_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One tool call of a run, in start-time order. ``index`` is 1-based, as reasons print it."""
+
+    index: int
+    tool: str
+    arguments: str
+    result: str
+    span_id: str
+    call_id: str = ""
+    start_ns: int = 0
+    ok: bool = True  # the span said it failed (status error); results may also say so in text
+
+
+@dataclass(frozen=True, slots=True)
+class RunKey:
+    """A run is the subtree under the top-most ``invoke_agent`` span of a trace."""
+
+    trace_id: str
+    root_span_id: str  # "" for a fragment whose root never arrived
+
+    def __str__(self) -> str:
+        return f"{self.trace_id}/{self.root_span_id}" if self.root_span_id else self.trace_id

@@ -1,0 +1,145 @@
+"""A completed run: its spans in start order and what checks derive from them.
+
+Everything here is computed once, on first use, from spans sorted by (start time, span
+id), so the order spans arrived in cannot change any answer.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+
+from faultgate_stream.model.records import RunKey, SpanRecord, Step
+from faultgate_stream.model.verdict import Completion
+
+AGENT_NAME = "gen_ai.agent.name"
+AGENT_VERSION = "gen_ai.agent.version"
+# faultgate's scenario key, in order: an explicit scenario, the agent id, else a prompt hash.
+SCENARIO_ATTRS = ("faultgate.scenario", "gen_ai.agent.id")
+
+
+def span_order(s: SpanRecord) -> tuple[int, str]:
+    return (s.start_ns, s.span_id)
+
+
+class Run:
+    """The spans of one run. ``root`` is the top-most ``invoke_agent`` span (or, in a trace
+    without one, its parentless span); ``None`` for an orphan fragment."""
+
+    def __init__(self, key: RunKey, spans: list[SpanRecord], root: SpanRecord | None,
+                 completion: Completion) -> None:
+        self.key = key
+        self.spans: tuple[SpanRecord, ...] = tuple(sorted(spans, key=span_order))
+        self.root = root
+        self.completion = completion
+
+    @property
+    def trace_id(self) -> str:
+        return self.key.trace_id
+
+    def _root_attr(self, name: str) -> object:
+        return self.root.attrs.get(name) if self.root is not None else None
+
+    @cached_property
+    def prompt(self) -> str:
+        """The user's request: the root's, else the first span's that has one."""
+        if self.root is not None and self.root.prompt.strip():
+            return self.root.prompt
+        return next((s.prompt for s in self.spans if s.prompt.strip()), "")
+
+    @cached_property
+    def answer(self) -> str:
+        """The final answer: the root's, else the last span's that has one."""
+        if self.root is not None and self.root.answer.strip():
+            return self.root.answer
+        return next((s.answer for s in reversed(self.spans) if s.answer.strip()), "")
+
+    @cached_property
+    def scenario(self) -> str:
+        """Stable across runs of the same task, and equal to faultgate's key for the same trace."""
+        for name in SCENARIO_ATTRS:
+            v = self._root_attr(name)
+            if v:
+                return str(v)
+        return "p-" + hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()[:12]
+
+    @cached_property
+    def termination(self) -> str:
+        v = self._root_attr("faultgate.termination")
+        return str(v) if v is not None else ""
+
+    @cached_property
+    def agent(self) -> str:
+        v = self._root_attr(AGENT_NAME)
+        if v:
+            return str(v)
+        named = next((s.attrs[AGENT_NAME] for s in self.spans if s.attrs.get(AGENT_NAME)), None)
+        if named:
+            return str(named)
+        if self.root is not None and self.root.name:
+            return self.root.name.removeprefix("invoke_agent ").strip() or "agent"
+        return "agent"
+
+    @cached_property
+    def agent_version(self) -> str:
+        v = self._root_attr(AGENT_VERSION)
+        return str(v) if v else ""
+
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:
+        """Tool calls in start order: one per tool span, plus the calls that model output
+        messages name and no tool span ran (paired by ``gen_ai.tool.call.id``). A chat-only
+        trace has its calls only in messages; a hybrid one has both, and counts each once."""
+        tool_spans = [s for s in self.spans if s.tool is not None]
+        ran_ids = {s.tool.call_id for s in tool_spans if s.tool.call_id}
+        # A call's result is the last tool_call_response carrying its id.
+        responses = {cid: res for s in self.spans for cid, res in s.responses}
+        rows: list[tuple[int, int, str, int, Step]] = []
+        for s in tool_spans:
+            t = s.tool
+            rows.append((s.start_ns, 0, s.span_id, 0, Step(
+                0, t.name, t.arguments, t.result, s.span_id, t.call_id, s.start_ns, s.status_code != 2)))
+        for s in self.spans:
+            if not s.calls or (tool_spans and s.calls_shadowed_by_tool_spans):
+                continue
+            for n, c in enumerate(s.calls):
+                if tool_spans and c.call_id in ran_ids:
+                    continue
+                result = responses.get(c.call_id, "")
+                rows.append((s.start_ns, 1, s.span_id, n, Step(
+                    0, c.name, c.arguments, result, s.span_id, c.call_id, s.start_ns,
+                    not result.startswith("Error: "))))
+        rows.sort(key=lambda r: r[:4])
+        return tuple(Step(i, st.tool, st.arguments, st.result, st.span_id, st.call_id, st.start_ns, st.ok)
+                     for i, (*_, st) in enumerate(rows, start=1))
+
+    @cached_property
+    def usage_tokens(self) -> float | None:
+        total, seen = 0, False
+        for s in self.spans:
+            for k in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
+                v = s.attrs.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    total += int(v)
+                    seen = True
+        return float(total) if seen else None
+
+    @cached_property
+    def latency_ms(self) -> float | None:
+        r = self.root
+        if r is not None and r.end_ns and r.start_ns and r.end_ns >= r.start_ns:
+            return (r.end_ns - r.start_ns) / 1e6
+        ends = [s.end_ns for s in self.spans if s.end_ns]
+        starts = [s.start_ns for s in self.spans if s.start_ns]
+        if ends and starts and max(ends) >= min(starts):
+            return (max(ends) - min(starts)) / 1e6
+        return None
+
+    @cached_property
+    def cost_usd(self) -> float | None:
+        costs = [s.attrs["faultgate.cost_usd"] for s in self.spans
+                 if isinstance(s.attrs.get("faultgate.cost_usd"), (int, float))]
+        return float(sum(costs)) if costs else None
+
+    @cached_property
+    def has_content(self) -> bool:
+        return bool(self.prompt or self.answer or any(st.arguments or st.result for st in self.steps))

@@ -1,0 +1,75 @@
+"""What a check says about a run, and the run's record of truth.
+
+One ``RunVerdict`` per run; every sink (report, metrics, span attributes, log, stream)
+renders this one object. Reasons are raw here: sinks mask them on the way out.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from faultgate_stream.model.records import RunKey
+
+
+class Severity(enum.Enum):
+    """luckrate's severities: hard fails a build, soft is a budget, warn is worth a look."""
+
+    HARD = "hard"
+    SOFT = "soft"
+    WARN = "warn"
+
+
+class Completion(enum.Enum):
+    """Why the assembler decided a run was over. Part of every verdict."""
+
+    COMPLETE = "complete"          # end of input (offline): every span there was has been seen
+    GRACE = "grace"                # live: the root arrived and root_grace passed
+    MAX_DURATION = "max-duration"  # live: max_run_duration since the first span ran out first
+    ORPHAN = "orphan"              # no root span ever arrived for these spans
+    EVICTED = "evicted"            # closed early to make room (a capacity bound)
+    SHUTDOWN = "shutdown"          # the service stopped with the run in flight
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    check: str
+    fired: bool
+    confidence: float
+    reason: str
+    severity: Severity = Severity.HARD
+    kind: str = "rule"
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyFinding:
+    """A violation a check could decide when one span arrived, before its run completed."""
+
+    trace_id: str
+    span_id: str
+    check: str
+    reason: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RunVerdict:
+    key: RunKey
+    scenario: str
+    agent: str
+    agent_version: str
+    completion: Completion
+    results: tuple[CheckResult, ...]
+    steps: int
+    spans: int
+    first_start_ns: int = 0
+    last_end_ns: int = 0
+    early: tuple[EarlyFinding, ...] = field(default=())
+    measures: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def fired(self) -> tuple[CheckResult, ...]:
+        return tuple(r for r in self.results if r.fired)
+
+    @property
+    def clean(self) -> bool:
+        return not any(r.fired for r in self.results)

@@ -1,0 +1,68 @@
+"""The offline wiring: the same assembler and evaluator the service runs, fed from files.
+
+Spans go in as one batch per file chunk; end of input completes every run. No clock
+ever moves, so no run completes early: a file's verdicts are the whole file's.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from faultgate_stream.assemble.assembler import Assembler
+from faultgate_stream.assemble.config import AssembleConfig
+from faultgate_stream.checks.base import Check
+from faultgate_stream.model.clock import ManualClock
+from faultgate_stream.model.records import RunKey, SpanRecord
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.verdict import Completion, EarlyFinding, RunVerdict
+from faultgate_stream.verdict.evaluate import Evaluator
+
+# Offline there is no upstream to push back on: a file is held whole, whatever its size.
+OFFLINE_LIMITS = AssembleConfig(max_traces=10**9, max_spans_per_trace=10**9, max_bytes=2**62)
+
+
+@dataclass
+class VerdictList:
+    """A ``VerdictConsumer`` that keeps everything, in order."""
+
+    verdicts: list[RunVerdict] = field(default_factory=list)
+    findings: list[EarlyFinding] = field(default_factory=list)
+
+    def early(self, finding: EarlyFinding) -> None:
+        self.findings.append(finding)
+
+    def verdict(self, verdict: RunVerdict) -> None:
+        self.verdicts.append(verdict)
+
+
+@dataclass
+class RunList:
+    """A ``RunConsumer`` that keeps completed runs, for tools that read runs, not verdicts."""
+
+    runs: list[Run] = field(default_factory=list)
+
+    def span_arrived(self, span: SpanRecord) -> None:
+        """Runs are read whole, once complete."""
+
+    def run_completed(self, run: Run) -> None:
+        self.runs.append(run)
+
+    def span_late(self, span: SpanRecord, decided: RunKey) -> None:
+        """Offline input has no late spans: nothing completes before end of input."""
+
+
+def assemble_runs(spans: Iterable[SpanRecord]) -> list[Run]:
+    sink = RunList()
+    assembler = Assembler(sink, ManualClock(), OFFLINE_LIMITS)
+    assembler.add(spans)
+    assembler.close_all(Completion.COMPLETE)
+    return sink.runs
+
+
+def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check]) -> list[RunVerdict]:
+    sink = VerdictList()
+    assembler = Assembler(Evaluator(checks, sink), ManualClock(), OFFLINE_LIMITS)
+    for batch in batches:
+        assembler.add(batch)
+    assembler.close_all(Completion.COMPLETE)
+    return sink.verdicts

@@ -1,0 +1,298 @@
+"""One span's attributes, in whichever convention wrote them, -> ``SpanRecord``.
+
+Three conventions meet here (see ../shared/reference/telemetry-conventions.md):
+
+- OTel GenAI: ``gen_ai.operation.name``; content in ``gen_ai.input.messages`` /
+  ``gen_ai.output.messages`` with ``parts`` (``text``, ``tool_call``, ``tool_call_response``
+  whose payload is under ``response`` in the schema and ``result`` in older examples), or
+  the legacy ``gen_ai.prompt`` / ``gen_ai.completion``; tool spans carry
+  ``gen_ai.tool.call.arguments`` / ``.result``.
+- OpenInference: ``openinference.span.kind``; a TOOL span's arguments are in
+  ``input.value``; LLM messages are flattened into ``llm.{input,output}_messages.N.*``.
+- OpenLLMetry: ``traceloop.span.kind`` and ``traceloop.entity.*``; indexed legacy content
+  ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` including ``tool_calls.M.*``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from faultgate_stream.model.records import (
+    EXECUTE_TOOL, INVOKE_AGENT, SpanRecord, ToolCall, ToolExecution,
+)
+from faultgate_stream.read import payload
+
+OI_KIND = "openinference.span.kind"
+TL_KIND = "traceloop.span.kind"
+
+# OpenInference kinds onto GenAI operations, as the collector's genainormalizer maps them.
+OI_OPERATION = {"AGENT": INVOKE_AGENT, "CHAIN": INVOKE_AGENT, "LLM": "chat", "TOOL": EXECUTE_TOOL,
+                "EMBEDDING": "embeddings", "RETRIEVER": "retrieval", "RERANKER": "retrieval",
+                "PROMPT": "text_completion"}
+# Deliberately not ``task -> invoke_agent`` (the collector's mapping): a traceloop task is a
+# unit of work inside an agent, and making each one an agent would split one run into many.
+TL_OPERATION = {"agent": INVOKE_AGENT, "tool": EXECUTE_TOOL, "workflow": "invoke_workflow"}
+
+OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
+TL_INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+
+# Content the record carries parsed; the raw attribute is not kept beside it.
+CONTENT_KEYS = frozenset({
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+    "gen_ai.prompt", "gen_ai.completion", "input.value", "output.value",
+    "traceloop.entity.input", "traceloop.entity.output",
+})
+TOOL_CONTENT_KEYS = frozenset({"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters"})
+USER_KEYS = ("enduser.id", "user.id", "user_id", "userId")
+
+
+def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
+               end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any]) -> SpanRecord:
+    """The record for one span. ``attrs`` holds plain values (str, int, float, bool, list)."""
+    if OI_KIND in attrs:
+        return _openinference(trace_id, span_id, parent_id, name, start_ns, end_ns, status_code,
+                              status_message, attrs)
+    if TL_KIND in attrs or any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in attrs):
+        attrs = _openllmetry(attrs)
+    op = attrs.get("gen_ai.operation.name")
+    operation = str(op) if op is not None else None
+    tool = None
+    # A tool span: the operation says so, or, when the exporter left it out, the semconv
+    # span name does (``execute_tool`` / ``execute_tool {gen_ai.tool.name}``).
+    if operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool "))):
+        tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
+        tool = ToolExecution(str(tool_name), _str(attrs.get("gen_ai.tool.call.arguments")),
+                             _str(attrs.get("gen_ai.tool.call.result")), _str(attrs.get("gen_ai.tool.call.id")))
+    inputs = payload.messages(attrs.get("gen_ai.input.messages"))
+    outputs = payload.messages(attrs.get("gen_ai.output.messages"))
+    prompt = payload.role_text(attrs.get("gen_ai.input.messages"), "user") or _str(attrs.get("gen_ai.prompt"))
+    answer = payload.role_text(attrs.get("gen_ai.output.messages"), "assistant") or _str(attrs.get("gen_ai.completion"))
+    return SpanRecord(
+        trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
+        start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,
+        operation=operation, attrs=_kept(attrs, tool is not None), prompt=prompt, answer=answer,
+        tool=tool, calls=_calls(outputs), responses=_responses(inputs),
+        finish_reasons=_finish_reasons(attrs.get("gen_ai.response.finish_reasons")),
+        size=_size(name, attrs),
+    )
+
+
+def _str(v: Any) -> str:
+    return "" if v is None else str(v)
+
+
+def _kept(attrs: dict[str, Any], is_tool: bool) -> dict[str, Any]:
+    drop = CONTENT_KEYS | TOOL_CONTENT_KEYS if is_tool else CONTENT_KEYS
+    return {k: v for k, v in attrs.items() if k not in drop and not k.startswith(("llm.input_messages.", "llm.output_messages."))}
+
+
+def _size(name: str, attrs: dict[str, Any]) -> int:
+    return 200 + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
+
+
+def _finish_reasons(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, (list, tuple)):
+        return tuple(str(r) for r in raw)
+    return (str(raw),)
+
+
+def _calls(outputs: list[dict[str, Any]]) -> tuple[ToolCall, ...]:
+    return tuple(
+        ToolCall(str(p.get("id", "")), str(p.get("name", "unknown")), payload.render(p.get("arguments")))
+        for m in outputs for p in (m.get("parts") or ())
+        if isinstance(p, dict) and p.get("type") == "tool_call"
+    )
+
+
+def _responses(inputs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for m in inputs:
+        for p in m.get("parts") or ():
+            if not (isinstance(p, dict) and p.get("type") == "tool_call_response" and p.get("id")):
+                continue
+            # The schema names the field ``response``; attribute-table examples say ``result``.
+            res = payload.render(p["result"] if "result" in p else p.get("response"))
+            failed = (p.get("is_error") is True or bool(p.get("error"))
+                      or str(p.get("status", "")).lower() in ("error", "failed"))
+            if failed and not res.startswith("Error: "):
+                res = "Error: " + res
+            out.append((str(p["id"]), res))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- OpenInference
+
+def _oi_messages(attrs: dict[str, Any], direction: str) -> list[dict[str, Any]]:
+    """Rebuild flattened ``llm.<direction>_messages.N.message.*`` into GenAI messages."""
+    msgs: dict[int, dict[str, Any]] = {}
+    for k, v in attrs.items():
+        m = OI_MESSAGE.match(k)
+        if not m or m.group(1) != direction:
+            continue
+        msg = msgs.setdefault(int(m.group(2)), {"calls": {}})
+        c = OI_CALL.match(m.group(3))
+        if c:
+            msg["calls"].setdefault(int(c.group(1)), {})[c.group(2)] = v
+        else:
+            msg[m.group(3)] = v
+    out = []
+    for _, msg in sorted(msgs.items()):
+        role = str(msg.get("role", "assistant"))
+        parts: list[dict[str, Any]] = []
+        if role == "tool" and msg.get("tool_call_id"):
+            parts.append({"type": "tool_call_response", "id": str(msg["tool_call_id"]), "result": msg.get("content", "")})
+        elif msg.get("content"):
+            parts.append({"type": "text", "content": str(msg["content"])})
+        for _, call in sorted(msg["calls"].items()):
+            parts.append({"type": "tool_call", "id": str(call.get("id", "")),
+                          "name": str(call.get("function.name", "unknown")),
+                          "arguments": call.get("function.arguments", "")})
+        out.append({"role": role, "parts": parts})
+    return out
+
+
+def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
+                   end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any]) -> SpanRecord:
+    a = dict(attrs)
+    kind = str(a.get(OI_KIND, "")).upper()
+    prompt = answer = ""
+    tool = None
+    calls: tuple[ToolCall, ...] = ()
+    responses: tuple[tuple[str, str], ...] = ()
+    operation = OI_OPERATION.get(kind)
+    if not parent_id:
+        # The trace's root is the agent run, whatever kind it was given; a native GenAI
+        # root keeps its own attributes and the mapping only fills what is missing.
+        operation = str(a.get("gen_ai.operation.name") or INVOKE_AGENT)
+        md = payload.load_json(a.get("metadata"))
+        md = md if isinstance(md, dict) else {}
+        a.setdefault("gen_ai.agent.name", name)
+        if md.get("scenario"):
+            a.setdefault("faultgate.scenario", str(md["scenario"]))
+        user = a.get("user.id") or next((md[k] for k in USER_KEYS if md.get(k)), None)
+        if user:
+            a.setdefault("enduser.id", str(user))
+        prompt = payload.plain_text(a.get("input.value"), "user")
+        answer = payload.plain_text(a.get("output.value"), "assistant")
+    elif kind == "TOOL":
+        # Arguments are in input.value (the spec); tool.parameters is the parameter
+        # definition, read only when an exporter put the arguments there instead.
+        args = a.get("input.value")
+        if args is None:
+            args = a.get("tool.parameters")
+        result = payload.tool_payload(a.get("output.value"))
+        if status_message:
+            result = "Error: " + (status_message if not result else f"{status_message} {result}")
+        tool = ToolExecution(str(a.get("tool.name") or name), payload.tool_payload(args), result,
+                             _str(a.get("tool.id") or a.get("tool_call.id")))
+    if kind == "LLM":
+        ins, outs = _oi_messages(a, "input"), _oi_messages(a, "output")
+        calls = _calls(outs)
+        responses = _responses(ins)
+        prompt = prompt or payload.role_text(ins, "user")
+        answer = answer or payload.role_text(outs, "assistant")
+    for src, dst in (("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
+                     ("llm.token_count.completion", "gen_ai.usage.output_tokens")):
+        v = a.get(src)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            a[dst] = int(v)
+    finish = _finish_reasons(a.get("gen_ai.response.finish_reasons"))
+    if a.get("llm.finish_reason"):
+        finish = (str(a["llm.finish_reason"]),)
+    return SpanRecord(
+        trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
+        start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,
+        operation=operation, attrs=_kept(a, tool is not None), prompt=prompt, answer=answer, tool=tool,
+        calls=calls, responses=responses, finish_reasons=finish,
+        calls_shadowed_by_tool_spans=kind == "LLM", size=_size(name, attrs),
+    )
+
+
+# ---------------------------------------------------------------- OpenLLMetry
+
+def _openllmetry(attrs: dict[str, Any]) -> dict[str, Any]:
+    """OpenLLMetry attributes mapped onto their GenAI equivalents (only what is missing)."""
+    a = dict(attrs)
+    kind = str(a.get(TL_KIND, "")).lower()
+    if kind in TL_OPERATION:
+        a.setdefault("gen_ai.operation.name", TL_OPERATION[kind])
+    entity = a.get("traceloop.entity.name")
+    if kind == "tool":
+        if entity:
+            a.setdefault("gen_ai.tool.name", str(entity))
+        if "traceloop.entity.input" in a:
+            a.setdefault("gen_ai.tool.call.arguments", _entity_payload(a["traceloop.entity.input"]))
+        if "traceloop.entity.output" in a:
+            a.setdefault("gen_ai.tool.call.result", _entity_payload(a["traceloop.entity.output"]))
+    elif kind in ("agent", "workflow"):
+        if entity and kind == "agent":
+            a.setdefault("gen_ai.agent.name", str(entity))
+        if "traceloop.entity.input" in a and "gen_ai.prompt" not in a:
+            a["gen_ai.prompt"] = _entity_text(a["traceloop.entity.input"], "user")
+        if "traceloop.entity.output" in a and "gen_ai.completion" not in a:
+            a["gen_ai.completion"] = _entity_text(a["traceloop.entity.output"], "assistant")
+    indexed: dict[str, dict[int, dict[str, Any]]] = {"prompt": {}, "completion": {}}
+    for k, v in attrs.items():
+        m = TL_INDEXED.match(k)
+        if m:
+            indexed[m.group(1)].setdefault(int(m.group(2)), {})[m.group(3)] = v
+    if indexed["prompt"] and "gen_ai.input.messages" not in a:
+        a["gen_ai.input.messages"] = json.dumps([_tl_message(m, "user") for _, m in sorted(indexed["prompt"].items())])
+    if indexed["completion"] and "gen_ai.output.messages" not in a:
+        msgs = [_tl_message(m, "assistant") for _, m in sorted(indexed["completion"].items())]
+        a["gen_ai.output.messages"] = json.dumps(msgs)
+        reasons = [m["finish_reason"] for _, m in sorted(indexed["completion"].items()) if m.get("finish_reason")]
+        if reasons:
+            a.setdefault("gen_ai.response.finish_reasons", [str(r) for r in reasons])
+    if a.get("llm.response.finish_reason"):
+        a.setdefault("gen_ai.response.finish_reasons", [str(a["llm.response.finish_reason"])])
+    for k in [k for k in a if TL_INDEXED.match(k)]:
+        del a[k]
+    return a
+
+
+def _entity_payload(raw: Any) -> str:
+    """traceloop.entity.input/output wrap the call as ``{"args": [...], "kwargs": {...}}``
+    (or ``{"inputs": ...}``); the tool's own arguments are what a step compares."""
+    v = payload.load_json(raw)
+    if isinstance(v, dict):
+        if v.get("kwargs") and not v.get("args"):
+            return json.dumps(v["kwargs"], ensure_ascii=False)
+        for k in ("inputs", "output", "outputs"):
+            if k in v and len(v) == 1:
+                return payload.tool_payload(v[k])
+    return payload.tool_payload(v)
+
+
+def _entity_text(raw: Any, role: str) -> str:
+    """An agent's input or output text from its traceloop entity payload: the first string
+    among the call's ``args`` / ``kwargs``, else whatever text the payload holds."""
+    v = payload.load_json(raw)
+    if isinstance(v, dict) and ("args" in v or "kwargs" in v):
+        args = v.get("args") if isinstance(v.get("args"), list) else []
+        kwargs = v.get("kwargs") if isinstance(v.get("kwargs"), dict) else {}
+        first = next((x for x in [*args, *kwargs.values()] if isinstance(x, str)), None)
+        if first is not None:
+            return first
+    return payload.plain_text(v, role)
+
+
+def _tl_message(m: dict[str, Any], default_role: str) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if m.get("content"):
+        parts.append({"type": "text", "content": str(m["content"])})
+    calls: dict[int, dict[str, Any]] = {}
+    for k, v in m.items():
+        c = re.match(r"^tool_calls\.(\d+)\.(.+)$", k)
+        if c:
+            calls.setdefault(int(c.group(1)), {})[c.group(2)] = v
+    for _, c in sorted(calls.items()):
+        parts.append({"type": "tool_call", "id": str(c.get("id", "")), "name": str(c.get("name", "unknown")),
+                      "arguments": c.get("arguments", "")})
+    if m.get("role") == "tool" and m.get("tool_call_id"):
+        parts = [{"type": "tool_call_response", "id": str(m["tool_call_id"]), "result": m.get("content", "")}]
+    return {"role": str(m.get("role", default_role)), "parts": parts}

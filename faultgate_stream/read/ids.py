@@ -1,0 +1,30 @@
+"""Trace and span ids: validated once, carried as lowercase hex."""
+from __future__ import annotations
+
+import base64
+import binascii
+
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+_HEX = frozenset("0123456789abcdef")
+
+
+def hex_id(raw: str | bytes, nbytes: int) -> str | None:
+    """The id as lowercase hex, or None when it is malformed (wrong length, not hex, all zero).
+
+    OTLP/JSON writes ids as hex; protobuf carries bytes. Some exporters wrote base64 in
+    JSON (proto3's default JSON mapping), so a string of the right base64 length is
+    accepted too."""
+    if isinstance(raw, bytes):
+        h = raw.hex() if len(raw) == nbytes else ""
+    else:
+        s = raw.strip().lower()
+        if len(s) == 2 * nbytes and set(s) <= _HEX:
+            h = s
+        else:
+            try:
+                b = base64.b64decode(raw, validate=True)
+            except (binascii.Error, ValueError):
+                return None
+            h = b.hex() if len(b) == nbytes else ""
+    return h if h and h.strip("0") else None

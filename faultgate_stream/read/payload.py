@@ -1,0 +1,106 @@
+"""Turning message and tool payloads into the strings checks compare.
+
+The rules match faultgate 0.4.1's, so a step reads to the same text in both tools: JSON
+held in a string is decoded once and re-rendered, a list of ``{"text": ...}`` parts is
+joined, a ``{"type": "text"}`` part is its text.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def load_json(raw: Any) -> Any:
+    """``raw`` decoded when it is a string holding JSON, else ``raw`` itself."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def render(val: Any) -> str:
+    """A tool argument or result as a step's text."""
+    if val is None:
+        return ""
+    if isinstance(val, str):
+        s = val.strip()
+        if (s[:1], s[-1:]) in (("[", "]"), ("{", "}")):
+            try:
+                return render(json.loads(s))
+            except ValueError:
+                return val
+        return val
+    if isinstance(val, list):
+        if val and all(isinstance(x, dict) and "text" in x for x in val):
+            return " ".join(str(x["text"]) for x in val)
+        return json.dumps(val, ensure_ascii=False)
+    if isinstance(val, dict):
+        if val.get("type") == "text" and "text" in val:
+            return str(val["text"])
+        return json.dumps(val, ensure_ascii=False)
+    return str(val)
+
+
+def messages(raw: Any) -> list[dict[str, Any]]:
+    """The message objects of a ``gen_ai.*.messages`` value (a JSON string or a list)."""
+    raw = load_json(raw)
+    return [m for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
+
+
+def role_text(raw: Any, role: str) -> str:
+    """The text that messages of ``role`` carry. A value that is not JSON is taken as the
+    text itself, since some instrumentations put a bare string where messages belong."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return raw
+    if not isinstance(raw, list):
+        return ""
+    out: list[str] = []
+    for m in raw:
+        if not isinstance(m, dict) or m.get("role") != role:
+            continue
+        for p in m.get("parts") or ():
+            if isinstance(p, dict) and p.get("type") == "text":
+                out.append(str(p.get("content", p.get("text", ""))))
+        if "content" in m and not m.get("parts"):
+            out.append(str(m["content"]))
+    return "\n".join(out)
+
+
+def plain_text(v: Any, role: str = "user") -> str:
+    """Plain text from a prompt or answer payload of a vendor export: a string, a
+    ``{input|output|...: str}`` wrapper, or chat messages (the last of ``role``)."""
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        for k in ("input", "output", "query", "question", "prompt", "answer", "content", "text", "result"):
+            if isinstance(v.get(k), str):
+                return v[k]
+        if isinstance(v.get("messages"), list):
+            return plain_text(v["messages"], role)
+        if len(v) == 1:
+            return plain_text(next(iter(v.values())), role)
+    if isinstance(v, list) and v and all(isinstance(m, dict) for m in v):
+        texts = [m["content"] for m in v if isinstance(m.get("content"), str)]
+        roles = ("user", "human") if role == "user" else ("assistant", "ai")
+        mine = [m["content"] for m in v if m.get("role") in roles and isinstance(m.get("content"), str)]
+        return (mine or texts or [""])[-1]
+    return json.dumps(v, ensure_ascii=False)
+
+
+def tool_payload(v: Any) -> str:
+    """Tool arguments or result from a vendor export: strings as they are, structures as
+    JSON, a lone ``{"input": x}`` / ``{"output": x}`` wrapper unwrapped."""
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict) and len(v) == 1 and next(iter(v)) in ("input", "output"):
+        return tool_payload(next(iter(v.values())))
+    return json.dumps(v, ensure_ascii=False)

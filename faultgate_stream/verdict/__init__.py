@@ -1,0 +1,1 @@
+"""verdict: the run's record of truth, built once and rendered by every sink."""

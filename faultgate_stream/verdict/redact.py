@@ -1,0 +1,340 @@
+"""Mask personal data and secrets in every verdict reason that leaves the process.
+
+Contract
+--------
+Checks see raw values. A policy check has to compare the real customer id, a loop
+check the real tool arguments; masking before the checks would change what they
+decide. So the assembled run stays raw in memory, and masking happens at the edge:
+every reason and scenario key is passed through a ``Redactor`` by the sink that
+writes it (the report, the log, span attributes, the verdict stream). Nothing a
+sink writes has skipped the redactor.
+
+``builtin`` masks, each as a tag in angle brackets:
+
+* ``<SECRET>``: JSON Web Tokens (``eyJ...x.y.z``), the token after ``Bearer ``, and
+  API keys by their vendor prefixes: OpenAI / Anthropic style ``sk-`` ``pk-`` ``rk-``,
+  Stripe ``sk_live_`` / ``rk_test_``, AWS ``AKIA`` / ``ASIA``, GitHub ``ghp_`` (and
+  ``gho_`` ``ghu_`` ``ghs_`` ``ghr_`` ``github_pat_``), Slack ``xox*-`` / ``xapp-``,
+  Google ``AIza`` / ``ya29.``, SendGrid ``SG.``, Hugging Face ``hf_``;
+* ``<EMAIL>``;
+* ``<US_SSN>``: ``123-45-6789`` shapes outside the never-issued ranges;
+* ``<CREDIT_CARD>``: every Luhn-valid window of 13-19 digits made of whole digit
+  groups, so a card written next to an order number still goes;
+* ``<IP_ADDRESS>``: IPv4, and IPv6 in full or ``::``-compressed form;
+* ``<PHONE>``: a separated number group of 9-15 digits, or ``+`` and 9-15 digits.
+
+The tags, the order and the results on ordinary text are those of faultgate 0.4.1's
+``--redact builtin``, so a report from either tool can be compared line by line.
+Where faultgate lets something through, this module masks it; the differences
+are: a card followed by an amount or a digit-led word, an IPv4 address or a phone
+number that ends a sentence, a compressed IPv6 address, a phone written ``+15551234567``,
+AWS ``ASIA`` keys and GitHub ``github_pat_`` tokens.
+
+``off`` masks nothing; ``safe_key`` turns a scenario key into one fit to write out.
+
+Cost: an agent can write anything into a span, and a verdict reason quotes it, so
+every pattern starts only at a token boundary and every repetition is bounded: the
+worst case is linear in the input. A regex scan of a short reason costs more than
+parsing a whole span, so each pattern has a plain substring test in front of it,
+and most reasons never reach a regex at all.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+__all__ = ["NAMES", "Redactor", "builtin", "get_redactor", "off", "safe_key"]
+
+NAMES = ("builtin", "off")
+
+
+@dataclass(frozen=True, slots=True)
+class Redactor:
+    """A named ``str -> str`` mask. Empty text is returned as is."""
+
+    name: str
+    mask: Callable[[str], str] = field(repr=False)
+
+    def __call__(self, text: str) -> str:
+        return self.mask(text) if text else text
+
+
+# --- kinds that need more than a regex to decide -------------------------------------
+
+# Luhn's doubled digit, with the digits of the product already summed.
+_DOUBLED = (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)
+_DIGIT_RUN = re.compile(r"\d+")
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for position, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        total += _DOUBLED[d] if position & 1 else d
+    return total % 10 == 0
+
+
+def _longest_card_from(groups: list[str], first: int) -> int:
+    """One past the last group of the longest card that starts at ``groups[first]``, or 0.
+
+    A card is whole groups only: masking half a group would leave digits of the card
+    standing next to the tag.
+    """
+    digits, found = "", 0
+    for last in range(first, len(groups)):
+        digits += groups[last]
+        if len(digits) > 19:
+            break
+        if len(digits) >= 13 and _luhn_ok(digits):
+            found = last + 1
+    return found
+
+
+def _mask_cards(match: re.Match[str], tag: str) -> str:
+    """Mask each card inside a run of digit groups, keep the rest of the run.
+
+    The run is often more than a card ("4111 1111 1111 1111 5555" with an order number
+    after it); asking whether the whole run passes Luhn would let the card through.
+    """
+    run = match.group()
+    spans = [(m.start(), m.end()) for m in _DIGIT_RUN.finditer(run)]
+    groups = [run[a:b] for a, b in spans]
+    pieces: list[str] = []
+    kept_from = 0
+    i = 0
+    while i < len(groups):
+        end = _longest_card_from(groups, i)
+        if not end:
+            i += 1
+            continue
+        pieces += (run[kept_from:spans[i][0]], tag)
+        kept_from = spans[end - 1][1]
+        i = end
+    if not pieces:
+        return run
+    pieces.append(run[kept_from:])
+    return "".join(pieces)
+
+
+def _mask_phone(match: re.Match[str], tag: str) -> str:
+    # the shape alone also fits short local numbers and ids; the digit count decides
+    number = match.group()
+    count = sum(ch.isdecimal() for ch in number)
+    return tag if 9 <= count <= 15 else number
+
+
+def _is_ipv6(text: str) -> bool:
+    head, compressed, tail = text.partition("::")
+    if compressed:
+        groups = (head.split(":") if head else []) + (tail.split(":") if tail else [])
+        if len(groups) > 7:
+            return False
+    else:
+        groups = text.split(":")
+        if len(groups) != 8:
+            return False
+    # an empty group means ":::" or a stray colon at an end: not an address
+    if not all(1 <= len(g) <= 4 for g in groups):
+        return False
+    # A bare "1::2" or "a::b" is a Python slice far more often than an address; real
+    # compressed addresses (fe80::1, 2001:db8::1) carry a four-digit group or three groups.
+    return not compressed or len(groups) >= 3 or any(len(g) == 4 for g in groups)
+
+
+def _mask_ipv6(match: re.Match[str], tag: str) -> str:
+    candidate = match.group()
+    if not _is_ipv6(candidate):
+        return candidate
+    if "::" in candidate:
+        # A short compressed form glued to a number by "." or "-" ("555-123-4567:a::b",
+        # "::ffff:192.0.2.1") is the tail of that number, or the head of an IPv4 address;
+        # taking it would tear the number apart and leave its other digits standing.
+        text, start, end = match.string, match.start(), match.end()
+        if start and text[start - 1] in ".-":
+            return candidate
+        if text[end:end + 1] in (".", "-") and text[end + 1:end + 2].isalnum():
+            return candidate
+    return tag
+
+
+# --- the rules ------------------------------------------------------------------------
+
+_ANY_DIGIT = re.compile(r"\d")
+
+
+def _has_digit(text: str) -> bool:
+    return _ANY_DIGIT.search(text) is not None
+
+
+def _contains_any(*needles: str) -> Callable[[str], bool]:
+    return lambda text: any(n in text for n in needles)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    tag: str
+    pattern: re.Pattern[str]
+    # False means the pattern cannot match this text; a substring test is far cheaper than a scan
+    could_match: Callable[[str], bool]
+    judge: Callable[[re.Match[str], str], str] | None = None
+
+    def apply(self, text: str) -> str:
+        if not self.could_match(text):
+            return text
+        tag = f"<{self.tag}>"
+        if self.judge is None:
+            # the tags hold no backslash, so a plain replacement string is safe
+            return self.pattern.sub(tag, text)
+        judge = self.judge
+        return self.pattern.sub(lambda m: judge(m, tag), text)
+
+
+_TOKEN = "[A-Za-z0-9_-]"
+
+# Vendor formats as the vendors publish them. The lengths are bounds, not exact sizes,
+# except where the vendor fixes the size (AWS, Google API keys).
+_VENDOR_KEYS = (
+    r"(?:sk|pk|rk)-" + _TOKEN + r"{16,300}",       # OpenAI, Anthropic (sk-ant-...), generic
+    r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,256}",      # Stripe
+    r"A(?:KIA|SIA)[0-9A-Z]{16}",                     # AWS access key id, long-lived and temporary
+    r"gh[pousr]_[A-Za-z0-9]{30,255}",                # GitHub classic and app tokens
+    r"github_pat_[A-Za-z0-9_]{22,255}",              # GitHub fine-grained token
+    r"xox[abposre]-[A-Za-z0-9-]{10,255}",            # Slack bot / user / legacy tokens
+    r"xapp-[A-Za-z0-9-]{10,255}",                    # Slack app-level token
+    r"AIza[0-9A-Za-z_-]{35}",                        # Google API key
+    r"ya29\.[0-9A-Za-z_-]{20,2048}",                 # Google OAuth access token
+    r"SG\." + _TOKEN + r"{16,64}\." + _TOKEN + r"{16,128}",   # SendGrid
+    r"hf_[A-Za-z0-9]{30,64}",                        # Hugging Face
+)
+_VENDOR_NEEDLES = (
+    "sk-", "pk-", "rk-", "k_live_", "k_test_", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_",
+    "ghr_", "github_pat_", "xox", "xapp-", "AIza", "ya29.", "SG.", "hf_",
+)
+
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+
+# Order matters. Secrets go first: a key can hold digit runs a later rule would tear
+# apart. IPv6 goes before the digit rules, so a number that ends where an address
+# begins ("192.168.1.254.2001:db8:...") is judged with the address already masked, as
+# a second pass would judge it. SSNs go before cards, so an SSN written beside a card
+# is not read as more card digits. Cards go before the looser phone and IPv4 shapes.
+_RULES = (
+    _Rule(
+        "SECRET",
+        re.compile(r"(?<![\w.-])eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}"),
+        _contains_any("eyJ"),
+    ),
+    _Rule(
+        "SECRET",
+        # "Bearer" in any case; spelled out so the token class stays plain ASCII
+        re.compile(r"(?<=[Bb][Ee][Aa][Rr][Ee][Rr] )[A-Za-z0-9._~+/-]{16,4096}={0,2}"),
+        lambda text: "bearer " in text.lower(),
+    ),
+    _Rule(
+        "SECRET",
+        re.compile(r"(?<![\w-])(?:" + "|".join(_VENDOR_KEYS) + r")(?![\w-])"),
+        _contains_any(*_VENDOR_NEEDLES),
+    ),
+    _Rule(
+        "EMAIL",
+        re.compile(
+            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}"
+            r"@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"
+        ),
+        _contains_any("@"),
+    ),
+    _Rule(
+        "IP_ADDRESS",
+        # a whole run of hex digits and colons, at most an address long; _is_ipv6 decides
+        re.compile(r"(?<![\w:])[0-9A-Fa-f:]{2,39}(?![\w:])"),
+        lambda text: "::" in text or text.count(":") >= 7,
+        _mask_ipv6,
+    ),
+    _Rule(
+        "US_SSN",
+        # area 000, 666 and 9xx, group 00 and serial 0000 are never issued
+        re.compile(r"(?<!\w)(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\w)"),
+        lambda text: "-" in text and _has_digit(text),
+    ),
+    _Rule(
+        "CREDIT_CARD",
+        # Up to 16 groups of 3-19 digits joined by one space or hyphen: 4-4-4-4, 4-6-5 and
+        # unbroken all fit. The run may end before a sentence's full stop, not before a
+        # decimal or a word; when its last group is such a one, the groups before it still
+        # count, so a card followed by "1200.50" is not let through.
+        re.compile(r"(?<![\w.])\d{3,19}(?:[ -]\d{3,19}){0,15}(?!\w)(?!\.\d)"),
+        _has_digit,
+        _mask_cards,
+    ),
+    _Rule(
+        "IP_ADDRESS",
+        # not part of a longer dotted run (a version, an OID); a full stop that ends a sentence may follow
+        re.compile(r"(?<![\w.])(?:" + _OCTET + r"\.){3}" + _OCTET + r"(?!\w)(?!\.\w)"),
+        lambda text: "." in text and _has_digit(text),
+    ),
+    _Rule(
+        "PHONE",
+        # A phone is a whole number group, not one block of a longer run of digit blocks
+        # (a card that failed Luhn, an id), hence the guards on both sides. A leading "+"
+        # or "(" starts a new number whatever stands before it; guarding those too would
+        # leave the second of two listed phones for a second pass to find.
+        re.compile(
+            r"(?:(?<![\w.+-])(?<!\d[ .-])(?=\d)|(?=[+(]))"
+            r"(?:\+[1-9]\d{8,14}"
+            r"|(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)|\d{2,4})[ .-]\d{3,4}[ .-]?\d{3,4})"
+            r"(?![.-]?\w)(?! \d)"
+        ),
+        _has_digit,
+        _mask_phone,
+    ),
+)
+
+
+def _mask_builtin(text: str) -> str:
+    for rule in _RULES:
+        text = rule.apply(text)
+    return text
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+_BUILTIN = Redactor("builtin", _mask_builtin)
+_OFF = Redactor("off", _unchanged)
+
+
+def builtin() -> Redactor:
+    """Stdlib regexes and checksums: no model, no download, no network."""
+    return _BUILTIN
+
+
+def off() -> Redactor:
+    """Masks nothing. For local debugging, where the raw reason is the point."""
+    return _OFF
+
+
+def get_redactor(spec: str) -> Redactor:
+    if spec == "builtin":
+        return builtin()
+    if spec == "off":
+        return off()
+    raise ValueError(f"unknown redaction {spec!r}; use one of: {', '.join(NAMES)}")
+
+
+def safe_key(key: str, redactor: Callable[[str], str] | None) -> str:
+    """A scenario key fit to write out.
+
+    Unchanged when the redactor finds nothing to mask. Otherwise the masked key plus
+    ``#`` and 8 hex digits of the raw key's SHA-256: two keys that mask alike (two
+    customers' emails) stay apart in a report, and one raw key reads the same in every
+    run, so runs can still be grouped by scenario without the value being written.
+    """
+    if redactor is None:
+        return key
+    masked = redactor(key)
+    if masked == key:
+        return key
+    return f"{masked}#{hashlib.sha256(key.encode('utf-8')).hexdigest()[:8]}"

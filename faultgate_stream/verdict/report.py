@@ -1,0 +1,94 @@
+"""The offline JSON report: faultgate's fields, so its consumers keep working, plus ours.
+
+faultgate's: ``judge``, ``checks``, ``redaction``, ``traces``, ``failed_traces``,
+``fired``, ``measures`` and ``results`` as ``{trace_id, scenario, check, detected,
+confidence, reason}``. Ours, added to each result: ``run_id``, ``completion``, ``steps``,
+``severity``; and a ``runs`` list with one entry per run. Every reason and scenario key
+is masked by the redactor before it is written.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from faultgate_stream import __version__
+from faultgate_stream.model.verdict import RunVerdict
+from faultgate_stream.verdict.redact import safe_key
+
+Redact = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Report:
+    checks: list[str]
+    verdicts: list[RunVerdict]
+    redaction: str = "builtin"
+
+    @property
+    def trace_ids(self) -> list[str]:
+        return list(dict.fromkeys(v.key.trace_id for v in self.verdicts))
+
+    @property
+    def failed_traces(self) -> list[str]:
+        failed = {v.key.trace_id for v in self.verdicts if not v.clean}
+        return [t for t in self.trace_ids if t in failed]
+
+    @property
+    def fired(self) -> dict[str, int]:
+        counts = dict.fromkeys(self.checks, 0)
+        for v in self.verdicts:
+            for r in v.results:
+                counts[r.check] += r.fired
+        return counts
+
+    @property
+    def passed(self) -> bool:
+        return all(v.clean for v in self.verdicts)
+
+    def outcome(self) -> dict[str, Any] | None:
+        """With the outcome check: the outcome rate over judged runs beside the structural
+        clean rate. They answer different questions, so they are never merged."""
+        if "outcome" not in self.checks:
+            return None
+        rows = [(v, r) for v in self.verdicts for r in v.results if r.check == "outcome"]
+        judged = [r for _, r in rows if r.confidence > 0]
+        true = sum(not r.fired for r in judged)
+        n = len(self.verdicts)
+        structural = sum(any(r.fired for r in v.results if r.check != "outcome") for v in self.verdicts)
+        failed = sum(not v.clean for v in self.verdicts)
+        return {"judged": len(judged), "missing": len(rows) - len(judged), "true": true,
+                "outcome_rate": round(true / len(judged), 4) if judged else None,
+                "structural_clean_rate": round((n - structural) / n, 4) if n else None,
+                "clean_rate": round((n - failed) / n, 4) if n else None}
+
+    def to_dict(self, redact: Redact | None) -> dict[str, Any]:
+        mask = redact or (lambda s: s)
+        out: dict[str, Any] = {
+            "judge": "none",
+            "checks": self.checks,
+            "redaction": self.redaction if redact else "off",
+            "traces": len(self.trace_ids),
+            "failed_traces": self.failed_traces,
+            "fired": self.fired,
+            "measures": {v.key.trace_id: v.measures for v in self.verdicts},
+            "results": [
+                {"trace_id": v.key.trace_id, "scenario": safe_key(v.scenario, redact), "check": r.check,
+                 "detected": r.fired, "confidence": round(r.confidence, 4), "reason": mask(r.reason),
+                 "run_id": str(v.key), "completion": v.completion.value, "steps": v.steps,
+                 "severity": r.severity.value}
+                for v in self.verdicts for r in v.results
+            ],
+            "runs": [
+                {"run_id": str(v.key), "trace_id": v.key.trace_id, "root_span_id": v.key.root_span_id,
+                 "scenario": safe_key(v.scenario, redact), "agent": v.agent, "agent_version": v.agent_version,
+                 "completion": v.completion.value, "clean": v.clean, "steps": v.steps, "spans": v.spans,
+                 "fired": [r.check for r in v.fired]}
+                for v in self.verdicts
+            ],
+            "faultgate_stream_version": __version__,
+        }
+        outcome = self.outcome()
+        if outcome is not None:
+            out["outcome"] = outcome
+        return out

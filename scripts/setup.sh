@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs what faultgate-stream and its tests need, idempotently: a fresh machine gets
+# everything, a machine that already has it spends seconds. Used by the README's commands
+# and by .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+# pip's own cache (~/.cache/pip) makes a second install quick; --upgrade-strategy keeps
+# what is already there when it satisfies pyproject's lower bounds.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'

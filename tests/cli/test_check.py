@@ -1,0 +1,130 @@
+"""The offline command line: faultgate's exit codes, table and report, and one-line errors."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from faultgate_stream.cli.main import main
+from tests.conftest import CORPUS
+
+TRACES = CORPUS / "faultgate-0.4.1" / "examples" / "traces.json"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The real console entry point in a subprocess, so a traceback would show on stderr."""
+    return subprocess.run([sys.executable, "-m", "faultgate_stream.cli.main", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+BAD_INPUTS = {
+    "empty": b"",
+    "truncated_json": b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "ab',
+    "json_not_a_trace": b'{"hello": "world"}',
+    "binary_garbage": bytes(range(256)) * 8,
+    "malformed_span_id": json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "not-hex!", "name": "x",
+         "startTimeUnixNano": "1"}]}]}]}).encode(),
+    "a_list_of_numbers": b"[1, 2, 3]",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUTS))
+def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path, name):
+    f = tmp_path / f"{name}.json"
+    f.write_bytes(BAD_INPUTS[name])
+    p = _cli("check", str(f))
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr
+    assert lines[0].startswith("faultgate-stream: ") and str(f.name) in lines[0]
+
+
+def test_a_malformed_span_id_names_the_field_and_where_it_is(tmp_path):
+    f = tmp_path / "bad.json"
+    f.write_bytes(BAD_INPUTS["malformed_span_id"])
+    p = _cli("check", str(f))
+    assert "resourceSpans[0].scopeSpans[0].spans[0].spanId" in p.stderr
+
+
+def test_a_missing_file_and_a_bad_golden_file_are_input_errors(tmp_path):
+    assert _cli("check", str(tmp_path / "nope.json")).returncode == 2
+    g = tmp_path / "golden.json"
+    g.write_text('{"q": 3}')
+    p = _cli("check", str(TRACES), "--golden", str(g))
+    assert p.returncode == 2 and "golden" in p.stderr and "must be str" in p.stderr
+
+
+def test_an_unknown_check_name_is_refused_with_the_available_names():
+    p = _cli("check", str(TRACES), "--check", "search_loop,nonsense")
+    assert p.returncode == 2 and "nonsense" in p.stderr and "abstention" in p.stderr
+
+
+def test_a_clean_file_exits_0_and_a_fired_check_exits_1(capsys):
+    assert main(["check", str(CORPUS / "faultgate-0.4.1/examples/formats/openinference.json")]) == 0
+    assert main(["check", str(TRACES)]) == 1
+    out = capsys.readouterr().out
+    assert "2/5 traces failed · search_loop=1, abstention=1, policy=0" in out
+
+
+def test_the_json_report_keeps_faultgates_fields_and_adds_run_completion_and_steps(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    main(["check", str(TRACES), "--json", str(out)])
+    r = json.loads(out.read_text())
+    assert {"traces", "failed_traces", "fired", "results", "checks", "measures"} <= set(r)
+    row = r["results"][0]
+    assert {"trace_id", "scenario", "check", "detected", "confidence", "reason"} <= set(row)
+    assert row["completion"] == "complete" and row["steps"] == 12 and row["run_id"].startswith(row["trace_id"] + "/")
+    assert r["runs"][0]["clean"] is False
+
+
+def test_reasons_written_out_are_redacted_unless_redaction_is_off(tmp_path, capsys):
+    def attr(k, v):
+        return {"key": k, "value": {"stringValue": v}}
+    tid = "0af7651916cd43dd8448eb211c80319c"
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": tid, "spanId": "00f067aa0ba902b7", "name": "invoke_agent", "startTimeUnixNano": "1",
+         "endTimeUnixNano": "9", "attributes": [attr("gen_ai.operation.name", "invoke_agent")]},
+        {"traceId": tid, "spanId": "00f067aa0ba902b8", "parentSpanId": "00f067aa0ba902b7", "name": "execute_tool",
+         "startTimeUnixNano": "2", "attributes": [
+            attr("gen_ai.tool.name", "find_user"),
+            attr("gen_ai.tool.call.result", '{"error": "no account for bob@example.com"}')]}]}]}]}))
+    out = tmp_path / "r.json"
+    assert main(["check", str(t), "--json", str(out)]) == 1
+    text = out.read_text()
+    assert "bob@example.com" not in text and "no account for <EMAIL>" in text
+    assert main(["check", str(t), "--json", str(out), "--redact", "off"]) == 1
+    assert "no account for bob@example.com" in out.read_text()
+
+
+def test_checks_lists_every_check_with_its_kind():
+    p = _cli("checks")
+    assert p.returncode == 0
+    names = [line.split()[0] for line in p.stdout.splitlines()]
+    assert names == ["search_loop", "abstention", "policy", "repeated_call", "unrecovered_tool_error",
+                     "context_overflow", "wrong_answer", "truncation", "outcome"]
+
+
+def test_precheck_reports_duplicate_ids_and_missing_start_times_as_errors(tmp_path):
+    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "00f067aa0ba902b7", "name": "x"}
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span, span]}]}]}))
+    p = _cli("precheck", str(f))
+    assert p.returncode == 2
+    assert "duplicate span id 00f067aa0ba902b7" in p.stdout and "missing start time" in p.stdout
+
+
+def test_precheck_passes_the_bundled_examples(capsys):
+    assert main(["precheck", str(TRACES)]) == 0
+    assert "precheck: OK · format otlp · checked 5 of 5 traces · 31 tool steps read" in capsys.readouterr().out
+
+
+def test_outcomes_add_the_outcome_check_and_its_summary(tmp_path, capsys):
+    f = tmp_path / "outcomes.json"
+    f.write_text(json.dumps({"What is the internal codename of Girona Foundry?": True}))
+    code = main(["check", str(TRACES), "--outcomes", str(f)])
+    out = capsys.readouterr().out
+    assert code == 1 and "outcome: 1/1 true (1.00) · 4 scenario(s) without an outcome" in out

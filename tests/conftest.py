@@ -1,0 +1,17 @@
+"""Shared fixtures: where the parity corpus lives (beside the repo, as CI lays it out)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    # Deliberately an assertion, not a skip: a missing corpus must fail CI, not shrink it.
+    assert CORPUS.is_dir(), f"parity corpus not found at {CORPUS}; ../shared must sit beside the repo"
+    return CORPUS

@@ -1,0 +1,63 @@
+"""Parity with faultgate 0.4.1 over every reference report made without --policy or --band.
+
+For each (trace, check) faultgate reported, our ``detected`` must equal its. Deviations we
+are sure of live in PARITY_DEVIATIONS.md with a test pinning our behaviour; none are
+needed for these reports, so the table below is empty and every cell must match.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from faultgate_stream.cli.main import main
+
+README_ROW = re.compile(r"^\| `(?P<report>[^`]+)` \| `(?P<input>[^`]+)` \| `(?P<flags>[^`]*)` \| (?P<exit>\d) \|")
+# (report, trace id, check) -> our detected, where we knowingly differ from faultgate.
+DEVIATIONS: dict[tuple[str, str, str], bool] = {}
+
+
+def reference_rows(corpus: Path) -> list[dict[str, str]]:
+    rows = [m.groupdict() for line in (corpus / "README.md").read_text().splitlines()
+            if (m := README_ROW.match(line))]
+    return [r for r in rows if "--policy" not in r["flags"] and "--band" not in r["flags"]]
+
+
+def _flags(corpus: Path, flags: str) -> list[str]:
+    out = []
+    for tok in flags.split():
+        if tok.endswith(".json"):
+            base = corpus / "faultgate-0.4.1" / tok
+            tok = str(base if base.exists() else corpus / tok)
+        out.append(tok)
+    return out
+
+
+def test_the_reference_table_lists_the_reports_we_compare_against(corpus):
+    rows = reference_rows(corpus)
+    assert len(rows) == 15
+    assert all((corpus / "reference" / r["report"]).is_file() for r in rows)
+
+
+@pytest.mark.parametrize("row", range(15))
+def test_our_detected_equals_faultgates_for_every_trace_and_check(corpus, tmp_path, row, capsys):
+    r = reference_rows(corpus)[row]
+    theirs = json.loads((corpus / "reference" / r["report"]).read_text())
+    out = tmp_path / "ours.json"
+    code = main(["check", str(corpus / "faultgate-0.4.1" / r["input"]), *_flags(corpus, r["flags"]), "--json", str(out)])
+    capsys.readouterr()
+    ours = json.loads(out.read_text())
+    assert code == int(r["exit"])
+    assert ours["checks"] == theirs["checks"]
+    assert ours["traces"] == theirs["traces"]
+    mine = {(x["trace_id"], x["check"]): x for x in ours["results"]}
+    assert set(mine) == {(x["trace_id"], x["check"]) for x in theirs["results"]}
+    for x in theirs["results"]:
+        key = (x["trace_id"], x["check"])
+        expected = DEVIATIONS.get((r["report"], *key), x["detected"])
+        assert mine[key]["detected"] == expected, (key, mine[key]["reason"], x["reason"])
+        assert mine[key]["scenario"] == x["scenario"]
+    assert ours["fired"] == theirs["fired"]
+    assert ours["failed_traces"] == theirs["failed_traces"]
