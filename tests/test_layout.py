@@ -6,9 +6,11 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "faultgate_stream"
 # Stages in pipeline order; a module may import its own stage and earlier ones only.
-# ``cli`` and the wiring modules (pipeline, testing) sit after every stage.
-ORDER = ["model", "read", "assemble", "checks", "verdict", "export", "gate", "cli"]
-WIRING = {"pipeline", "testing", "service"}
+# ``read`` comes before ``receive`` because receivers decode with the readers (as the
+# collector's receivers unmarshal with pdata). ``cli`` and the wiring modules sit after
+# every stage.
+ORDER = ["model", "read", "receive", "assemble", "checks", "verdict", "export", "gate", "cli"]
+WIRING = {"pipeline", "testing", "service", "config"}
 
 
 def _stage(module: str) -> str | None:

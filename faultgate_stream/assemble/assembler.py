@@ -143,7 +143,7 @@ class Assembler:
         if cfg.on_full == "refuse" or new_traces > cfg.max_traces or new_bytes > cfg.max_bytes:
             self.stats.refused_batches += 1
             raise CapacityError(f"assembler at {bound} ({len(self._traces)} traces, {self._bytes} bytes held)",
-                                bound=bound, retry_after_s=max(1.0, cfg.root_grace_s))
+                                bound=bound, retry_after_s=max(1.0, cfg.root_grace))
         while bound and self._traces:
             self._close_trace(next(iter(self._traces)), Completion.EVICTED)
             bound = full()
@@ -153,15 +153,15 @@ class Assembler:
         """Complete every run that is due at the clock's time. Returns runs completed."""
         now = self._clock.now_ns()
         cfg = self.config
-        grace = int(cfg.root_grace_s * NS)
+        grace = int(cfg.root_grace * NS)
         done = 0
         for tid in list(self._traces):
             t = self._traces[tid]
-            if now - t.first_ns >= int(cfg.max_run_duration_s * NS):
+            if now - t.first_ns >= int(cfg.max_run_duration * NS):
                 done += self._close_trace(tid, Completion.MAX_DURATION)
             elif t.root_arrivals and min(t.root_arrivals.values()) + grace <= now:
                 done += self._close_due(tid, now - grace)
-            elif not t.root_arrivals and now - t.last_ns >= int(cfg.idle_timeout_s * NS):
+            elif not t.root_arrivals and now - t.last_ns >= int(cfg.idle_timeout * NS):
                 done += self._close_trace(tid, Completion.ORPHAN)
         return done
 

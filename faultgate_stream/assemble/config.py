@@ -1,8 +1,10 @@
 """Assembler settings. Zero never means "unlimited": every bound is a number."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from faultgate_stream.model.settings import BYTES, DURATION
 
 # Children usually reach a collector before their root (a span is exported when it ends,
 # and the root ends last), so a run is complete soon after its root arrives; two seconds
@@ -24,19 +26,19 @@ DEFAULT_DECISION_CACHE = 100_000
 
 @dataclass(frozen=True, kw_only=True)
 class AssembleConfig:
-    root_grace_s: float = DEFAULT_ROOT_GRACE_S
-    max_run_duration_s: float = DEFAULT_MAX_RUN_DURATION_S
-    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    root_grace: float = field(default=DEFAULT_ROOT_GRACE_S, metadata=DURATION)
+    max_run_duration: float = field(default=DEFAULT_MAX_RUN_DURATION_S, metadata=DURATION)
+    idle_timeout: float = field(default=DEFAULT_IDLE_TIMEOUT_S, metadata=DURATION)
     max_traces: int = DEFAULT_MAX_TRACES              # traces with runs in flight
     max_spans_per_trace: int = DEFAULT_MAX_SPANS_PER_TRACE
-    max_bytes: int = DEFAULT_MAX_BYTES                # approximate bytes of spans held
+    max_bytes: int = field(default=DEFAULT_MAX_BYTES, metadata=BYTES)  # approximate bytes of spans held
     # At a bound: refuse new data with a retryable error, or close the oldest run early.
     on_full: Literal["refuse", "evict"] = "refuse"
     decision_cache: int = DEFAULT_DECISION_CACHE
 
     def validate(self) -> list[str]:
         problems = []
-        for name in ("root_grace_s", "max_run_duration_s", "idle_timeout_s"):
+        for name in ("root_grace", "max_run_duration", "idle_timeout"):
             if not getattr(self, name) >= 0:
                 problems.append(f"{name}: must be a number >= 0")
         for name in ("max_traces", "max_spans_per_trace", "max_bytes", "decision_cache"):

@@ -98,3 +98,37 @@ def span(where: str, s: Any) -> SpanRecord:
 
 def read(doc: dict[str, Any]) -> list[SpanRecord]:
     return [span(where, s) for where, s in raw_spans(doc)]
+
+
+def to_request(doc: Any) -> tuple[Any, int, str]:
+    """OTLP/JSON -> (``ExportTraceServiceRequest``, spans whose ids are malformed, the first
+    such problem). The live service and ``replay`` speak protobuf; a span whose ids cannot be
+    converted keeps empty ids, so the protobuf reader rejects it like any other bad span.
+    Raises ``InputError`` when the document is not OTLP/JSON at all."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    if not isinstance(doc, dict):
+        raise InputError("not OTLP/JSON: expected an object with resourceSpans")
+    bad, first = 0, ""
+    for where, s in raw_spans(doc):
+        if not isinstance(s, dict):
+            raise InputError(f"{where}: expected an object")
+        for key, n in (("traceId", TRACE_ID_BYTES), ("spanId", SPAN_ID_BYTES), ("parentSpanId", SPAN_ID_BYTES)):
+            raw = s.get(key)
+            if key == "parentSpanId" and not raw:
+                s.pop(key, None)
+                continue
+            h = hex_id(str(raw or ""), n)
+            if h is None:
+                bad += 1
+                first = first or f"{where}.{key}: {raw!r} is not a {2 * n}-digit hex id"
+                s[key] = ""
+            else:
+                # the proto3 JSON mapping reads bytes as base64; OTLP/JSON writes hex
+                s[key] = base64.b64encode(bytes.fromhex(h)).decode()
+    try:
+        request = json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+    except json_format.ParseError as e:
+        raise InputError(f"not a valid OTLP/JSON trace export: {e}") from None
+    return request, bad, first

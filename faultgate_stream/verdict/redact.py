@@ -162,26 +162,44 @@ def _mask_ipv6(match: re.Match[str], tag: str) -> str:
 # --- the rules ------------------------------------------------------------------------
 
 _ANY_DIGIT = re.compile(r"\d")
+_DROP_ASCII_DIGITS = str.maketrans("", "", "0123456789")
 
 
-def _has_digit(text: str) -> bool:
-    return _ANY_DIGIT.search(text) is not None
+def _count_digits(text: str) -> int:
+    if text.isascii():
+        return len(text) - len(text.translate(_DROP_ASCII_DIGITS))
+    # \d in the patterns matches every Unicode decimal digit, so the count must too
+    return len(_ANY_DIGIT.findall(text))
 
 
-def _contains_any(*needles: str) -> Callable[[str], bool]:
-    return lambda text: any(n in text for n in needles)
+# A gate answers "could the pattern match here?" from substring tests and the number of
+# digits in the text as it was before any rule ran. Masking only removes digits, so that
+# number stays an upper bound and a gate can never skip a real match. A False saves a
+# regex scan, which costs more than parsing the span the text came from.
+_Gate = Callable[[str, int], bool]
+
+
+def _could_hold_vendor_key(text: str, digits: int) -> bool:
+    # every vendor prefix carries one of "-", "_", "." or an "A"; testing those first
+    # keeps ordinary prose to four substring tests
+    if "-" in text and ("k-" in text or "xox" in text or "xapp-" in text):
+        return True
+    if "_" in text and ("k_" in text or "gh" in text or "hf_" in text):
+        return True
+    if "." in text and ("ya29." in text or "SG." in text):
+        return True
+    return "A" in text and ("AKIA" in text or "ASIA" in text or "AIza" in text)
 
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
     tag: str
     pattern: re.Pattern[str]
-    # False means the pattern cannot match this text; a substring test is far cheaper than a scan
-    could_match: Callable[[str], bool]
+    could_match: _Gate
     judge: Callable[[re.Match[str], str], str] | None = None
 
-    def apply(self, text: str) -> str:
-        if not self.could_match(text):
+    def apply(self, text: str, digits: int) -> str:
+        if not self.could_match(text, digits):
             return text
         tag = f"<{self.tag}>"
         if self.judge is None:
@@ -208,34 +226,29 @@ _VENDOR_KEYS = (
     r"SG\." + _TOKEN + r"{16,64}\." + _TOKEN + r"{16,128}",   # SendGrid
     r"hf_[A-Za-z0-9]{30,64}",                        # Hugging Face
 )
-_VENDOR_NEEDLES = (
-    "sk-", "pk-", "rk-", "k_live_", "k_test_", "AKIA", "ASIA", "ghp_", "gho_", "ghu_", "ghs_",
-    "ghr_", "github_pat_", "xox", "xapp-", "AIza", "ya29.", "SG.", "hf_",
-)
 
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 
 # Order matters. Secrets go first: a key can hold digit runs a later rule would tear
-# apart. IPv6 goes before the digit rules, so a number that ends where an address
-# begins ("192.168.1.254.2001:db8:...") is judged with the address already masked, as
-# a second pass would judge it. SSNs go before cards, so an SSN written beside a card
-# is not read as more card digits. Cards go before the looser phone and IPv4 shapes.
+# apart. SSNs go before cards, so an SSN written beside a card is not read as more card
+# digits. Cards go before the looser IP and phone shapes, and IPv4 before IPv6, so the
+# IPv4 tail of "::ffff:192.0.2.1" is already masked when the IPv6 rule looks at it.
 _RULES = (
     _Rule(
         "SECRET",
         re.compile(r"(?<![\w.-])eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}"),
-        _contains_any("eyJ"),
+        lambda text, digits: "eyJ" in text,
     ),
     _Rule(
         "SECRET",
         # "Bearer" in any case; spelled out so the token class stays plain ASCII
         re.compile(r"(?<=[Bb][Ee][Aa][Rr][Ee][Rr] )[A-Za-z0-9._~+/-]{16,4096}={0,2}"),
-        lambda text: "bearer " in text.lower(),
+        lambda text, digits: "bearer " in text.lower(),
     ),
     _Rule(
         "SECRET",
         re.compile(r"(?<![\w-])(?:" + "|".join(_VENDOR_KEYS) + r")(?![\w-])"),
-        _contains_any(*_VENDOR_NEEDLES),
+        _could_hold_vendor_key,
     ),
     _Rule(
         "EMAIL",
@@ -243,20 +256,13 @@ _RULES = (
             r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}"
             r"@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"
         ),
-        _contains_any("@"),
-    ),
-    _Rule(
-        "IP_ADDRESS",
-        # a whole run of hex digits and colons, at most an address long; _is_ipv6 decides
-        re.compile(r"(?<![\w:])[0-9A-Fa-f:]{2,39}(?![\w:])"),
-        lambda text: "::" in text or text.count(":") >= 7,
-        _mask_ipv6,
+        lambda text, digits: "@" in text,
     ),
     _Rule(
         "US_SSN",
         # area 000, 666 and 9xx, group 00 and serial 0000 are never issued
         re.compile(r"(?<!\w)(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\w)"),
-        lambda text: "-" in text and _has_digit(text),
+        lambda text, digits: digits >= 9 and "-" in text,
     ),
     _Rule(
         "CREDIT_CARD",
@@ -265,14 +271,21 @@ _RULES = (
         # decimal or a word; when its last group is such a one, the groups before it still
         # count, so a card followed by "1200.50" is not let through.
         re.compile(r"(?<![\w.])\d{3,19}(?:[ -]\d{3,19}){0,15}(?!\w)(?!\.\d)"),
-        _has_digit,
+        lambda text, digits: digits >= 13,
         _mask_cards,
     ),
     _Rule(
         "IP_ADDRESS",
         # not part of a longer dotted run (a version, an OID); a full stop that ends a sentence may follow
         re.compile(r"(?<![\w.])(?:" + _OCTET + r"\.){3}" + _OCTET + r"(?!\w)(?!\.\w)"),
-        lambda text: "." in text and _has_digit(text),
+        lambda text, digits: digits >= 4 and text.count(".") >= 3,
+    ),
+    _Rule(
+        "IP_ADDRESS",
+        # a whole run of hex digits and colons, at most an address long; _is_ipv6 decides
+        re.compile(r"(?<![\w:])[0-9A-Fa-f:]{2,39}(?![\w:])"),
+        lambda text, digits: "::" in text or text.count(":") >= 7,
+        _mask_ipv6,
     ),
     _Rule(
         "PHONE",
@@ -286,15 +299,16 @@ _RULES = (
             r"|(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)|\d{2,4})[ .-]\d{3,4}[ .-]?\d{3,4})"
             r"(?![.-]?\w)(?! \d)"
         ),
-        _has_digit,
+        lambda text, digits: digits >= 9,
         _mask_phone,
     ),
 )
 
 
 def _mask_builtin(text: str) -> str:
+    digits = _count_digits(text)
     for rule in _RULES:
-        text = rule.apply(text)
+        text = rule.apply(text, digits)
     return text
 
 

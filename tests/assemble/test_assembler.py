@@ -33,7 +33,7 @@ def make(**cfg):
 
 
 def test_a_run_completes_only_after_root_grace_has_passed_since_the_root_arrived():
-    asm, sink, clock = make(root_grace_s=2.0)
+    asm, sink, clock = make(root_grace=2.0)
     t = trace_id()
     root = agent(t)
     asm.add([tool(t, root.span_id, "search")])
@@ -53,7 +53,7 @@ def test_a_run_completes_only_after_root_grace_has_passed_since_the_root_arrived
 
 
 def test_max_run_duration_closes_a_run_whose_root_never_arrives():
-    asm, sink, clock = make(max_run_duration_s=30, idle_timeout_s=1000)
+    asm, sink, clock = make(max_run_duration=30, idle_timeout=1000)
     t = trace_id()
     root = agent(t)
     asm.add([tool(t, root.span_id, "search")])
@@ -68,7 +68,7 @@ def test_max_run_duration_closes_a_run_whose_root_never_arrives():
 
 
 def test_a_fragment_with_no_root_is_closed_as_an_orphan_after_idle_timeout():
-    asm, sink, clock = make(idle_timeout_s=10)
+    asm, sink, clock = make(idle_timeout=10)
     t = trace_id()
     asm.add([tool(t, "00000000000000aa", "search")])
     clock.advance(9)
@@ -92,7 +92,7 @@ def test_duplicate_spans_are_dropped_and_counted():
 
 
 def test_a_span_after_the_verdict_is_late_and_names_the_decided_run():
-    asm, sink, clock = make(root_grace_s=1)
+    asm, sink, clock = make(root_grace=1)
     t = trace_id()
     root = agent(t)
     asm.add([root])
@@ -176,7 +176,7 @@ def test_a_run_that_reaches_max_spans_is_closed_early_and_later_spans_are_late()
 
 
 def test_bytes_held_return_to_zero_when_every_run_is_done():
-    asm, sink, clock = make(root_grace_s=0)
+    asm, sink, clock = make(root_grace=0)
     t = trace_id()
     root = agent(t)
     asm.add([root, tool(t, root.span_id, "a")])
@@ -195,7 +195,7 @@ def test_the_decision_cache_is_bounded_and_counts_what_it_forgets():
 
 
 def test_invalid_config_names_every_bad_key():
-    problems = AssembleConfig(root_grace_s=-1, max_traces=0, on_full="drop").validate()  # type: ignore[arg-type]
-    assert any(p.startswith("root_grace_s") for p in problems)
+    problems = AssembleConfig(root_grace=-1, max_traces=0, on_full="drop").validate()  # type: ignore[arg-type]
+    assert any(p.startswith("root_grace") for p in problems)
     assert any(p.startswith("max_traces") for p in problems)
     assert any(p.startswith("on_full") for p in problems)

@@ -14,8 +14,10 @@ carries the trigger's input as the prompt and the agent node's output as the ans
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.read.formats.shared import (
     agent_root, derived_trace_id, error_text, measures, objects, records, span, strictly_increasing, to_ns,
@@ -86,60 +88,84 @@ def _kind(e: dict[str, Any]) -> str:
     return ""
 
 
+def _ms(e: dict[str, Any], key: str, where: str) -> int:
+    """An entry's millisecond field (``startTime`` is epoch ms) as nanoseconds; 0 when absent."""
+    v = e.get(key) or 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{where}.{key}: {v!r} is not a number of milliseconds")
+    return int(v * MS)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One run of one node: ``runData[node][run_index]``."""
+
+    node: str
+    run_index: int
+    raw: dict[str, Any]
+    start_ns: int
+    took_ns: int
+    kind: str
+
+
+def _entries(run_data: dict[str, Any], where: str) -> list[_Entry]:
+    """Every node run, in the order the execution ran them."""
+    out = []
+    for node, runs in run_data.items():
+        here = f"{where}.runData[{node!r}]"
+        for i, e in enumerate(objects(runs if isinstance(runs, list) else [runs], here)):
+            out.append(_Entry(node, i, e, _ms(e, "startTime", f"{here}[{i}]"),
+                              _ms(e, "executionTime", f"{here}[{i}]"), _kind(e)))
+    # One key for all entries: executionIndex and startTime live in different number spaces,
+    # so mixing them per entry would scramble the order.
+    if out and all(isinstance(e.raw.get("executionIndex"), int) for e in out):
+        return sorted(out, key=lambda e: e.raw["executionIndex"])
+    return sorted(out, key=lambda e: e.start_ns)
+
+
 def _execution(x: dict[str, Any], where: str) -> list[SpanRecord]:
     run_data = _run_data(x)
     if not isinstance(run_data, dict):
-        raise ValueError(f"{where}: no data.resultData.runData object")
+        raise InputError(f"{where}: no data.resultData.runData object")
     tid = str(x["id"]) if x.get("id") not in (None, "") else derived_trace_id(x)
-    entries: list[tuple[str, int, dict[str, Any]]] = []
-    for node, runs in run_data.items():
-        for i, e in enumerate(objects(runs if isinstance(runs, list) else [runs], f"{where}.runData[{node!r}]")):
-            entries.append((node, i, e))
-    # One ordering for all entries: the two keys live in different number spaces.
-    if entries and all("executionIndex" in e for _, _, e in entries):
-        entries.sort(key=lambda t: t[2]["executionIndex"])
-    else:
-        entries.sort(key=lambda t: t[2].get("startTime") or 0)
-
-    calls = [(node, i, e) for node, i, e in entries if _kind(e)]
+    entries = _entries(run_data, where)
+    calls = [e for e in entries if e.kind]
     # A tool or model call names the agent node that ran it as its source.
-    agents = {src["previousNode"] for _, _, e in calls for src in (e.get("source") or [])
+    agents = {src["previousNode"] for e in calls for src in (e.raw.get("source") or [])
               if isinstance(src, dict) and src.get("previousNode")}
-    trigger = next((e for _, _, e in entries if not e.get("source")), None)
-    prompt = _prompt(_item(trigger.get("data"), "main")) if trigger else ""
-    outputs = [_item(e.get("data"), "main") or {} for node, _, e in entries if node in agents]
+    trigger = next((e for e in entries if not e.raw.get("source")), None)
+    prompt = _prompt(_item(trigger.raw.get("data"), "main")) if trigger else ""
+    outputs = [_item(e.raw.get("data"), "main") or {} for e in entries if e.node in agents]
     answer = next((o["output"] for o in reversed(outputs) if isinstance(o.get("output"), str)), "")
 
     root_id = "execution"
     # Milliseconds tie often: nudged apart, start-time order is the order chosen above.
-    starts = strictly_increasing([int(e.get("startTime") or 0) * MS for _, _, e in calls])
-    spans = [_call(tid, root_id, node, i, e, start) for (node, i, e), start in zip(calls, starts)]
+    starts = strictly_increasing([e.start_ns for e in calls])
+    spans = [_call(tid, root_id, e, start) for e, start in zip(calls, starts)]
 
-    begun = [int(e["startTime"]) * MS for _, _, e in entries if e.get("startTime")]
-    ended = [(int(e["startTime"]) + int(e.get("executionTime") or 0)) * MS for _, _, e in entries if e.get("startTime")]
-    result = x["data"]["resultData"]
-    error = error_text(result.get("error"))
+    timed = [e for e in entries if e.start_ns]
+    error = error_text(x["data"]["resultData"].get("error"))
     if not error and str(x.get("status", "")).lower() in FAILED_STATUSES:
         error = str(x["status"])
     workflow = x.get("workflowData") if isinstance(x.get("workflowData"), dict) else {}
     name = str(workflow.get("name") or min(agents, default="") or "n8n")
-    root = agent_root(tid, root_id, name, to_ns(x.get("startedAt")) or min(begun, default=0),
-                      to_ns(x.get("stoppedAt")) or max(ended, default=0), prompt=prompt, answer=answer, error=error)
+    root = agent_root(tid, root_id, name, to_ns(x.get("startedAt")) or min((e.start_ns for e in timed), default=0),
+                      to_ns(x.get("stoppedAt")) or max((e.start_ns + e.took_ns for e in timed), default=0),
+                      prompt=prompt, answer=answer, error=error)
     return [root, *spans]
 
 
-def _call(tid: str, root_id: str, node: str, run_index: int, e: dict[str, Any], start: int) -> SpanRecord:
-    span_id = f"{node}#{run_index}"
-    end = start + int(e.get("executionTime") or 0) * MS
-    error = error_text(e.get("error"))
-    args = _item(e.get("inputOverride"), "ai_tool")
-    if args is not None:
+def _call(tid: str, root_id: str, e: _Entry, start: int) -> SpanRecord:
+    span_id = f"{e.node}#{e.run_index}"
+    end = start + e.took_ns
+    error = error_text(e.raw.get("error"))
+    if e.kind == "tool":
         # The injected call id is not an argument: it would read as an identifier grounded in nothing.
-        args = {k: v for k, v in args.items() if k != "id"}
-        out = _item(e.get("data"), "ai_tool") or {}
-        return tool_span(tid, span_id, root_id, node, start, end, args, out.get("response"),
-                         ok=_ok(e), error=error)
-    out = _item(e.get("data"), "ai_languageModel") or {}
+        args = {k: v for k, v in (_item(e.raw.get("inputOverride"), "ai_tool") or {}).items() if k != "id"}
+        out = _item(e.raw.get("data"), "ai_tool") or {}
+        return tool_span(tid, span_id, root_id, e.node, start, end, args, out.get("response"),
+                         ok=_ok(e.raw), error=error)
+    out = _item(e.raw.get("data"), "ai_languageModel") or {}
     usage = out.get("tokenUsage") if isinstance(out.get("tokenUsage"), dict) else {}
     try:
         finish = out["response"]["generations"][0][0]["generationInfo"]["finish_reason"]
@@ -147,5 +173,5 @@ def _call(tid: str, root_id: str, node: str, run_index: int, e: dict[str, Any], 
         finish = None
     attrs = measures(input_tokens=usage.get("promptTokens"), output_tokens=usage.get("completionTokens"),
                      finish_reason=finish)
-    return span(tid, span_id, root_id, node, start, end, "chat",
-                error=error or ("" if _ok(e) else "failed"), attrs=attrs)
+    return span(tid, span_id, root_id, e.node, start, end, "chat",
+                error=error or ("" if _ok(e.raw) else "failed"), attrs=attrs)

@@ -1,0 +1,1 @@
+"""export: sinks that render each verdict (metrics, log; spans and stream to come), each bounded."""

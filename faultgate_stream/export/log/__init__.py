@@ -1,0 +1,1 @@
+"""export/log: one structured JSON line per verdict, reasons redacted."""

@@ -1,0 +1,1 @@
+"""export/metrics: verdicts and self-telemetry as Prometheus metrics, with trace exemplars."""
