@@ -68,6 +68,7 @@ class Assembler:
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # oldest first
         self._decided: OrderedDict[str, _Decided] = OrderedDict()
         self._bytes = 0
+        self._spans = 0
         self.stats = Stats()
 
     # ------------------------------------------------------------ state, for self-metrics
@@ -77,7 +78,7 @@ class Assembler:
 
     @property
     def spans_in_flight(self) -> int:
-        return sum(len(t.spans) for t in self._traces.values())
+        return self._spans
 
     @property
     def bytes_held(self) -> int:
@@ -113,6 +114,7 @@ class Assembler:
             t.last_ns = now
             t.bytes += s.size
             self._bytes += s.size
+            self._spans += 1
             if s.is_agent or not s.parent_id:
                 t.root_arrivals[s.span_id] = now
             res.accepted += 1
@@ -197,15 +199,18 @@ class Assembler:
         as one orphan run."""
         t = self._traces[tid]
         p = partition(t.spans)
+        now = self._clock.now_ns()
         taken: list[Run] = []
         for root_id, members in p.runs.items():
-            if only_due_before is not None and t.root_arrivals.get(root_id, only_due_before + 1) > only_due_before:
+            arrived = t.root_arrivals.get(root_id, 0)
+            if only_due_before is not None and (not arrived or arrived > only_due_before):
                 continue
-            taken.append(Run(RunKey(tid, root_id), members, t.spans[root_id], completion))
+            taken.append(Run(RunKey(tid, root_id), members, t.spans[root_id], completion,
+                             root_arrival_ns=arrived, closed_ns=now))
         closing_all = only_due_before is None
         if closing_all and p.unattached:
             c = Completion.ORPHAN if completion in (Completion.GRACE, Completion.COMPLETE) else completion
-            taken.append(Run(RunKey(tid, ""), p.unattached, None, c))
+            taken.append(Run(RunKey(tid, ""), p.unattached, None, c, closed_ns=now))
         gone = [s for r in taken for s in r.spans]
         if closing_all or (len(taken) == len(p.runs) and not p.unattached):
             gone += p.outside  # no run is left that they could sit above
@@ -226,6 +231,7 @@ class Assembler:
             if t.spans.pop(s.span_id, None) is not None:
                 t.bytes -= s.size
                 self._bytes -= s.size
+                self._spans -= 1
             t.root_arrivals.pop(s.span_id, None)
         # roots no longer in the buffer (taken above) cannot be due again
         for sid in [sid for sid in t.root_arrivals if sid not in t.spans]:

@@ -30,3 +30,25 @@ class VerdictConsumer(Protocol):
     def early(self, finding: EarlyFinding) -> None: ...
 
     def verdict(self, verdict: RunVerdict) -> None: ...
+
+
+class SpanConsumer(Protocol):
+    """What a receiver feeds: decoded spans. Raises ``CapacityError`` (nothing taken) when
+    the data must be refused retryably; once it returns, the spans are the consumer's."""
+
+    def consume(self, spans: list[SpanRecord]) -> None: ...
+
+
+class VerdictFanout:
+    """One ``VerdictConsumer`` that hands every event to several independent sinks."""
+
+    def __init__(self, sinks: list[VerdictConsumer]) -> None:
+        self.sinks = sinks
+
+    def early(self, finding: EarlyFinding) -> None:
+        for s in self.sinks:
+            s.early(finding)
+
+    def verdict(self, verdict: RunVerdict) -> None:
+        for s in self.sinks:
+            s.verdict(verdict)

@@ -26,11 +26,13 @@ class Run:
     without one, its parentless span); ``None`` for an orphan fragment."""
 
     def __init__(self, key: RunKey, spans: list[SpanRecord], root: SpanRecord | None,
-                 completion: Completion) -> None:
+                 completion: Completion, *, root_arrival_ns: int = 0, closed_ns: int = 0) -> None:
         self.key = key
         self.spans: tuple[SpanRecord, ...] = tuple(sorted(spans, key=span_order))
         self.root = root
         self.completion = completion
+        self.root_arrival_ns = root_arrival_ns  # on the assembler's clock; 0 when no root arrived
+        self.closed_ns = closed_ns
 
     @property
     def trace_id(self) -> str:

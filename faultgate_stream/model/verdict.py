@@ -63,6 +63,9 @@ class RunVerdict:
     spans: int
     first_start_ns: int = 0
     last_end_ns: int = 0
+    root_arrival_ns: int = 0   # service clock; 0 offline or when no root arrived
+    decided_ns: int = 0
+    root_span_id: str = ""     # for exemplars and for writing the verdict onto the root
     early: tuple[EarlyFinding, ...] = field(default=())
     measures: dict[str, float | None] = field(default_factory=dict)
 

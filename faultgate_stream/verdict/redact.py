@@ -25,10 +25,12 @@ sink writes has skipped the redactor.
 
 The tags, the order and the results on ordinary text are those of faultgate 0.4.1's
 ``--redact builtin``, so a report from either tool can be compared line by line.
-Where faultgate lets something through, this module masks it; the differences
-are: a card followed by an amount or a digit-led word, an IPv4 address or a phone
-number that ends a sentence, a compressed IPv6 address, a phone written ``+15551234567``,
-AWS ``ASIA`` keys and GitHub ``github_pat_`` tokens.
+The differences are all places where faultgate lets a value through and this module
+masks it: a card followed by an amount or a digit-led word; an IPv4 address or a
+phone number that ends a sentence; a compressed IPv6 address; a phone written
+``+15551234567``; a phone led by ``+`` or ``(`` that follows another number; AWS
+``ASIA`` keys and GitHub ``github_pat_`` tokens. Masking a masked text again changes
+nothing, as long as the values in it are set apart by whitespace or punctuation.
 
 ``off`` masks nothing; ``safe_key`` turns a scenario key into one fit to write out.
 
@@ -198,9 +200,7 @@ class _Rule:
     could_match: _Gate
     judge: Callable[[re.Match[str], str], str] | None = None
 
-    def apply(self, text: str, digits: int) -> str:
-        if not self.could_match(text, digits):
-            return text
+    def apply(self, text: str) -> str:
         tag = f"<{self.tag}>"
         if self.judge is None:
             # the tags hold no backslash, so a plain replacement string is safe
@@ -308,7 +308,8 @@ _RULES = (
 def _mask_builtin(text: str) -> str:
     digits = _count_digits(text)
     for rule in _RULES:
-        text = rule.apply(text, digits)
+        if rule.could_match(text, digits):
+            text = rule.apply(text)
     return text
 
 

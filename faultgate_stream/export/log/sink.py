@@ -1,0 +1,30 @@
+"""One JSON line per verdict (structlog), every reason and scenario key masked."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
+from faultgate_stream.verdict.redact import safe_key
+
+
+class VerdictLog:
+    """A ``VerdictConsumer`` writing to a structlog logger."""
+
+    def __init__(self, logger: Any, redact: Callable[[str], str] | None) -> None:
+        self.log = logger
+        self.redact = redact or (lambda s: s)
+        self._redactor = redact
+
+    def early(self, finding: EarlyFinding) -> None:
+        self.log.info("early_finding", trace_id=finding.trace_id, span_id=finding.span_id, check=finding.check,
+                      agent=finding.agent, reason=self.redact(finding.reason))
+
+    def verdict(self, v: RunVerdict) -> None:
+        self.log.info(
+            "verdict", run_id=str(v.key), trace_id=v.key.trace_id, root_span_id=v.root_span_id,
+            scenario=safe_key(v.scenario, self._redactor), agent=v.agent, agent_version=v.agent_version,
+            verdict="clean" if v.clean else "failed", completion=v.completion.value, steps=v.steps, spans=v.spans,
+            fired={r.check: {"severity": r.severity.value, "reason": self.redact(r.reason)} for r in v.fired},
+            early=[f.check for f in v.early],
+        )

@@ -1,0 +1,39 @@
+"""Verdicts -> Prometheus metrics, with ``{trace_id, span_id}`` exemplars.
+
+Exemplars render only in OpenMetrics exposition and each series keeps the latest one; the
+two ids take 63 of the 128 characters OpenMetrics allows.
+"""
+from __future__ import annotations
+
+from faultgate_stream.export.metrics.labels import BoundedLabel
+from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
+
+
+class MetricsSink:
+    """A ``VerdictConsumer``."""
+
+    def __init__(self, telemetry: Telemetry, max_agents: int) -> None:
+        self.t = telemetry
+        self.agent = BoundedLabel("agent", max_agents, telemetry["faultgate_label_values_folded"])
+
+    def early(self, finding: EarlyFinding) -> None:
+        self.t["faultgate_check_early_fired"].labels(self.agent(finding.agent), finding.check).inc(
+            exemplar={"trace_id": finding.trace_id, "span_id": finding.span_id})
+
+    def verdict(self, v: RunVerdict) -> None:
+        agent = self.agent(v.agent)
+        ex = {"trace_id": v.key.trace_id}
+        if v.root_span_id:
+            ex["span_id"] = v.root_span_id
+        t = self.t
+        t["faultgate_runs"].labels(agent, "clean" if v.clean else "failed", v.completion.value).inc(exemplar=ex)
+        for r in v.fired:
+            t["faultgate_check_fired"].labels(agent, r.check, r.severity.value).inc(exemplar=ex)
+        latency = v.measures.get("latency_ms")
+        if latency is not None:
+            t["faultgate_run_duration_seconds"].labels(agent).observe(latency / 1000, exemplar=ex)
+        t["faultgate_run_steps"].labels(agent).observe(v.steps, exemplar=ex)
+        if v.root_arrival_ns and v.decided_ns >= v.root_arrival_ns:
+            t["faultgate_verdict_delay_seconds"].labels(agent).observe((v.decided_ns - v.root_arrival_ns) / 1e9,
+                                                                      exemplar=ex)

@@ -1,0 +1,106 @@
+"""Every metric the service exposes, declared once: name, type, help, labels, owner.
+
+Stages get a ``Telemetry`` built on an injected registry (tests use a fresh one) and only
+record; exposition lives in ``export/metrics``. ``docs/metrics.md`` is generated from
+``CATALOG`` (``python -m faultgate_stream.model.telemetry``) and a test fails if it
+drifts. These names are an interface for alert rules and dashboards: extend, don't rename.
+
+Conservation (DESIGN.md): spans received = accepted + refused (retryable) + rejected
+(invalid); accepted spans are in flight, in a decided run, duplicates or late.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+# Seconds: a run takes from well under a second to many minutes.
+RUN_SECONDS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
+STEPS = (1, 2, 3, 5, 8, 12, 20, 30, 50, 100, 200)
+# Root arrival to verdict: root_grace (2 s by default) plus the scan tick.
+DELAY_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2, 2.5, 3, 5, 10, 30, 60)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str          # without the _total a Counter adds
+    kind: str          # counter | histogram | gauge
+    help: str
+    labels: tuple[str, ...]
+    owner: str         # the stage that records it
+    buckets: tuple[float, ...] = ()
+
+
+CATALOG: tuple[MetricSpec, ...] = (
+    MetricSpec("faultgate_runs", "counter", "Runs decided, by verdict (clean/failed) and completion state.",
+               ("agent", "verdict", "completion"), "export/metrics"),
+    MetricSpec("faultgate_check_fired", "counter", "Runs on which a check fired, at the final verdict.",
+               ("agent", "check", "severity"), "export/metrics"),
+    MetricSpec("faultgate_check_early_fired", "counter",
+               "Violations counted the moment their span arrived, before the run completed.",
+               ("agent", "check"), "export/metrics"),
+    MetricSpec("faultgate_run_duration_seconds", "histogram", "Wall time of a run (root span, else first to last span).",
+               ("agent",), "export/metrics", RUN_SECONDS),
+    MetricSpec("faultgate_run_steps", "histogram", "Tool calls per run.", ("agent",), "export/metrics", STEPS),
+    MetricSpec("faultgate_verdict_delay_seconds", "histogram", "From the root span's arrival to the run's verdict.",
+               ("agent",), "export/metrics", DELAY_SECONDS),
+    MetricSpec("faultgate_receiver_accepted_spans", "counter", "Spans acknowledged to the sender.",
+               ("transport",), "receive"),
+    MetricSpec("faultgate_receiver_refused_spans", "counter",
+               "Spans refused with a retryable status (the sender retries them).", ("transport", "reason"), "receive"),
+    MetricSpec("faultgate_receiver_rejected_spans", "counter",
+               "Spans rejected as invalid (not retried): malformed ids, undecodable or oversized requests.",
+               ("transport", "reason"), "receive"),
+    MetricSpec("faultgate_receiver_rejected_requests", "counter",
+               "Requests rejected whole: undecodable, oversized, or of an unsupported content type.",
+               ("transport", "reason"), "receive"),
+    MetricSpec("faultgate_completion_scan_seconds", "histogram", "Time one completion scan took.",
+               (), "assemble", (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1)),
+    MetricSpec("faultgate_late_spans", "counter", "Spans that arrived after their run's verdict; they carry it.",
+               (), "assemble"),
+    MetricSpec("faultgate_duplicate_spans", "counter", "Spans dropped as duplicates by (trace id, span id).",
+               (), "assemble"),
+    MetricSpec("faultgate_runs_evicted", "counter", "Runs closed early to make room (completion evicted).",
+               (), "assemble"),
+    MetricSpec("faultgate_runs_in_memory", "gauge", "Traces with runs in flight, read at scrape time.",
+               (), "assemble"),
+    MetricSpec("faultgate_spans_in_memory", "gauge", "Spans held for runs in flight, read at scrape time.",
+               (), "assemble"),
+    MetricSpec("faultgate_bytes_in_memory", "gauge", "Approximate bytes held for runs in flight.", (), "assemble"),
+    MetricSpec("faultgate_decision_cache_evictions", "counter",
+               "Decided traces forgotten by the bounded decision cache.", (), "assemble"),
+    MetricSpec("faultgate_label_values_folded", "counter",
+               "Label values folded into 'other' because the label hit its cap.", ("label",), "export/metrics"),
+)
+
+
+class Telemetry:
+    """The recorded metrics of one service, on one registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics: dict[str, Counter | Histogram] = {}
+        for spec in CATALOG:
+            if spec.kind == "counter":
+                self.metrics[spec.name] = Counter(spec.name, spec.help, spec.labels, registry=self.registry)
+            elif spec.kind == "histogram":
+                self.metrics[spec.name] = Histogram(spec.name, spec.help, spec.labels, registry=self.registry,
+                                                    buckets=spec.buckets)
+            # gauges are read at scrape time by a collector the owning stage registers
+
+    def __getitem__(self, name: str) -> Counter | Histogram:
+        return self.metrics[name]
+
+
+def reference_markdown() -> str:
+    rows = ["# Metrics", "", "Generated from `faultgate_stream/model/telemetry.py` (`CATALOG`); do not edit.", "",
+            "| name | type | labels | recorded by | meaning |", "|---|---|---|---|---|"]
+    for s in CATALOG:
+        name = s.name + ("_total" if s.kind == "counter" else "")
+        rows.append(f"| `{name}` | {s.kind} | {', '.join(f'`{x}`' for x in s.labels) or '-'} | {s.owner} | {s.help} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(reference_markdown())

@@ -1,0 +1,40 @@
+"""What to tell the sender, decided once for both transports.
+
+The one place that classifies failures (the collector's ``internal/errors``):
+- ``PayloadTooLarge`` -> RESOURCE_EXHAUSTED without RetryInfo (not retried) / 413;
+- ``InputError`` -> INVALID_ARGUMENT / 400 (not retried);
+- ``CapacityError`` -> UNAVAILABLE with RetryInfo / 503 with Retry-After (retried);
+- anything unexpected -> UNAVAILABLE / 503: the sender keeps the data and retries, so a
+  bug here costs a retry, never a span. It is logged with its traceback.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+
+from faultgate_stream.model.errors import CapacityError, InputError
+from faultgate_stream.receive.decode import PayloadTooLarge
+
+
+@dataclass(frozen=True)
+class Refusal:
+    grpc_code: grpc.StatusCode
+    http_status: int
+    message: str
+    reason: str                      # the metric label
+    retry_after_s: float | None = None
+
+    @property
+    def retryable(self) -> bool:
+        return self.retry_after_s is not None
+
+
+def classify(err: Exception) -> Refusal:
+    if isinstance(err, PayloadTooLarge):
+        return Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, 413, str(err), "too_large")
+    if isinstance(err, InputError):
+        return Refusal(grpc.StatusCode.INVALID_ARGUMENT, 400, str(err), "undecodable")
+    if isinstance(err, CapacityError):
+        return Refusal(grpc.StatusCode.UNAVAILABLE, 503, str(err), err.bound, err.retry_after_s)
+    return Refusal(grpc.StatusCode.UNAVAILABLE, 503, f"internal error: {type(err).__name__}", "internal_error", 1.0)

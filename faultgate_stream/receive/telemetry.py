@@ -1,0 +1,34 @@
+"""What the receivers record, per request, into the shared catalog."""
+from __future__ import annotations
+
+from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.read.otlp_proto import Decoded
+from faultgate_stream.receive.outcome import Refusal
+
+
+class ReceiverTelemetry:
+    def __init__(self, telemetry: Telemetry, transport: str) -> None:
+        self.transport = transport
+        self._accepted = telemetry["faultgate_receiver_accepted_spans"].labels(transport)
+        self._refused = telemetry["faultgate_receiver_refused_spans"]
+        self._rejected = telemetry["faultgate_receiver_rejected_spans"]
+        self._rejected_requests = telemetry["faultgate_receiver_rejected_requests"]
+
+    def accepted(self, decoded: Decoded) -> None:
+        self._accepted.inc(len(decoded.spans))
+        if decoded.rejected:
+            self._rejected.labels(self.transport, "invalid_span").inc(decoded.rejected)
+
+    def refused(self, refusal: Refusal, decoded: Decoded | None) -> None:
+        """A whole request refused: its spans (when it could be decoded) are counted as
+        refused (retryable) or rejected; a request that could not be decoded is counted
+        as a request, since its spans cannot be."""
+        spans = len(decoded.spans) if decoded is not None else 0
+        if decoded is not None and decoded.rejected:
+            self._rejected.labels(self.transport, "invalid_span").inc(decoded.rejected)
+        if refusal.retryable:
+            self._refused.labels(self.transport, refusal.reason).inc(spans)
+        elif decoded is not None:
+            self._rejected.labels(self.transport, refusal.reason).inc(spans)
+        else:
+            self._rejected_requests.labels(self.transport, refusal.reason).inc()
