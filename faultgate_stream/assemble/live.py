@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from faultgate_stream.assemble.assembler import Assembler, Stats
 from faultgate_stream.model.clock import Clock
+from faultgate_stream.model.errors import CapacityError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
 from faultgate_stream.model.verdict import Completion
@@ -32,11 +33,15 @@ class LiveAssembler:
         self._last_scan = clock.now_ns()
         self._seen = Stats()
         self._stop = threading.Event()
+        self._closing = False
         self._thread: threading.Thread | None = None
         telemetry.registry.register(_InMemory(assembler))
 
     def consume(self, spans: list[SpanRecord]) -> None:
         with self._lock:
+            if self._closing:
+                # the sender keeps the data and retries: another replica, or us after a restart
+                raise CapacityError("shutting down", bound="shutdown", retry_after_s=1.0)
             try:
                 self._asm.add(spans)
             finally:
@@ -71,7 +76,10 @@ class LiveAssembler:
                 self._record()
 
     def shutdown(self, completion: Completion = Completion.SHUTDOWN) -> int:
-        """Stop the ticker and complete every run in flight. Safe without ``start`` and twice."""
+        """Refuse new spans (retryably), stop the ticker and complete every run in flight.
+        Safe without ``start`` and twice."""
+        with self._lock:
+            self._closing = True
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -6,7 +6,7 @@ import sys
 
 from faultgate_stream import __version__
 from faultgate_stream.checks.registry import ALL
-from faultgate_stream.cli import check, precheck
+from faultgate_stream.cli import check, demo, precheck, replay, serve
 
 
 def _checks(_: argparse.Namespace) -> int:
@@ -31,6 +31,15 @@ def build_parser() -> argparse.ArgumentParser:
     pc = sub.add_parser("precheck", help="validate a trace file before checking it")
     precheck.add_arguments(pc)
     pc.set_defaults(fn=precheck.run)
+    sv = sub.add_parser("serve", help="run the live service: OTLP in, verdicts out")
+    serve.add_arguments(sv)
+    sv.set_defaults(fn=serve.run)
+    rp = sub.add_parser("replay", help="send trace files to a running service over OTLP")
+    replay.add_arguments(rp)
+    rp.set_defaults(fn=replay.run)
+    dm = sub.add_parser("demo", help="the service on its defaults, with the bundled examples replayed into it")
+    demo.add_arguments(dm)
+    dm.set_defaults(fn=demo.run)
     sub.add_parser("checks", help="list the checks with kind, severity and description").set_defaults(fn=_checks)
     sub.add_parser("version", help="print the version").set_defaults(fn=_version)
     return p

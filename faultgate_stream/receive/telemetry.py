@@ -19,6 +19,9 @@ class ReceiverTelemetry:
         if decoded.rejected:
             self._rejected.labels(self.transport, "invalid_span").inc(decoded.rejected)
 
+    def rejected_request(self, reason: str) -> None:
+        self._rejected_requests.labels(self.transport, reason).inc()
+
     def refused(self, refusal: Refusal, decoded: Decoded | None) -> None:
         """A whole request refused: its spans (when it could be decoded) are counted as
         refused (retryable) or rejected; a request that could not be decoded is counted
@@ -31,4 +34,4 @@ class ReceiverTelemetry:
         elif decoded is not None:
             self._rejected.labels(self.transport, refusal.reason).inc(spans)
         else:
-            self._rejected_requests.labels(self.transport, refusal.reason).inc()
+            self.rejected_request(refusal.reason)

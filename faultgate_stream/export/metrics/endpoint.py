@@ -1,0 +1,28 @@
+"""``/metrics`` (Prometheus text or OpenMetrics, by the scraper's Accept header; exemplars
+only in OpenMetrics), ``/healthz`` (the process is alive) and ``/readyz`` (it accepts
+data: false before the receivers start and once shutdown begins)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+
+def app(registry: CollectorRegistry, ready: Callable[[], bool]) -> web.Application:
+    async def metrics(request: web.Request) -> web.Response:
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        return web.Response(body=encoder(registry), headers={"Content-Type": content_type})
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def readyz(_: web.Request) -> web.Response:
+        return web.Response(text="ready\n") if ready() else web.Response(status=503, text="not ready\n")
+
+    application = web.Application()
+    application.router.add_get("/metrics", metrics)
+    application.router.add_get("/healthz", healthz)
+    application.router.add_get("/readyz", readyz)
+    return application

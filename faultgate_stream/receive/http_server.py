@@ -1,0 +1,76 @@
+"""OTLP/HTTP ``POST /v1/traces``: protobuf or JSON on the same port, gzip, answered in
+the request's content type (the OTLP spec). Errors carry a ``google.rpc.Status`` body.
+"""
+from __future__ import annotations
+
+import structlog
+from aiohttp import web
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from faultgate_stream.model.consumers import SpanConsumer
+from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.receive import decode
+from faultgate_stream.receive.grpc_server import partial_success, status_of
+from faultgate_stream.receive.outcome import classify
+from faultgate_stream.receive.telemetry import ReceiverTelemetry
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+log = structlog.get_logger("faultgate_stream.receive.http")
+
+
+def _encode(msg: Message, content_type: str) -> bytes:
+    if content_type == JSON:
+        return json_format.MessageToJson(msg, indent=None).encode()
+    return msg.SerializeToString()
+
+
+class TracesHandler:
+    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int) -> None:
+        self._next = consumer
+        self._t = ReceiverTelemetry(telemetry, "http")
+        self._limit = max_request_bytes
+
+    async def __call__(self, request: web.Request) -> web.Response:
+        content_type = request.content_type
+        if content_type not in (PROTOBUF, JSON):
+            self._t.rejected_request("unsupported_media_type")
+            return web.Response(status=415, text=f"unsupported content type {content_type!r}; "
+                                                 f"send {PROTOBUF} or {JSON}")
+        decoded = None
+        try:
+            body = await _read(request, self._limit)
+            _, decoded = decode.json_body(body) if content_type == JSON else decode.protobuf(body)
+            if decoded.spans:
+                self._next.consume(decoded.spans)
+        except Exception as e:  # classified in one place: receive/outcome.py
+            refusal = classify(e)
+            if refusal.reason == "internal_error":
+                log.exception("export_failed")
+            self._t.refused(refusal, decoded)
+            headers = {}
+            if refusal.retry_after_s is not None:
+                headers["Retry-After"] = str(max(1, round(refusal.retry_after_s)))
+            return web.Response(status=refusal.http_status, body=_encode(status_of(refusal), content_type),
+                                content_type=content_type, headers=headers)
+        self._t.accepted(decoded)
+        return web.Response(status=200, body=_encode(partial_success(decoded), content_type), content_type=content_type)
+
+
+async def _read(request: web.Request, limit: int) -> bytes:
+    """The body, inflated: aiohttp decompresses ``Content-Encoding: gzip`` itself while it
+    reads, and stops at ``client_max_size`` counted on the inflated bytes, so the limit
+    holds after decompression and a small gzip bomb cannot fill memory."""
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise decode.PayloadTooLarge(f"request is over the {limit}-byte limit (after decompression)") from None
+
+
+def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int) -> web.Application:
+    # aiohttp refuses bodies over client_max_size with 413 before we read them; gzip bodies
+    # are checked again after decompression.
+    application = web.Application(client_max_size=max_request_bytes)
+    application.router.add_post("/v1/traces", TracesHandler(consumer, telemetry, max_request_bytes))
+    return application

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Installs the real peers that the end-to-end tests talk to: Debian's Prometheus and an
+# OpenTelemetry Collector built with ocb from deploy/collector/builder-config.yaml.
+# Idempotent: on a machine that already has both it only checks them, in seconds.
+#
+#   bash scripts/install_peers.sh               install/check both, print the binary path last
+#   bash scripts/install_peers.sh --print-path  print the collector binary's cache path only
+#                                               (it may not exist yet); tests/peers.py uses
+#                                               this so the hash logic lives here alone
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OCB_VERSION=v0.165.0
+MANIFEST=deploy/collector/builder-config.yaml
+CACHE_ROOT=${FAULTGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/faultgate-stream}
+
+collector_dir() {
+  # The Go version is part of the key because a toolchain change can change what builds;
+  # the ocb version because it generates the sources.
+  local key
+  key=$( { cat "$MANIFEST"; go version; echo "ocb $OCB_VERSION"; } | sha256sum | cut -c1-16)
+  echo "$CACHE_ROOT/otelcol-$key"
+}
+
+if [ "${1:-}" = "--print-path" ]; then
+  echo "$(collector_dir)/otelcol-faultgate"
+  exit 0
+fi
+
+log() { echo "install_peers: $*" >&2; }
+
+# ---------------------------------------------------------------- Prometheus
+install_prometheus() {
+  if command -v prometheus >/dev/null 2>&1; then
+    return
+  fi
+  log "installing Debian's prometheus"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # Recommends would add node-exporter, another daemon on a fixed port that tests never use.
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  # The package's maintainer scripts start a system Prometheus on :9090 where an init
+  # system lets them; tests start their own on free ports, so a leftover one only takes
+  # memory and a port. Stop it through the same init script that started it.
+  if [ -x /etc/init.d/prometheus ]; then
+    /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+  fi
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+}
+
+check_prometheus() {
+  local version
+  version=$(prometheus --version 2>&1 | head -n1)
+  log "prometheus: $version"
+  # Captured first: grep -q closing the pipe early would make pipefail report a failure.
+  local help
+  help=$(prometheus --help 2>&1)
+  if ! grep -q -- '--enable-feature' <<<"$help"; then
+    log "this prometheus has no --enable-feature flag, so no exemplar storage"
+    exit 1
+  fi
+  # Exemplar storage and /api/v1/query_exemplars arrived in Prometheus 2.26.
+  local major minor
+  read -r major minor < <(echo "$version" | sed -nE 's/.*version ([0-9]+)\.([0-9]+)\..*/\1 \2/p')
+  if [ -z "${major:-}" ] || { [ "$major" -eq 2 ] && [ "$minor" -lt 26 ]; } || [ "$major" -lt 2 ]; then
+    log "prometheus older than 2.26 cannot store exemplars: $version"
+    exit 1
+  fi
+  local listeners
+  if listeners=$(ss -ltnH 'sport = :9090' 2>/dev/null) && [ -n "$listeners" ]; then
+    log "warning: something still listens on :9090 (tests do not need it)"
+  fi
+}
+
+# ---------------------------------------------------------------- Collector
+build_collector() {
+  local dir binary
+  dir=$(collector_dir)
+  binary="$dir/otelcol-faultgate"
+  if [ -x "$binary" ]; then
+    log "collector cached: $binary"
+    return
+  fi
+  mkdir -p "$dir"
+  # ocb is cached per version beside the collectors, so a fresh machine builds it once.
+  local ocb="$CACHE_ROOT/ocb-$OCB_VERSION/builder"
+  if [ ! -x "$ocb" ]; then
+    log "installing ocb $OCB_VERSION"
+    GOBIN="$CACHE_ROOT/ocb-$OCB_VERSION" go install "go.opentelemetry.io/collector/cmd/builder@$OCB_VERSION"
+  fi
+  # A half-finished earlier build (killed CI run) must not be reused: start it afresh.
+  rm -rf "$dir/build"
+  cp "$MANIFEST" "$dir/builder-config.yaml"
+  log "building the collector (minutes on a fresh machine); log: $dir/build.log"
+  local start end
+  start=$(date +%s)
+  # GOFLAGS=-e reaches ocb's `go mod tidy`: contrib's fileexporter v0.165.1 imports
+  # otlpencodingextension in its tests only, the proxy does not serve that module
+  # version, and tidy walks the tests of dependencies too. -e lets tidy finish; go build
+  # ignores the flag and still fails on any import the binary really needs.
+  if ! (cd "$dir" && GOFLAGS="-e ${GOFLAGS:-}" "$ocb" --config builder-config.yaml) >"$dir/build.log" 2>&1; then
+    tail -n 40 "$dir/build.log" >&2
+    log "collector build failed; full log: $dir/build.log"
+    exit 1
+  fi
+  end=$(date +%s)
+  # Moved into place only once complete, so the cache check above never sees a partial file.
+  mv "$dir/build/otelcol-faultgate" "$binary.tmp"
+  mv "$binary.tmp" "$binary"
+  # The generated sources are only needed to build; the module and build caches keep
+  # what makes a rebuild fast.
+  rm -rf "$dir/build"
+  log "collector built in $((end - start))s"
+}
+
+check_collector() {
+  local binary
+  binary="$(collector_dir)/otelcol-faultgate"
+  "$binary" components >"$(collector_dir)/components.txt" 2>&1 || {
+    cat "$(collector_dir)/components.txt" >&2
+    log "the cached collector does not run"
+    exit 1
+  }
+  local name
+  for name in otlp batch otlp_http debug file bearertokenauth; do
+    if ! grep -qE "^ *(- )?name: $name\$" "$(collector_dir)/components.txt"; then
+      log "the collector lacks the component '$name'; see $(collector_dir)/components.txt"
+      exit 1
+    fi
+  done
+  log "collector: $("$binary" --version)"
+}
+
+install_prometheus
+check_prometheus
+build_collector
+check_collector
+collector_dir | sed 's|$|/otelcol-faultgate|'
