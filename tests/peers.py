@@ -69,11 +69,12 @@ def free_port() -> int:
 
 
 def eventually(probe: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.2,
-               what: str = "condition") -> T:
+               what: str | Callable[[], str] = "condition") -> T:
     """Call ``probe`` until it returns something truthy, and return that.
 
     Peers work asynchronously (batching, flush intervals, scrape intervals), so tests poll
-    instead of sleeping a guessed time. Raises PeerError naming ``what`` after ``timeout``.
+    instead of sleeping a guessed time. Raises PeerError naming ``what`` after ``timeout``;
+    a callable ``what`` is called only then, so it can fetch diagnostics from a peer.
     """
     deadline = time.monotonic() + timeout
     last_error: Exception | None = None
@@ -86,13 +87,18 @@ def eventually(probe: Callable[[], T | None], timeout: float = 20.0, interval: f
             last_error = exc
         if time.monotonic() >= deadline:
             detail = f"; last error: {last_error!r}" if last_error else ""
-            raise PeerError(f"{what} not reached within {timeout}s{detail}")
+            description = what() if callable(what) else what
+            raise PeerError(f"{description} not reached within {timeout}s{detail}")
         time.sleep(interval)
+
+
+# Peers are on loopback: a proxy from the environment must never sit in between.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def _http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        with _OPENER.open(url, timeout=timeout) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()

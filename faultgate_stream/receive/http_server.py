@@ -72,5 +72,5 @@ def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int) ->
     # aiohttp refuses bodies over client_max_size with 413 before we read them; gzip bodies
     # are checked again after decompression.
     application = web.Application(client_max_size=max_request_bytes)
-    application.router.add_post("/v1/traces", TracesHandler(consumer, telemetry, max_request_bytes))
+    application.router.add_post("/v1/traces", TracesHandler(consumer, telemetry, max_request_bytes).__call__)
     return application
