@@ -15,3 +15,6 @@ def corpus() -> Path:
     # Deliberately an assertion, not a skip: a missing corpus must fail CI, not shrink it.
     assert CORPUS.is_dir(), f"parity corpus not found at {CORPUS}; ../shared must sit beside the repo"
     return CORPUS
+
+
+from tests.live_service import live_service  # noqa: E402,F401  (a fixture for tests/live and tests/e2e)

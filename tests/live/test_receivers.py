@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from faultgate_stream.receive.config import ReceiveConfig
-from tests.live.conftest import make_config
+from tests.live_service import make_config
 
 
 def _request(*spans: Span) -> ExportTraceServiceRequest:
