@@ -42,11 +42,13 @@ class LiveAssembler:
             if self._closing:
                 # the sender keeps the data and retries: another replica, or us after a restart
                 raise CapacityError("shutting down", bound="shutdown", retry_after_s=1.0)
+            # An overdue scan runs first: the runs it completes were due before these spans
+            # came, exactly as if the ticker had not been held up.
+            if self._clock.now_ns() - self._last_scan >= self._tick_ns:
+                self._scan()
             try:
                 self._asm.add(spans)
             finally:
-                if self._clock.now_ns() - self._last_scan >= self._tick_ns:
-                    self._scan()
                 self._record()
 
     def _scan(self) -> None:
