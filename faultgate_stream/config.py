@@ -24,6 +24,7 @@ from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.checks.config import ChecksConfig
 from faultgate_stream.export.log.config import LogConfig
 from faultgate_stream.export.metrics.config import MetricsConfig
+from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.model.settings import BYTES, DURATION
 from faultgate_stream.receive.config import ReceiveConfig
 
@@ -31,6 +32,9 @@ ENV_PREFIX = "FAULTGATE_STREAM__"
 # How often the completion scan runs; ingestion also runs it when a tick is overdue, so a
 # busy receiver cannot starve it (contrib PR #48699: a starved ticker made memory climb).
 DEFAULT_TICK = 0.1
+# SIGTERM to exit: time to flush the export queue. Kubernetes gives 30 s by default; keep
+# room for the process to stop after the flush.
+DEFAULT_SHUTDOWN_GRACE = 20.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -39,8 +43,10 @@ class ServiceConfig:
     assemble: AssembleConfig = AssembleConfig()
     checks: ChecksConfig = ChecksConfig()
     metrics: MetricsConfig = MetricsConfig()
+    export: SpansExportConfig = SpansExportConfig()
     log: LogConfig = LogConfig()
     tick: float = dataclasses.field(default=DEFAULT_TICK, metadata=DURATION)
+    shutdown_grace: float = dataclasses.field(default=DEFAULT_SHUTDOWN_GRACE, metadata=DURATION)
 
 
 class ConfigError(ValueError):
@@ -89,6 +95,10 @@ def _coerce(value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
         if value not in allowed:
             raise ValueError(f"must be one of {', '.join(map(repr, allowed))}, not {value!r}")
         return value
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise ValueError("must be a mapping of strings to strings")
+        return dict(value)
     if origin is tuple:
         if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
             raise ValueError("must be a list of strings")

@@ -13,6 +13,8 @@ from dataclasses import asdict
 from typing import Any
 
 import structlog
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from faultgate_stream import __version__
 from faultgate_stream.assemble.assembler import Assembler
@@ -23,9 +25,16 @@ from faultgate_stream.config import ServiceConfig
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
 from faultgate_stream.export.metrics.sink import MetricsSink
+from faultgate_stream.export.spans.cache import VerdictCache
+from faultgate_stream.export.spans.exporter import SpanExporter
+from faultgate_stream.export.spans.forward import Forwarder
+from faultgate_stream.export.spans.held import HeldSpans
+from faultgate_stream.export.spans.queue import SendQueue
+from faultgate_stream.export.spans.sender import sender_for
+from faultgate_stream.export.spans.sink import SpanSink
 from faultgate_stream.model.clock import Clock, WallClock
-from faultgate_stream.model.consumers import VerdictConsumer, VerdictFanout
-from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
+from faultgate_stream.model.telemetry import CATALOG, Telemetry
 from faultgate_stream.model.verdict import Completion
 from faultgate_stream.receive import http_server
 from faultgate_stream.receive.grpc_server import GrpcReceiver
@@ -55,14 +64,32 @@ class Service:
         self.checks = select(list(cfg.enabled) if cfg.enabled else None,
                              golden=Golden.load(cfg.golden) if cfg.golden else None,
                              outcomes=Outcomes.load(cfg.outcomes) if cfg.outcomes else None)
+        redact = get_redactor(config.log.redact)
         sinks: list[VerdictConsumer] = [MetricsSink(self.telemetry, config.metrics.max_agents)]
         if config.log.verdicts:
-            sinks.append(VerdictLog(structlog.get_logger("faultgate_stream.verdict"), get_redactor(config.log.redact)))
+            sinks.append(VerdictLog(structlog.get_logger("faultgate_stream.verdict"), redact))
+        ex = config.export
+        self.exporter: SpanExporter | None = None
+        if ex.endpoint:
+            self.queue = SendQueue(ex.queue_spans, retry_after_s=1.0)
+            self.held = HeldSpans()
+            cache = VerdictCache()
+            self.span_sink = SpanSink(self.queue, self.held, cache, ex, self.telemetry, redact)
+            sinks.append(self.span_sink)
+            senders = {"traces": sender_for(ex.endpoint, ex)}
+            senders["logs"] = sender_for(ex.logs_endpoint, ex) if ex.logs_endpoint else senders["traces"]
+            self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry)
+            self._senders = senders
+            self.telemetry.registry.register(_ExportGauges(self.queue, self.held))
         sinks += extra_sinks or []
         clock = clock or WallClock()
         evaluator = Evaluator(self.checks, VerdictFanout(sinks))
         self.assembler = LiveAssembler(Assembler(evaluator, clock, config.assemble), clock, self.telemetry,
                                        config.tick)
+        ingest: SpanConsumer = self.assembler
+        if self.exporter is not None:
+            ingest = Forwarder(self.assembler, self.queue, self.held, cache, ex, self.telemetry, redact)
+        self.ingest = ingest
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self.http = HttpHost()
@@ -70,9 +97,9 @@ class Service:
                       config.metrics.endpoint)
         rc = config.receive
         if rc.http_endpoint:
-            self.http.add("http", http_server.app(self.assembler, self.telemetry, rc.max_request_bytes),
+            self.http.add("http", http_server.app(self.ingest, self.telemetry, rc.max_request_bytes),
                           rc.http_endpoint)
-        self.grpc = GrpcReceiver(rc.grpc_endpoint, self.assembler, self.telemetry, max_request_bytes=rc.max_request_bytes,
+        self.grpc = GrpcReceiver(rc.grpc_endpoint, self.ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers) if rc.grpc_endpoint else None
 
     @property
@@ -83,6 +110,8 @@ class Service:
         return out
 
     def start(self) -> None:
+        if self.exporter is not None:
+            self.exporter.start()
         self.assembler.start()
         self.http.start()
         if self.grpc is not None:
@@ -92,15 +121,39 @@ class Service:
                       limits=asdict(self.config.assemble), max_request_bytes=self.config.receive.max_request_bytes,
                       checks=[c.name for c in self.checks])
 
-    def shutdown(self, grace: float = 5.0) -> dict[str, Any]:
-        """Stop accepting, complete every run in flight as ``shutdown``, stop. Safe twice."""
+    def shutdown(self, grace: float | None = None) -> dict[str, Any]:
+        """Stop accepting (new data is refused retryably), complete every run in flight as
+        ``shutdown``, flush the export queue within ``grace``, then stop. Safe twice."""
         if self._stopped.is_set():
             return {}
         self._stopped.set()
         self._ready.clear()
-        if self.grpc is not None:
-            self.grpc.stop(grace)
+        grace = self.config.shutdown_grace if grace is None else grace
         runs = self.assembler.shutdown(Completion.SHUTDOWN)
+        out: dict[str, Any] = {"runs_completed_at_shutdown": runs}
+        if self.exporter is not None:
+            # spans no run claimed still go out, unannotated
+            self.span_sink.export_held({sid: h for (_, sid), h in self.held.release_all().items()}, None)
+            out["unflushed"] = self.exporter.shutdown(grace)
+            for sender in {id(s): s for s in self._senders.values()}.values():
+                sender.close()
+        if self.grpc is not None:
+            self.grpc.stop(0)
         self.http.stop()
-        self.log.info("stopped", runs_completed_at_shutdown=runs)
-        return {"runs_completed_at_shutdown": runs}
+        self.log.info("stopped", **out)
+        return out
+
+
+class _ExportGauges(Collector):
+    """Export state read at scrape time."""
+
+    def __init__(self, queue: SendQueue, held: HeldSpans) -> None:
+        self._queue = queue
+        self._held = held
+
+    def collect(self):
+        for name, value in (("faultgate_exporter_queue_spans", self._queue.in_flight),
+                            ("faultgate_exporter_held_spans", len(self._held))):
+            g = GaugeMetricFamily(name, next(s.help for s in CATALOG if s.name == name))
+            g.add_metric([], value)
+            yield g

@@ -15,6 +15,10 @@ MANIFEST=deploy/collector/builder-config.yaml
 CACHE_ROOT=${FAULTGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/faultgate-stream}
 
 collector_dir() {
+  if ! command -v go >/dev/null 2>&1; then
+    echo "install_peers: go is not on PATH; the collector is built with it" >&2
+    exit 1
+  fi
   # The Go version is part of the key because a toolchain change can change what builds;
   # the ocb version because it generates the sources.
   local key
@@ -52,7 +56,8 @@ install_prometheus() {
 
 check_prometheus() {
   local version
-  version=$(prometheus --version 2>&1 | head -n1)
+  version=$(prometheus --version 2>&1)
+  version=${version%%$'\n'*}
   log "prometheus: $version"
   # Captured first: grep -q closing the pipe early would make pipefail report a failure.
   local help
@@ -84,6 +89,13 @@ build_collector() {
     return
   fi
   mkdir -p "$dir"
+  # Two runs at once (setup in two shells) would build into the same directory.
+  exec 9>"$dir/.lock"
+  flock 9
+  if [ -x "$binary" ]; then
+    log "collector built meanwhile by another run: $binary"
+    return
+  fi
   # ocb is cached per version beside the collectors, so a fresh machine builds it once.
   local ocb="$CACHE_ROOT/ocb-$OCB_VERSION/builder"
   if [ ! -x "$ocb" ]; then
@@ -107,8 +119,7 @@ build_collector() {
   fi
   end=$(date +%s)
   # Moved into place only once complete, so the cache check above never sees a partial file.
-  mv "$dir/build/otelcol-faultgate" "$binary.tmp"
-  mv "$binary.tmp" "$binary"
+  mv "$dir/build/otelcol-faultgate" "$binary"
   # The generated sources are only needed to build; the module and build caches keep
   # what makes a rebuild fast.
   rm -rf "$dir/build"
@@ -124,7 +135,7 @@ check_collector() {
     exit 1
   }
   local name
-  for name in otlp batch otlp_http debug file bearertokenauth; do
+  for name in otlp batch otlp_grpc otlp_http debug file bearertokenauth; do
     if ! grep -qE "^ *(- )?name: $name\$" "$(collector_dir)/components.txt"; then
       log "the collector lacks the component '$name'; see $(collector_dir)/components.txt"
       exit 1

@@ -12,3 +12,6 @@ fi
 # pip's own cache (~/.cache/pip) makes a second install quick; --upgrade-strategy keeps
 # what is already there when it satisfies pyproject's lower bounds.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# The real peers the end-to-end tests talk to: Debian's Prometheus and an OpenTelemetry
+# Collector built from the Go module proxy (cached under ~/.cache/faultgate-stream).
+bash scripts/install_peers.sh

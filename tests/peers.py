@@ -373,7 +373,8 @@ def running_prometheus(scrape_targets: list[str], tmp_path: Path, scrape_interva
     """Run Prometheus scraping ``scrape_targets`` ("host:port", path /metrics).
 
     Files go to ``tmp_path/prometheus/``. Exemplar storage is on, so ``exemplars()`` sees
-    what targets expose in OpenMetrics.
+    what targets expose in OpenMetrics. Prometheus applies its targets about 5s after it
+    is ready, so poll with eventually() and a timeout well above that.
     """
     workdir = tmp_path / "prometheus"
     workdir.mkdir(parents=True, exist_ok=True)

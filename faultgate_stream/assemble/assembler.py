@@ -32,6 +32,7 @@ class AddResult:
     accepted: int = 0
     duplicates: int = 0
     late: int = 0
+    late_runs: dict[str, RunKey] = field(default_factory=dict)  # late span id -> the run it was decided in
 
 
 @dataclass
@@ -57,7 +58,10 @@ class _Trace:
 
 @dataclass
 class _Decided:
-    spans: dict[str, RunKey] = field(default_factory=dict)  # span id -> the run it was decided in
+    spans: dict[str, RunKey] = field(default_factory=dict)    # span id -> the run it was decided in
+    # Parents that decided spans named but that never arrived (an orphan's missing root, a
+    # max-duration run's root): if one comes now, it is late for that run, not a new run.
+    parents: dict[str, RunKey] = field(default_factory=dict)
 
 
 class Assembler:
@@ -98,10 +102,11 @@ class Assembler:
                 if s.span_id in decided.spans:
                     res.duplicates += 1
                     continue
-                run = decided.spans.get(s.parent_id or "")
+                run = decided.spans.get(s.parent_id or "") or decided.parents.get(s.span_id)
                 if run is not None:
                     decided.spans[s.span_id] = run
                     res.late += 1
+                    res.late_runs[s.span_id] = run
                     self._next.span_late(s, run)
                     continue
             t = self._traces.get(s.trace_id)
@@ -208,12 +213,16 @@ class Assembler:
             taken.append(Run(RunKey(tid, root_id), members, t.spans[root_id], completion,
                              root_arrival_ns=arrived, closed_ns=now))
         closing_all = only_due_before is None
-        if closing_all and p.unattached:
+        if closing_all and (p.unattached or (p.outside and not taken)):
+            # what no root claimed closes as one orphan run (spans above every agent, when
+            # every agent run was already decided, join it rather than linger)
             c = Completion.ORPHAN if completion in (Completion.GRACE, Completion.COMPLETE) else completion
-            taken.append(Run(RunKey(tid, ""), p.unattached, None, c, closed_ns=now))
+            members = p.unattached or p.outside
+            taken.append(Run(RunKey(tid, ""), members, None, c, closed_ns=now))
         gone = [s for r in taken for s in r.spans]
-        if closing_all or (len(taken) == len(p.runs) and not p.unattached):
-            gone += p.outside  # no run is left that they could sit above
+        if taken and p.outside and (closing_all or (len(taken) == len(p.runs) and not p.unattached)):
+            gone += p.outside  # no run is left that they could sit above: they leave with the last one
+            taken[-1].outside_span_ids = frozenset(s.span_id for s in p.outside)
         self._forget(t, tid, taken, gone)
         return taken
 
@@ -227,6 +236,9 @@ class Assembler:
         for r in runs:
             for s in r.spans:
                 decided.spans[s.span_id] = r.key
+            for s in r.spans:
+                if s.parent_id and s.parent_id not in decided.spans:
+                    decided.parents[s.parent_id] = r.key
         for s in gone:
             if t.spans.pop(s.span_id, None) is not None:
                 t.bytes -= s.size

@@ -13,7 +13,7 @@ import time
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from faultgate_stream.assemble.assembler import Assembler, Stats
+from faultgate_stream.assemble.assembler import AddResult, Assembler, Stats
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.errors import CapacityError
 from faultgate_stream.model.records import SpanRecord
@@ -37,7 +37,7 @@ class LiveAssembler:
         self._thread: threading.Thread | None = None
         telemetry.registry.register(_InMemory(assembler))
 
-    def consume(self, spans: list[SpanRecord]) -> None:
+    def consume(self, spans: list[SpanRecord], request: object = None) -> AddResult:
         with self._lock:
             if self._closing:
                 # the sender keeps the data and retries: another replica, or us after a restart
@@ -47,7 +47,7 @@ class LiveAssembler:
             if self._clock.now_ns() - self._last_scan >= self._tick_ns:
                 self._scan()
             try:
-                self._asm.add(spans)
+                return self._asm.add(spans)
             finally:
                 self._record()
 

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from faultgate_stream.checks.base import Check
-from faultgate_stream.checks.signals import structural_error
+from faultgate_stream.checks.signals import step_errors
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
@@ -42,9 +42,10 @@ def _overflow(text: str) -> str:
 
 
 def _span_signal(s: SpanRecord) -> str:
-    cut = next((r for r in s.finish_reasons if r.lower() in CUTOFF_REASONS), None)
-    if cut:
-        return f"stopped on finish reason {cut!r}: output cut at the token limit"
+    if s.finish_reasons:
+        cut = next((r for r in s.finish_reasons if r.lower() in CUTOFF_REASONS), None)
+        if cut:
+            return f"stopped on finish reason {cut!r}: output cut at the token limit"
     for where, text in (("status", s.status_message), ("error.type", s.error_type)):
         found = _overflow(text)
         if found:
@@ -65,12 +66,12 @@ class ContextOverflow(Check):
             signal = _span_signal(s)
             if signal:
                 return self.result(True, f"span {i} ({s.name}) {signal}")
-        for st in run.steps:
-            # only results that are errors: a search hit quoting the error text is not an overflow
-            if not (st.result.lstrip().startswith("Error") or structural_error(st.result)):
-                continue
+        for i, st in enumerate(run.steps):
+            # The cheap text test first: whether the result is an error is asked only of the
+            # few results that name a limit.
             found = _overflow(st.result)
-            if found:
+            # only results that are errors: a search hit quoting the error text is not an overflow
+            if found and (st.result.lstrip().startswith("Error") or step_errors(run)[i]):
                 return self.result(True, f"step {st.index} ({st.tool}) result: {found!r}")
         found = _overflow(run.termination)
         if found:

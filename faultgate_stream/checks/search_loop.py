@@ -31,6 +31,9 @@ class SearchLoop(Check):
             return self.result(False, "no tool calls")
         termination = run.termination.lower()
         capped = any(w in termination for w in STEP_CAP_WORDS) or len(steps) >= STEP_CAP
-        empty = sum(empty_result(s.result) for s in steps) / len(steps)
+        # a looping run repeats its results: each distinct one is decoded once
+        results = [s.result for s in steps]
+        known = {r: empty_result(r) for r in set(results)}
+        empty = sum([known[r] for r in results]) / len(steps)
         return self.result(capped and empty >= EMPTY_SHARE,
                            f"no answer, {len(steps)} steps{' (cap)' if capped else ''}, {empty:.0%} empty results")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from faultgate_stream.checks.base import Check
-from faultgate_stream.checks.signals import span_error, structural_error
+from faultgate_stream.checks.signals import span_error, step_errors
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
@@ -21,22 +21,27 @@ class UnrecoveredToolError(Check):
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         steps = run.steps
-        failed = [structural_error(st.result) for st in steps]
+        failed = step_errors(run)
+        # A failed step is recovered when a later call to its tool succeeded, that is when
+        # the tool's last successful step comes after it: one pass instead of a scan of
+        # every later step for each failure.
+        last_ok: dict[str, int] = {}
+        for j, st in enumerate(steps):
+            if not failed[j]:
+                last_ok[st.tool] = j
         for i, st in enumerate(steps):
-            if failed[i] and not any(later.tool == st.tool and not failed[j]
-                                     for j, later in enumerate(steps[i + 1:], start=i + 1)):
+            if failed[i] and last_ok.get(st.tool, -1) < i:
                 return self.result(True, f"Tool '{st.tool}' failed at step {st.index} ({failed[i]}) and no "
                                          f"subsequent call to '{st.tool}' succeeded.")
-        step_failed: dict[str, list[bool]] = {}
-        for st, f in zip(steps, failed):
-            step_failed.setdefault(st.span_id, []).append(bool(f))
         spans = run.spans
-        for i, s in enumerate(spans):
-            err = span_error(s)
-            if not err:
-                continue
-            # recovered: a later span that did not fail ran tool calls that all succeeded
-            if not any(not span_error(later) and later.span_id in step_failed and not any(step_failed[later.span_id])
-                       for later in spans[i + 1:]):
+        errors = [span_error(s) for s in spans]
+        if not any(errors):
+            return self.result(False, "no unrecovered tool errors")
+        # recovered: a later span that did not fail ran tool calls that all succeeded
+        ran = {st.span_id for st in steps}
+        ran_ok = ran - {st.span_id for st, f in zip(steps, failed) if f}
+        last_good = max((j for j, s in enumerate(spans) if not errors[j] and s.span_id in ran_ok), default=-1)
+        for i, err in enumerate(errors):
+            if err and last_good < i:
                 return self.result(True, f"Unrecovered span error at span {i + 1} of {len(spans)}: {err}")
         return self.result(False, "no unrecovered tool errors")

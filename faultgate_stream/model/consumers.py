@@ -5,7 +5,7 @@ Ownership: records passed to a consumer are immutable and may be kept by it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from faultgate_stream.model.records import RunKey, SpanRecord
 
@@ -33,10 +33,11 @@ class VerdictConsumer(Protocol):
 
 
 class SpanConsumer(Protocol):
-    """What a receiver feeds: decoded spans. Raises ``CapacityError`` (nothing taken) when
-    the data must be refused retryably; once it returns, the spans are the consumer's."""
+    """What a receiver feeds: decoded spans, and the parsed request they came in (for
+    pass-through). Raises ``CapacityError`` (nothing taken) when the data must be refused
+    retryably; once it returns, the spans and the request are the consumer's."""
 
-    def consume(self, spans: list[SpanRecord]) -> None: ...
+    def consume(self, spans: list[SpanRecord], request: Any = None) -> object: ...
 
 
 class VerdictFanout:

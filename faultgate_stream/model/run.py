@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 from functools import cached_property
+from operator import itemgetter
+from typing import Any
 
 from faultgate_stream.model.records import RunKey, SpanRecord, Step
 from faultgate_stream.model.verdict import Completion
@@ -21,6 +23,9 @@ def span_order(s: SpanRecord) -> tuple[int, str]:
     return (s.start_ns, s.span_id)
 
 
+_ROW_ORDER = itemgetter(0, 1, 2, 3)
+
+
 class Run:
     """The spans of one run. ``root`` is the top-most ``invoke_agent`` span (or, in a trace
     without one, its parentless span); ``None`` for an orphan fragment."""
@@ -33,6 +38,13 @@ class Run:
         self.completion = completion
         self.root_arrival_ns = root_arrival_ns  # on the assembler's clock; 0 when no root arrived
         self.closed_ns = closed_ns
+        # Spans above every agent that leave the assembler with this run (set by the
+        # assembler): not members, but span export releases them with its verdict.
+        self.outside_span_ids: frozenset[str] = frozenset()
+        # Facts that checks derive from this run and share (which step results are errors,
+        # say), keyed by the module that computes them: each is worked out once per run,
+        # not once per check that reads it.
+        self.derived: dict[str, Any] = {}
 
     @property
     def trace_id(self) -> str:
@@ -95,11 +107,13 @@ class Run:
         ran_ids = {s.tool.call_id for s in tool_spans if s.tool.call_id}
         # A call's result is the last tool_call_response carrying its id.
         responses = {cid: res for s in self.spans for cid, res in s.responses}
-        rows: list[tuple[int, int, str, int, Step]] = []
+        # (start, tool span before message call, span id, call's place in its span) orders a
+        # row; the rest are the step's fields after its index.
+        rows: list[tuple] = []
         for s in tool_spans:
             t = s.tool
-            rows.append((s.start_ns, 0, s.span_id, 0, Step(
-                0, t.name, t.arguments, t.result, s.span_id, t.call_id, s.start_ns, s.status_code != 2)))
+            rows.append((s.start_ns, 0, s.span_id, 0,
+                         t.name, t.arguments, t.result, s.span_id, t.call_id, s.start_ns, s.status_code != 2))
         for s in self.spans:
             if not s.calls or (tool_spans and s.calls_shadowed_by_tool_spans):
                 continue
@@ -107,12 +121,10 @@ class Run:
                 if tool_spans and c.call_id in ran_ids:
                     continue
                 result = responses.get(c.call_id, "")
-                rows.append((s.start_ns, 1, s.span_id, n, Step(
-                    0, c.name, c.arguments, result, s.span_id, c.call_id, s.start_ns,
-                    not result.startswith("Error: "))))
-        rows.sort(key=lambda r: r[:4])
-        return tuple(Step(i, st.tool, st.arguments, st.result, st.span_id, st.call_id, st.start_ns, st.ok)
-                     for i, (*_, st) in enumerate(rows, start=1))
+                rows.append((s.start_ns, 1, s.span_id, n, c.name, c.arguments, result, s.span_id, c.call_id,
+                             s.start_ns, not result.startswith("Error: ")))
+        rows.sort(key=_ROW_ORDER)
+        return tuple([Step(i, *r[4:]) for i, r in enumerate(rows, start=1)])
 
     @cached_property
     def usage_tokens(self) -> float | None:

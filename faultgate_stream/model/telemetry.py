@@ -6,7 +6,8 @@ record; exposition lives in ``export/metrics``. ``docs/metrics.md`` is generated
 drifts. These names are an interface for alert rules and dashboards: extend, don't rename.
 
 Conservation (DESIGN.md): spans received = accepted + refused (retryable) + rejected
-(invalid); accepted spans are in flight, in a decided run, duplicates or late.
+(invalid), and with span export on, accepted = sent + failed + filtered + queue spans
+(``faultgate_exporter_*``): every span is exported, in flight, refused or rejected.
 """
 from __future__ import annotations
 
@@ -70,6 +71,21 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_bytes_in_memory", "gauge", "Approximate bytes held for runs in flight.", (), "assemble"),
     MetricSpec("faultgate_decision_cache_evictions", "counter",
                "Decided traces forgotten by the bounded decision cache.", (), "assemble"),
+    MetricSpec("faultgate_exporter_sent_spans", "counter", "Spans the downstream accepted.", (), "export/spans"),
+    MetricSpec("faultgate_exporter_failed_spans", "counter",
+               "Spans the downstream refused for good, or that could not be sent before retries or shutdown ended.",
+               ("reason",), "export/spans"),
+    MetricSpec("faultgate_exporter_filtered_spans", "counter",
+               "Spans not forwarded by configuration (verdict_only mode forwards roots only).", (), "export/spans"),
+    MetricSpec("faultgate_exporter_queue_spans", "gauge",
+               "Spans accepted and not yet exported: queued, being sent, or roots waiting for their verdict.",
+               (), "export/spans"),
+    MetricSpec("faultgate_exporter_held_spans", "gauge", "Root spans waiting for their run's verdict.",
+               (), "export/spans"),
+    MetricSpec("faultgate_exporter_sent_log_records", "counter", "Evaluation log records the downstream accepted.",
+               (), "export/spans"),
+    MetricSpec("faultgate_exporter_failed_log_records", "counter", "Evaluation log records not delivered.",
+               ("reason",), "export/spans"),
     MetricSpec("faultgate_label_values_folded", "counter",
                "Label values folded into 'other' because the label hit its cap.", ("label",), "export/metrics"),
 )

@@ -66,6 +66,9 @@ class RunVerdict:
     root_arrival_ns: int = 0   # service clock; 0 offline or when no root arrived
     decided_ns: int = 0
     root_span_id: str = ""     # for exemplars and for writing the verdict onto the root
+    # Every span that left the assembler with this run (its members, and spans above it
+    # that no other run can claim): what span export may now release.
+    released_span_ids: frozenset[str] = frozenset()
     early: tuple[EarlyFinding, ...] = field(default=())
     measures: dict[str, float | None] = field(default_factory=dict)
 

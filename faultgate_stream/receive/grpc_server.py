@@ -58,9 +58,9 @@ class TraceExport:
     def __call__(self, body: bytes, context: grpc.ServicerContext) -> bytes:
         decoded = None
         try:
-            _, decoded = decode.protobuf(body)
+            request, decoded = decode.protobuf(body)
             if decoded.spans:
-                self._next.consume(decoded.spans)
+                self._next.consume(decoded.spans, request)
         except Exception as e:  # classified in one place: receive/outcome.py
             refusal = classify(e)
             if refusal.reason == "internal_error":

@@ -41,9 +41,9 @@ class TracesHandler:
         decoded = None
         try:
             body = await _read(request, self._limit)
-            _, decoded = decode.json_body(body) if content_type == JSON else decode.protobuf(body)
+            request, decoded = decode.json_body(body) if content_type == JSON else decode.protobuf(body)
             if decoded.spans:
-                self._next.consume(decoded.spans)
+                self._next.consume(decoded.spans, request)
         except Exception as e:  # classified in one place: receive/outcome.py
             refusal = classify(e)
             if refusal.reason == "internal_error":

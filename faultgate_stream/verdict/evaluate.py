@@ -61,6 +61,7 @@ class Evaluator:
             last_end_ns=max((s.end_ns for s in run.spans), default=0),
             root_arrival_ns=run.root_arrival_ns, decided_ns=run.closed_ns,
             root_span_id=run.root.span_id if run.root is not None else "",
+            released_span_ids=frozenset(members) | run.outside_span_ids,
             early=tuple(f for f in st.early if f.span_id in members),
             measures={"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},
         ))

@@ -22,6 +22,8 @@ from tests.peers import eventually, free_port, running_collector, running_promet
 
 
 def collector_to_file_config(grpc_port: int, http_port: int, out: Path) -> str:
+    # append: the file exporter truncates its file on every start otherwise, and the
+    # restart test needs what was written before the outage.
     return f"""
 receivers:
   otlp:
@@ -37,6 +39,7 @@ exporters:
   file:
     path: {out}
     format: json
+    append: true
     flush_interval: 100ms
 service:
   pipelines:

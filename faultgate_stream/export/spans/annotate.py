@@ -1,0 +1,109 @@
+"""The verdict written onto spans and log records, and content stripped from spans.
+
+Transforms applied on the export path, in this order: ``strip_content`` (when configured),
+then ``write_verdict`` on the run's root. Every reason is masked by the redactor before it
+is written; checks saw the raw values.
+
+On the root: ``faultgate.verdict`` (clean/failed), ``faultgate.checks.fired`` (the fired
+checks), ``faultgate.completion``, ``faultgate.run_id``, ``faultgate.scenario``,
+``faultgate.reason.<check>`` per fired check; and one ``gen_ai.evaluation.result`` event
+per check that ran (``gen_ai.evaluation.name``, ``.score.label`` pass/fail, ``.score.value``
+1.0 pass / 0.0 fail, ``.explanation``). The same events go out as OTLP log records,
+parented to the root's trace and span, when a logs endpoint is configured.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from faultgate_stream.model.verdict import CheckResult, RunVerdict
+from faultgate_stream.verdict.redact import safe_key
+
+EVENT = "gen_ai.evaluation.result"
+VERDICT_KEYS_PREFIX = "faultgate."
+# Message and tool content (telemetry-conventions.md): what strip_content removes.
+CONTENT_KEYS = frozenset({
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.prompt",
+    "gen_ai.completion", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "input.value", "output.value",
+    "traceloop.entity.input", "traceloop.entity.output",
+})
+CONTENT_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
+
+Redact = Callable[[str], str]
+
+
+def _kv(key: str, value: Any) -> KeyValue:
+    v = AnyValue()
+    if isinstance(value, bool):
+        v.bool_value = value
+    elif isinstance(value, float):
+        v.double_value = value
+    elif isinstance(value, int):
+        v.int_value = value
+    elif isinstance(value, (list, tuple)):
+        v.array_value.values.extend(AnyValue(string_value=str(x)) for x in value)
+    else:
+        v.string_value = str(value)
+    return KeyValue(key=key, value=v)
+
+
+def strip_content(span: Span) -> None:
+    keep = [kv for kv in span.attributes if kv.key not in CONTENT_KEYS and not kv.key.startswith(CONTENT_PREFIXES)]
+    if len(keep) != len(span.attributes):
+        dropped = len(span.attributes) - len(keep)
+        del span.attributes[:]
+        span.attributes.extend(keep)
+        span.dropped_attributes_count += dropped
+    for event in span.events:
+        keep = [kv for kv in event.attributes if kv.key not in CONTENT_KEYS and not kv.key.startswith(CONTENT_PREFIXES)]
+        if len(keep) != len(event.attributes):
+            del event.attributes[:]
+            event.attributes.extend(keep)
+
+
+def verdict_attributes(v: RunVerdict, redact: Redact) -> list[KeyValue]:
+    attrs = [_kv("faultgate.verdict", "clean" if v.clean else "failed"),
+             _kv("faultgate.checks.fired", [r.check for r in v.fired]),
+             _kv("faultgate.completion", v.completion.value),
+             _kv("faultgate.run_id", str(v.key)),
+             _kv("faultgate.scenario", safe_key(v.scenario, redact))]
+    attrs += [_kv(f"faultgate.reason.{r.check}", redact(r.reason)) for r in v.fired]
+    return attrs
+
+
+def _evaluation_attributes(r: CheckResult, redact: Redact) -> list[KeyValue]:
+    return [_kv("gen_ai.evaluation.name", r.check),
+            _kv("gen_ai.evaluation.score.label", "fail" if r.fired else "pass"),
+            _kv("gen_ai.evaluation.score.value", 0.0 if r.fired else 1.0),
+            _kv("gen_ai.evaluation.explanation", redact(r.reason)),
+            _kv("faultgate.severity", r.severity.value)]
+
+
+def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
+    """Annotate the run's root. Attributes a root already carries under ``faultgate.`` (a
+    retry of an annotated span, say) are replaced, never doubled."""
+    keep = [kv for kv in span.attributes if not kv.key.startswith(VERDICT_KEYS_PREFIX)
+            or kv.key in ("faultgate.scenario", "faultgate.termination", "faultgate.outcome", "faultgate.confirmed")]
+    del span.attributes[:]
+    span.attributes.extend(keep)
+    span.attributes.extend(a for a in verdict_attributes(v, redact) if a.key != "faultgate.scenario"
+                           or not any(k.key == "faultgate.scenario" for k in keep))
+    when = v.decided_ns or span.end_time_unix_nano
+    for r in v.results:
+        span.events.add(time_unix_nano=when, name=EVENT).attributes.extend(_evaluation_attributes(r, redact))
+
+
+def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) -> list[LogRecord]:
+    when = v.decided_ns
+    out = []
+    for r in v.results:
+        rec = LogRecord(time_unix_nano=when, observed_time_unix_nano=when, event_name=EVENT,
+                        trace_id=trace_id, span_id=span_id, severity_text="INFO", severity_number=9)
+        rec.body.string_value = redact(r.reason)
+        rec.attributes.extend(_evaluation_attributes(r, redact))
+        out.append(rec)
+    return out

@@ -1,0 +1,61 @@
+"""Downstream export settings; the defaults are the collector's exporterhelper's."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from faultgate_stream.model.settings import BYTES, DURATION
+
+# The downstream collector's gRPC receiver refuses messages over 4 MiB by default, and that
+# refusal is permanent (grafana/agent #3132); stay under it with room for the envelope.
+DEFAULT_MAX_BATCH_BYTES = 3 * 1024 * 1024
+DEFAULT_MAX_BATCH_SPANS = 8192
+# Spans accepted but not yet exported (queued, being sent, or roots waiting for their
+# verdict). At the bound the receivers refuse retryably, so the upstream collector's own
+# queue holds the data instead of us dropping it.
+DEFAULT_QUEUE_SPANS = 200_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientTLS:
+    insecure: bool = True        # plaintext; set false to use TLS
+    ca_file: str = ""            # CA bundle to verify the server ("" = system roots)
+    cert_file: str = ""          # client certificate, for mTLS
+    key_file: str = ""
+    server_name: str = ""        # override the name checked in the server certificate
+
+    def validate(self) -> list[str]:
+        if bool(self.cert_file) != bool(self.key_file):
+            return ["cert_file and key_file: set both or neither"]
+        return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpansExportConfig:
+    endpoint: str = ""                              # "" disables span export
+    logs_endpoint: str = ""                         # OTLP logs for evaluation events; "" = none
+    protocol: Literal["grpc", "http"] = "grpc"
+    mode: Literal["passthrough", "verdict_only"] = "passthrough"
+    strip_content: bool = False                     # drop messages, tool arguments and results
+    compression: Literal["gzip", "none"] = "gzip"
+    timeout: float = field(default=5.0, metadata=DURATION)
+    queue_spans: int = DEFAULT_QUEUE_SPANS
+    max_batch_spans: int = DEFAULT_MAX_BATCH_SPANS
+    max_batch_bytes: int = field(default=DEFAULT_MAX_BATCH_BYTES, metadata=BYTES)
+    retry_initial_interval: float = field(default=5.0, metadata=DURATION)
+    retry_max_interval: float = field(default=30.0, metadata=DURATION)
+    retry_max_elapsed: float = field(default=300.0, metadata=DURATION)  # 0: retry forever
+    workers: int = 2
+    headers: dict[str, str] = field(default_factory=dict)
+    tls: ClientTLS = ClientTLS()
+
+    def validate(self) -> list[str]:
+        problems = []
+        for name in ("queue_spans", "max_batch_spans", "workers"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name}: must be >= 1")
+        if self.max_batch_bytes < 1024:
+            problems.append("max_batch_bytes: must be at least 1KiB")
+        if self.retry_initial_interval <= 0 or self.retry_max_interval < self.retry_initial_interval:
+            problems.append("retry_max_interval: must be >= retry_initial_interval > 0")
+        return problems

@@ -1,0 +1,41 @@
+"""Export requests cut to the downstream's limits, by bytes and by span count."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+
+def span_count(request: ExportTraceServiceRequest) -> int:
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+
+
+def chunks(request: ExportTraceServiceRequest, max_spans: int, max_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """(payload, spans) pieces of at most ``max_spans`` spans and about ``max_bytes`` bytes;
+    each span keeps its resource and scope. A single span over ``max_bytes`` goes alone:
+    the downstream decides, and a refusal is counted."""
+    payload = request.SerializeToString()
+    total = span_count(request)
+    if total <= max_spans and len(payload) <= max_bytes:
+        if total:
+            yield payload, total
+        return
+    out, n, size = ExportTraceServiceRequest(), 0, 0
+    for rs in request.resource_spans:
+        header = rs.resource.ByteSize()
+        for ss in rs.scope_spans:
+            target = None  # this scope's ScopeSpans in the current piece
+            for span in ss.spans:
+                cost = span.ByteSize() + 8
+                if n and (n + 1 > max_spans or size + cost > max_bytes):
+                    yield out.SerializeToString(), n
+                    out, n, size, target = ExportTraceServiceRequest(), 0, 0, None
+                if target is None:
+                    r = out.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url)
+                    target = r.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url)
+                    size += header + ss.scope.ByteSize() + 16
+                target.spans.append(span)
+                n += 1
+                size += cost
+    if n:
+        yield out.SerializeToString(), n
