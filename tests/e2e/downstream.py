@@ -19,8 +19,9 @@ def downstream_config(port: int, out: Path, auth_token: str = "") -> str:
       grpc:
         endpoint: "127.0.0.1:{port}"{auth}
 exporters:
-  file/traces: {{path: "{out / 'traces.jsonl'}", flush_interval: 100ms}}
-  file/logs: {{path: "{out / 'logs.jsonl'}", flush_interval: 100ms}}
+  # append: the file exporter empties its file on start, and outage tests restart it
+  file/traces: {{path: "{out / 'traces.jsonl'}", flush_interval: 100ms, append: true}}
+  file/logs: {{path: "{out / 'logs.jsonl'}", flush_interval: 100ms, append: true}}
 service:
   {"extensions: [bearertokenauth]" if auth_token else ""}
   pipelines:
@@ -68,4 +69,28 @@ def attrs(obj: dict) -> dict:
     return out
 
 
-__all__ = ["downstream_config", "read_spans", "read_logs", "attrs", "free_port"]
+def agent_run_request(run: int, tools: int = 4):
+    """One agent run as an OTLP request: a root and ``tools`` tool spans, unique ids."""
+    import time
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    req = ExportTraceServiceRequest()
+    spans = req.resource_spans.add().scope_spans.add().spans
+    trace = (0xFA17 << 64 | run).to_bytes(16, "big")
+    now = time.time_ns()
+    root = spans.add(trace_id=trace, span_id=(run << 8 | 1).to_bytes(8, "big"), name="invoke_agent steady",
+                     start_time_unix_nano=now, end_time_unix_nano=now + 1000)
+    root.attributes.add(key="gen_ai.operation.name").value.string_value = "invoke_agent"
+    root.attributes.add(key="gen_ai.agent.name").value.string_value = "steady"
+    for i in range(tools):
+        s = spans.add(trace_id=trace, span_id=(run << 8 | 2 + i).to_bytes(8, "big"), parent_span_id=root.span_id,
+                      name="execute_tool lookup", start_time_unix_nano=now + i, end_time_unix_nano=now + i + 1)
+        s.attributes.add(key="gen_ai.operation.name").value.string_value = "execute_tool"
+        s.attributes.add(key="gen_ai.tool.name").value.string_value = "lookup"
+        s.attributes.add(key="gen_ai.tool.call.arguments").value.string_value = f'{{"id": {i}}}'
+    return req
+
+
+def span_keys(req) -> set[tuple[str, str]]:
+    return {(s.trace_id.hex(), s.span_id.hex()) for rs in req.resource_spans for ss in rs.scope_spans for s in ss.spans}

@@ -148,9 +148,10 @@ def test_a_subscriber_that_never_reads_blocks_neither_publishing_nor_others_and_
     registry = CollectorRegistry()
     stream = VerdictStream(REDACT, StreamConfig(queue_size=4), registry=registry)
     total = 300
-    # Large verdicts fill the idle client's flow-control window after a few messages;
-    # from then on its handler is stuck in a send, its queue fills, and the rest drop.
-    padding = "x" * 16_000
+    # Large verdicts: gRPC buffers a few MiB for a client that does not read (~70 of
+    # these), then the idle stream's handler is stuck in a send, its queue of 4 fills,
+    # and the rest of the 300 (~19 MB) drop.
+    padding = "x" * 64_000
     with served(stream) as stub:
         idle = subscribe(stub, stream, expect=1)
         reader = subscribe(stub, stream, expect=2)
@@ -306,7 +307,7 @@ def test_close_ends_every_stream_with_ok_after_what_was_queued_and_refuses_new_s
 
 def test_the_stream_is_served_on_the_otlp_receivers_port():
     class NoSpans:
-        def consume(self, spans: list) -> None:
+        def consume(self, spans: list, request: object = None) -> None:
             pass
 
     stream = VerdictStream(REDACT)
@@ -343,8 +344,9 @@ def _files(folder: Path) -> dict[str, Path]:
 
 
 def test_the_generated_code_is_reproducible_from_proto(tmp_path):
-    subprocess.run(["bash", str(ROOT / "scripts" / "gen_proto.sh"), str(tmp_path)], check=True,
-                   env={**os.environ, "PYTHON": sys.executable}, capture_output=True)
+    made = subprocess.run(["bash", str(ROOT / "scripts" / "gen_proto.sh"), str(tmp_path)],
+                          env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
     fresh, committed = _files(tmp_path), _files(GEN)
     stamped = re.search(r"GRPC_GENERATED_VERSION = '([^']+)'", (GEN / "verdict_pb2_grpc.py").read_text())
     hint = (f"committed code was made by grpcio-tools {stamped and stamped.group(1)}, this run by "
