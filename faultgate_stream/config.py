@@ -25,6 +25,7 @@ from faultgate_stream.checks.config import ChecksConfig
 from faultgate_stream.export.log.config import LogConfig
 from faultgate_stream.export.metrics.config import MetricsConfig
 from faultgate_stream.export.spans.config import SpansExportConfig
+from faultgate_stream.export.stream.config import StreamConfig
 from faultgate_stream.model.settings import BYTES, DURATION
 from faultgate_stream.receive.config import ReceiveConfig
 
@@ -44,6 +45,7 @@ class ServiceConfig:
     checks: ChecksConfig = ChecksConfig()
     metrics: MetricsConfig = MetricsConfig()
     export: SpansExportConfig = SpansExportConfig()
+    stream: StreamConfig = StreamConfig()
     log: LogConfig = LogConfig()
     tick: float = dataclasses.field(default=DEFAULT_TICK, metadata=DURATION)
     shutdown_grace: float = dataclasses.field(default=DEFAULT_SHUTDOWN_GRACE, metadata=DURATION)

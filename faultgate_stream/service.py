@@ -32,11 +32,12 @@ from faultgate_stream.export.spans.held import HeldSpans
 from faultgate_stream.export.spans.queue import SendQueue
 from faultgate_stream.export.spans.sender import sender_for
 from faultgate_stream.export.spans.sink import SpanSink
+from faultgate_stream.export.stream.sink import VerdictStream
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
 from faultgate_stream.model.verdict import Completion
-from faultgate_stream.receive import http_server
+from faultgate_stream.receive import http_server, security
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import HttpHost
 from faultgate_stream.verdict.evaluate import Evaluator
@@ -68,6 +69,10 @@ class Service:
         sinks: list[VerdictConsumer] = [MetricsSink(self.telemetry, config.metrics.max_agents)]
         if config.log.verdicts:
             sinks.append(VerdictLog(structlog.get_logger("faultgate_stream.verdict"), redact))
+        self.stream = (VerdictStream(redact, config.stream, registry=self.telemetry.registry)
+                       if config.receive.grpc_endpoint else None)
+        if self.stream is not None:
+            sinks.append(self.stream)
         ex = config.export
         self.exporter: SpanExporter | None = None
         if ex.endpoint:
@@ -96,11 +101,19 @@ class Service:
         self.http.add("metrics", metrics_endpoint.app(self.telemetry.registry, self._ready.is_set),
                       config.metrics.endpoint)
         rc = config.receive
+        token = security.token_of(rc)
         if rc.http_endpoint:
-            self.http.add("http", http_server.app(self.ingest, self.telemetry, rc.max_request_bytes),
-                          rc.http_endpoint)
+            self.http.add("http", http_server.app(self.ingest, self.telemetry, rc.max_request_bytes, token),
+                          rc.http_endpoint, security.ssl_context(rc.tls))
+        interceptors = (security.BearerTokenInterceptor(token),) if token else ()
+        # each open Subscribe stream holds a worker thread of the sync server for its
+        # lifetime: without room for them, subscribers would starve OTLP Export
         self.grpc = GrpcReceiver(rc.grpc_endpoint, self.ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
-                                 workers=rc.grpc_workers) if rc.grpc_endpoint else None
+                                 workers=rc.grpc_workers + config.stream.max_subscribers,
+                                 credentials=security.grpc_credentials(rc.tls),
+                                 interceptors=interceptors) if rc.grpc_endpoint else None
+        if self.grpc is not None and self.stream is not None:
+            self.grpc.add_generic_rpc_handlers((self.stream.handler(),))
 
     @property
     def ports(self) -> dict[str, int]:
@@ -130,6 +143,8 @@ class Service:
         self._ready.clear()
         grace = self.config.shutdown_grace if grace is None else grace
         runs = self.assembler.shutdown(Completion.SHUTDOWN)
+        if self.stream is not None:
+            self.stream.close()  # after the shutdown verdicts are queued: subscribers get them, then OK
         out: dict[str, Any] = {"runs_completed_at_shutdown": runs}
         if self.exporter is not None:
             # spans no run claimed still go out, unannotated
@@ -138,7 +153,7 @@ class Service:
             for sender in {id(s): s for s in self._senders.values()}.values():
                 sender.close()
         if self.grpc is not None:
-            self.grpc.stop(0)
+            self.grpc.stop(min(grace, 1.0))
         self.http.stop()
         self.log.info("stopped", **out)
         return out

@@ -31,6 +31,7 @@ class MetricSpec:
     labels: tuple[str, ...]
     owner: str         # the stage that records it
     buckets: tuple[float, ...] = ()
+    external: bool = False  # created by its owner on the registry (gauges read at scrape time, say)
 
 
 CATALOG: tuple[MetricSpec, ...] = (
@@ -86,6 +87,9 @@ CATALOG: tuple[MetricSpec, ...] = (
                (), "export/spans"),
     MetricSpec("faultgate_exporter_failed_log_records", "counter", "Evaluation log records not delivered.",
                ("reason",), "export/spans"),
+    MetricSpec("faultgate_stream_dropped_verdicts", "counter",
+               "Verdicts not delivered to one slow verdict-stream subscriber (its queue was full).",
+               ("reason",), "export/stream", external=True),
     MetricSpec("faultgate_label_values_folded", "counter",
                "Label values folded into 'other' because the label hit its cap.", ("label",), "export/metrics"),
 )
@@ -98,6 +102,8 @@ class Telemetry:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics: dict[str, Counter | Histogram] = {}
         for spec in CATALOG:
+            if spec.external:
+                continue
             if spec.kind == "counter":
                 self.metrics[spec.name] = Counter(spec.name, spec.help, spec.labels, registry=self.registry)
             elif spec.kind == "histogram":

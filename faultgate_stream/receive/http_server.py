@@ -13,6 +13,7 @@ from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.receive import decode
 from faultgate_stream.receive.grpc_server import partial_success, status_of
 from faultgate_stream.receive.outcome import classify
+from faultgate_stream.receive.security import bearer_middleware
 from faultgate_stream.receive.telemetry import ReceiverTelemetry
 
 PROTOBUF = "application/x-protobuf"
@@ -68,9 +69,9 @@ async def _read(request: web.Request, limit: int) -> bytes:
         raise decode.PayloadTooLarge(f"request is over the {limit}-byte limit (after decompression)") from None
 
 
-def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int) -> web.Application:
-    # aiohttp refuses bodies over client_max_size with 413 before we read them; gzip bodies
-    # are checked again after decompression.
-    application = web.Application(client_max_size=max_request_bytes)
+def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int, bearer_token: str = "") -> web.Application:
+    # client_max_size counts the inflated body: see _read
+    middlewares = [bearer_middleware(bearer_token)] if bearer_token else []
+    application = web.Application(client_max_size=max_request_bytes, middlewares=middlewares)
     application.router.add_post("/v1/traces", TracesHandler(consumer, telemetry, max_request_bytes).__call__)
     return application
