@@ -7,12 +7,14 @@ from pathlib import Path
 from tests.peers import free_port
 
 
-def downstream_config(port: int, out: Path, auth_token: str = "") -> str:
+def downstream_config(port: int, out: Path, auth_token: str = "", tls: tuple[str, str] | None = None) -> str:
     ext = ""
     auth = ""
     if auth_token:
         ext = f"extensions:\n  bearertokenauth:\n    token: \"{auth_token}\"\n"
         auth = "\n        auth: {authenticator: bearertokenauth}"
+    if tls:
+        auth += f"\n        tls: {{cert_file: \"{tls[0]}\", key_file: \"{tls[1]}\"}}"
     return f"""{ext}receivers:
   otlp:
     protocols:
