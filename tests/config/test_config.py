@@ -46,3 +46,10 @@ def test_an_unreadable_or_non_yaml_file_is_a_config_error(tmp_path):
     bad.write_text("assemble: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load(bad)
+
+
+def test_the_example_config_loads_and_equals_the_defaults_it_documents():
+    from faultgate_stream.config import ServiceConfig
+
+    root = Path(__file__).resolve().parents[2]
+    assert load(root / "examples" / "config.yaml") == ServiceConfig()
