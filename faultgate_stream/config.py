@@ -124,6 +124,15 @@ def _coerce(value: Any, tp: Any, meta: Mapping[str, Any]) -> Any:
     raise ValueError(f"unsupported setting type {tp!r}")
 
 
+def _dataclass_items(tp: Any) -> type | None:
+    """The item type of a ``tuple[SomeConfig, ...]`` setting, else None."""
+    if typing.get_origin(tp) is tuple:
+        args = [a for a in typing.get_args(tp) if a is not Ellipsis]
+        if len(args) == 1 and dataclasses.is_dataclass(args[0]):
+            return args[0]
+    return None
+
+
 def _build(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
     prefix = f"{path}." if path else ""
     if raw is None:
@@ -143,6 +152,13 @@ def _build(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
         tp = hints[name]
         if dataclasses.is_dataclass(tp):
             values[name] = _build(tp, raw[name], f"{prefix}{name}", problems)
+            continue
+        item = _dataclass_items(tp)
+        if item is not None:
+            if not isinstance(raw[name], list):
+                problems.append(f"{prefix}{name}: must be a list")
+                continue
+            values[name] = tuple(_build(item, x, f"{prefix}{name}[{i}]", problems) for i, x in enumerate(raw[name]))
             continue
         try:
             values[name] = _coerce(raw[name], tp, f.metadata)

@@ -5,10 +5,29 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, kw_only=True)
+class BindingConfig:
+    """Holds the agents whose names match ``agents`` (globs) to a policy and/or a spec."""
+
+    agents: tuple[str, ...] = ("*",)
+    policy: str = ""   # a faultgate policy file (JSON or YAML)
+    spec: str = ""     # a luckrate trajectory spec file (JSON or YAML)
+
+    def validate(self) -> list[str]:
+        problems = []
+        if not self.agents:
+            problems.append("agents: name at least one agent (a glob; \"*\" for every agent)")
+        if not self.policy and not self.spec:
+            problems.append("policy or spec: a binding needs at least one")
+        return problems
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChecksConfig:
     enabled: tuple[str, ...] | None = None  # None: every rule, plus golden/outcome when their files are set
     golden: str | None = None               # golden.json: expected answers by scenario key or prompt
     outcomes: str | None = None             # outcomes.json: true/false by scenario key or prompt
+    # Per-agent rules, first match wins; reloaded on SIGHUP (runs in flight keep theirs).
+    bindings: tuple[BindingConfig, ...] = ()
 
     def validate(self) -> list[str]:
         from faultgate_stream.checks.registry import NAMES

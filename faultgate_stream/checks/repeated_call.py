@@ -5,14 +5,57 @@ FAULTLINE P18 (via faultgate): kappa 0.95 against a blind second rater on 97 rea
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import canonical_arguments, squash
+from faultgate_stream.model.records import Step
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
+from faultgate_stream.read.payload import loads
 
 MIN_REPEATS = 3
+_UNSURE = None  # a call key that may equal any other
+
+
+def call_key(arguments: str) -> Hashable:
+    """A key that is equal for two argument texts whenever their canonical forms are, and
+    cheaper to get: one decode instead of a decode and a sorted re-encode (0.4 us against
+    5.7 us on a search query). ``_UNSURE`` when it cannot tell.
+
+    Equal canonical JSON means equal decoded values, type for type, so an object's string
+    members are the same; a text that is not JSON is compared in its canonical form itself.
+    """
+    s = arguments.strip()
+    if (s[:1], s[-1:]) not in (("{", "}"), ("[", "]")):
+        return canonical_arguments(s)  # plain text: cheap, and never looks like JSON
+    try:
+        v = loads(s)
+    except ValueError:
+        return _UNSURE  # its canonical form is its text, which may read like someone's JSON
+    if isinstance(v, dict):
+        return frozenset((k, x) for k, x in v.items() if type(x) is str)
+    return len(v) if isinstance(v, list) else _UNSURE
+
+
+def tools_that_may_repeat(steps: tuple[Step, ...], squashed: list[str]) -> set[str]:
+    """Tools with three calls that may share their arguments and their result. Only these
+    can fire, so only their steps need canonical arguments."""
+    same_result: dict[tuple[str, str], list[Step]] = {}
+    for st, res in zip(steps, squashed):
+        same_result.setdefault((st.tool, res), []).append(st)
+    tools: set[str] = set()
+    for (tool, _), group in same_result.items():
+        if len(group) < MIN_REPEATS or tool in tools:
+            continue
+        counts: dict[Hashable, int] = {}
+        for st in group:
+            key = call_key(st.arguments)
+            counts[key] = counts.get(key, 0) + 1
+        if _UNSURE in counts or max(counts.values()) >= MIN_REPEATS:
+            tools.add(tool)
+    return tools
 
 
 class RepeatedCall(Check):
@@ -23,21 +66,14 @@ class RepeatedCall(Check):
         steps = run.steps
         if len(steps) < MIN_REPEATS:
             return self.result(False, "fewer than 3 tool calls")
-        squashed = [squash(st.result) for st in steps]
-        # Three calls with identical results share a tool and a squashed result, so only the
-        # tools with such a triple can fire. Canonical arguments (a JSON round trip each) are
-        # needed for those tools' steps alone; the groups of the other tools, which the full
-        # scan below would have visited in between, hold no triple.
-        seen: dict[tuple[str, str], int] = {}
-        for st, res in zip(steps, squashed):
-            seen[st.tool, res] = seen.get((st.tool, res), 0) + 1
-        candidates = {tool for (tool, _), n in seen.items() if n >= MIN_REPEATS}
-        if not candidates:
-            return self.result(False, "no repeated calls without progress")
+        folded = {r: squash(r) for r in {st.result for st in steps}}
+        squashed = [folded[st.result] for st in steps]
+        # The groups of other tools, which this scan would visit in between, hold no triple.
+        tools = tools_that_may_repeat(steps, squashed)
         canonical: dict[str, str] = {}  # one round trip per distinct argument text
         same_call: dict[tuple[str, str], list[int]] = {}
         for i, st in enumerate(steps):
-            if st.tool not in candidates:
+            if st.tool not in tools:
                 continue
             args = canonical.get(st.arguments)
             if args is None:

@@ -42,6 +42,11 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_check_early_fired", "counter",
                "Violations counted the moment their span arrived, before the run completed.",
                ("agent", "check"), "export/metrics"),
+    MetricSpec("faultgate_outcome_runs", "counter",
+               "Runs whose output was judged (outcome pass/fail) by path (clean: no check fired). "
+               "Luck Rate = pass & dirty / pass.", ("agent", "outcome", "path"), "export/metrics"),
+    MetricSpec("faultgate_config_reloads", "counter", "SIGHUP reloads of policies and specs, by result.",
+               ("result",), "service"),
     MetricSpec("faultgate_run_duration_seconds", "histogram", "Wall time of a run (root span, else first to last span).",
                ("agent",), "export/metrics", RUN_SECONDS),
     MetricSpec("faultgate_run_steps", "histogram", "Tool calls per run.", ("agent",), "export/metrics", STEPS),

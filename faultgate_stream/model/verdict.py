@@ -38,6 +38,7 @@ class CheckResult:
     reason: str
     severity: Severity = Severity.HARD
     kind: str = "rule"
+    agent: str = ""  # set when the check was bound to one agent of a multi-agent run
 
 
 @dataclass(frozen=True, slots=True)

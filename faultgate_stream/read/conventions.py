@@ -54,7 +54,7 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     if OI_KIND in attrs:
         return _openinference(trace_id, span_id, parent_id, name, start_ns, end_ns, status_code,
                               status_message, attrs)
-    if TL_KIND in attrs or any(k.startswith(("gen_ai.prompt.", "gen_ai.completion.")) for k in attrs):
+    if TL_KIND in attrs or _has_key_starting(attrs, _TL_INDEXED):
         attrs = _openllmetry(attrs)
     op = attrs.get("gen_ai.operation.name")
     operation = str(op) if op is not None else None
@@ -65,17 +65,15 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
         tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
         tool = ToolExecution(str(tool_name), _str(attrs.get("gen_ai.tool.call.arguments")),
                              _str(attrs.get("gen_ai.tool.call.result")), _str(attrs.get("gen_ai.tool.call.id")))
-    inputs = payload.messages(attrs.get("gen_ai.input.messages"))
-    outputs = payload.messages(attrs.get("gen_ai.output.messages"))
-    prompt = payload.role_text(attrs.get("gen_ai.input.messages"), "user") or _str(attrs.get("gen_ai.prompt"))
-    answer = payload.role_text(attrs.get("gen_ai.output.messages"), "assistant") or _str(attrs.get("gen_ai.completion"))
+    inputs, prompt = payload.messages_and_text(attrs.get("gen_ai.input.messages"), "user")
+    outputs, answer = payload.messages_and_text(attrs.get("gen_ai.output.messages"), "assistant")
+    # Positional: a record built by keywords took 1.0 us against 0.4 us, on every span.
     return SpanRecord(
-        trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
-        start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,
-        operation=operation, attrs=_kept(attrs, tool is not None), prompt=prompt, answer=answer,
-        tool=tool, calls=_calls(outputs), responses=_responses(inputs),
-        finish_reasons=_finish_reasons(attrs.get("gen_ai.response.finish_reasons")),
-        size=_size(name, attrs),
+        trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
+        operation, _kept(attrs, tool is not None), prompt or _str(attrs.get("gen_ai.prompt")),
+        answer or _str(attrs.get("gen_ai.completion")), tool,
+        _calls(outputs) if outputs else (), _responses(inputs) if inputs else (),
+        _finish_reasons(attrs.get("gen_ai.response.finish_reasons")), False, _size(name, attrs),
     )
 
 
@@ -83,13 +81,31 @@ def _str(v: Any) -> str:
     return "" if v is None else str(v)
 
 
+_TL_INDEXED = ("gen_ai.prompt.", "gen_ai.completion.")
+_OI_MESSAGES = ("llm.input_messages.", "llm.output_messages.")
+_TOOL_DROP = CONTENT_KEYS | TOOL_CONTENT_KEYS  # built once: the union per call was 0.3 us a span
+
+# The helpers below are plain loops: on a four-attribute span each measured 0.3-0.4 us,
+# against 0.5-0.6 us for the ``any()`` / ``sum()`` generator forms of the same test.
+
+
+def _has_key_starting(attrs: dict[str, Any], prefixes: tuple[str, ...]) -> bool:
+    for k in attrs:
+        if k.startswith(prefixes):
+            return True
+    return False
+
+
 def _kept(attrs: dict[str, Any], is_tool: bool) -> dict[str, Any]:
-    drop = CONTENT_KEYS | TOOL_CONTENT_KEYS if is_tool else CONTENT_KEYS
-    return {k: v for k, v in attrs.items() if k not in drop and not k.startswith(("llm.input_messages.", "llm.output_messages."))}
+    drop = _TOOL_DROP if is_tool else CONTENT_KEYS
+    return {k: v for k, v in attrs.items() if k not in drop and not k.startswith(_OI_MESSAGES)}
 
 
 def _size(name: str, attrs: dict[str, Any]) -> int:
-    return 200 + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
+    n = 200 + len(name)
+    for k, v in attrs.items():
+        n += len(k) + (len(v) if isinstance(v, str) else 8)
+    return n
 
 
 def _finish_reasons(raw: Any) -> tuple[str, ...]:

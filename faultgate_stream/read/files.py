@@ -6,13 +6,12 @@ A file no reader recognises is an error, never "0 steps, clean".
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
-from faultgate_stream.read import otlp_json, otlp_proto
+from faultgate_stream.read import otlp_json, payload
 from faultgate_stream.read.formats import READERS
 
 FORMATS = ("auto", "otlp", "otlp-proto", *READERS)
@@ -61,7 +60,7 @@ def read_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[SpanRecord
     if fmt == "otlp-proto" or (fmt == "auto" and not data.lstrip()[:1] in (b"{", b"[")):
         return "otlp-proto", _proto(p, data)
     try:
-        doc = json.loads(data)
+        doc = payload.loads(data)
     except UnicodeDecodeError:
         raise InputError(f"{p}: not UTF-8 text, and not an OTLP protobuf export") from None
     except ValueError as e:
@@ -76,6 +75,10 @@ def read_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[SpanRecord
 
 
 def _proto(p: Path, data: bytes) -> list[SpanRecord]:
+    # Only binary files need protobuf and the OTLP message classes, whose import is most of
+    # what `check` imports: a JSON file is read without them.
+    from faultgate_stream.read import otlp_proto
+
     try:
         decoded = otlp_proto.read(otlp_proto.parse(data))
     except InputError as e:

@@ -38,14 +38,23 @@ def value(v: Any) -> Any:
     return None
 
 
-def _int(v: Any, where: str) -> int:
+# Where a span sits: its (resource, scope, span) indexes, or the path already written out.
+# Reading keeps the indexes and writes the path only into an error message.
+Place = tuple[int, int, int] | str
+
+
+def _where(place: Place) -> str:
+    return place if isinstance(place, str) else "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
+
+
+def _int(v: Any, place: Place, field: str) -> int:
     try:
         return int(v or 0)
     except (TypeError, ValueError):
-        raise InputError(f"{where}: {v!r} is not an integer") from None
+        raise InputError(f"{_where(place)}.{field}: {v!r} is not an integer") from None
 
 
-def _status(raw: Any, where: str) -> int:
+def _status(raw: Any, place: Place) -> int:
     if isinstance(raw, int) and not isinstance(raw, bool):
         return raw
     if isinstance(raw, str):
@@ -55,49 +64,72 @@ def _status(raw: Any, where: str) -> int:
             return int(raw)
     if raw is None:
         return 0
-    raise InputError(f"{where}.status.code: {raw!r} is not a status code")
+    raise InputError(f"{_where(place)}.status.code: {raw!r} is not a status code")
 
 
-def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Each span object with the path it sits at, for messages that say where."""
+def _located_spans(doc: dict[str, Any]) -> Iterator[tuple[tuple[int, int, int], Any]]:
     rss = doc.get("resourceSpans")
     if not isinstance(rss, list):
         raise InputError("resourceSpans: expected a list")
     for i, rs in enumerate(rss):
         for j, ss in enumerate((rs or {}).get("scopeSpans") or []):
             for k, s in enumerate((ss or {}).get("spans") or []):
-                yield f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]", s
+                yield (i, j, k), s
+
+
+def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each span object with the path it sits at, for messages that say where."""
+    for place, s in _located_spans(doc):
+        yield _where(place), s
 
 
 def span(where: str, s: Any) -> SpanRecord:
     """One span object -> record. Raises ``InputError`` naming the field at fault."""
+    return _span(s, where, {}, {})
+
+
+def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str]) -> SpanRecord:
+    """``span``, with the trace and parent ids already validated in this document: the same
+    few repeat on every span of a trace."""
     if not isinstance(s, dict):
-        raise InputError(f"{where}: expected an object")
-    tid = hex_id(str(s.get("traceId", "")), TRACE_ID_BYTES)
+        raise InputError(f"{_where(place)}: expected an object")
+    raw = str(s.get("traceId", ""))
+    tid = traces.get(raw)
     if tid is None:
-        raise InputError(f"{where}.traceId: {s.get('traceId')!r} is not a 32-digit hex trace id")
+        tid = hex_id(raw, TRACE_ID_BYTES)
+        if tid is None:
+            raise InputError(f"{_where(place)}.traceId: {s.get('traceId')!r} is not a 32-digit hex trace id")
+        traces[raw] = tid
     sid = hex_id(str(s.get("spanId", "")), SPAN_ID_BYTES)
     if sid is None:
-        raise InputError(f"{where}.spanId: {s.get('spanId')!r} is not a 16-digit hex span id")
+        raise InputError(f"{_where(place)}.spanId: {s.get('spanId')!r} is not a 16-digit hex span id")
     parent = None
     if s.get("parentSpanId"):
-        parent = hex_id(str(s["parentSpanId"]), SPAN_ID_BYTES)
+        raw = str(s["parentSpanId"])
+        parent = parents.get(raw)
         if parent is None:
-            raise InputError(f"{where}.parentSpanId: {s['parentSpanId']!r} is not a 16-digit hex span id")
+            parent = hex_id(raw, SPAN_ID_BYTES)
+            if parent is None:
+                raise InputError(f"{_where(place)}.parentSpanId: {s['parentSpanId']!r} is not a 16-digit hex span id")
+            parents[raw] = parent
     attrs: dict[str, Any] = {}
     for kv in s.get("attributes") or []:
         if not isinstance(kv, dict) or "key" not in kv:
-            raise InputError(f"{where}.attributes: expected {{key, value}} objects")
-        attrs[kv["key"]] = value(kv.get("value"))
+            raise InputError(f"{_where(place)}.attributes: expected {{key, value}} objects")
+        v = kv.get("value")
+        # nearly every value is a string: taken here without a call to value()
+        attrs[kv["key"]] = v["stringValue"] if isinstance(v, dict) and "stringValue" in v else value(v)
     st = s.get("status") or {}
     return build_span(tid, sid, parent, str(s.get("name", "")),
-                      _int(s.get("startTimeUnixNano"), f"{where}.startTimeUnixNano"),
-                      _int(s.get("endTimeUnixNano"), f"{where}.endTimeUnixNano"),
-                      _status(st.get("code", 0), where), str(st.get("message", "")), attrs)
+                      _int(s.get("startTimeUnixNano"), place, "startTimeUnixNano"),
+                      _int(s.get("endTimeUnixNano"), place, "endTimeUnixNano"),
+                      _status(st.get("code", 0), place), str(st.get("message", "")), attrs)
 
 
 def read(doc: dict[str, Any]) -> list[SpanRecord]:
-    return [span(where, s) for where, s in raw_spans(doc)]
+    traces: dict[str, str] = {}
+    parents: dict[str, str] = {}
+    return [_span(s, place, traces, parents) for place, s in _located_spans(doc)]
 
 
 def to_request(doc: Any) -> tuple[Any, int, str]:

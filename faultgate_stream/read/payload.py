@@ -9,12 +9,36 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
+# A dependency, not an optional speed-up with an import fallback: one decoder everywhere
+# keeps every run of the tool on the same code. Measured here: a 730 KB OTLP/JSON file of
+# 673 spans took json.loads 2.6 ms and msgspec 1.5 ms; a 150-byte tool result 2.2 us and
+# 0.35 us. orjson was as fast but turns integers beyond 64 bits into floats.
+_decode = msgspec.json.Decoder().decode
+
+
+def loads(text: str | bytes) -> Any:
+    """``json.loads(text)``, faster.
+
+    Where msgspec decodes a text it returns what the standard library would, type for type
+    and integers of any size included (checked against json.loads on 200,000 generated
+    documents). What it refuses goes to json.loads, which accepts it (NaN, Infinity, lone
+    surrogates, a byte order mark, UTF-16) or raises its own error, so values and error
+    messages stay the standard library's. The one place they part: a document nested some
+    990 levels deep, where json.loads runs out of stack a few levels before msgspec.
+    """
+    try:
+        return _decode(text)
+    except (ValueError, RecursionError):
+        return json.loads(text)
+
 
 def load_json(raw: Any) -> Any:
     """``raw`` decoded when it is a string holding JSON, else ``raw`` itself."""
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            return loads(raw)
         except ValueError:
             return raw
     return raw
@@ -28,7 +52,7 @@ def render(val: Any) -> str:
         s = val.strip()
         if (s[:1], s[-1:]) in (("[", "]"), ("{", "}")):
             try:
-                return render(json.loads(s))
+                return render(loads(s))
             except ValueError:
                 return val
         return val
@@ -54,9 +78,27 @@ def role_text(raw: Any, role: str) -> str:
     text itself, since some instrumentations put a bare string where messages belong."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = loads(raw)
         except ValueError:
             return raw
+    return _role_text(raw, role)
+
+
+def messages_and_text(raw: Any, role: str) -> tuple[list[dict[str, Any]], str]:
+    """``(messages(raw), role_text(raw, role))`` with one decode of ``raw``, not two."""
+    if raw is None:
+        return [], ""
+    if isinstance(raw, str):
+        try:
+            raw = loads(raw)
+        except ValueError:
+            return [], raw
+    if not isinstance(raw, list):
+        return [], ""
+    return [m for m in raw if isinstance(m, dict)], _role_text(raw, role)
+
+
+def _role_text(raw: Any, role: str) -> str:
     if not isinstance(raw, list):
         return ""
     out: list[str] = []

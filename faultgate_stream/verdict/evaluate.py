@@ -1,24 +1,34 @@
 """Runs -> verdicts: drives every check through its incremental contract.
 
-Per trace in flight the evaluator keeps each check's state; spans are observed as they
-arrive, and an early finding is passed on at once (once per trace and check). When a run
-completes, each check gives its verdict over the run's sorted steps.
+Per trace in flight the evaluator keeps each check's state and the ruleset the trace
+started with (a reload applies to traces that start afterwards). Spans are observed as
+they arrive, and an early finding is passed on at once (once per trace and check). When a
+run completes, every run's checks give their verdict over its sorted steps; checks bound
+to an agent judge that agent's view of the run (its nearest-agent steps), replayed in
+start order, so a bound check's verdict does not depend on arrival order either.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.consumers import VerdictConsumer
 from faultgate_stream.model.records import RunKey, SpanRecord
-from faultgate_stream.model.run import Run
-from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
+from faultgate_stream.model.run import AGENT_NAME, Run
+from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
+from faultgate_stream.verdict.agents import agent_views
+from faultgate_stream.verdict.ruleset import Ruleset
 
 
 @dataclass
 class _TraceState:
+    ruleset: Ruleset
     states: list[Any]
+    bound_states: dict[int, Any] = field(default_factory=dict)   # id(check) -> early state
+    agent_of: dict[str, str | None] = field(default_factory=dict)  # span id -> its agent's name, if known
+    parent_of: dict[str, str | None] = field(default_factory=dict)
     early: list[EarlyFinding] = field(default_factory=list)
     fired_early: set[str] = field(default_factory=set)
 
@@ -26,34 +36,72 @@ class _TraceState:
 class Evaluator:
     """A ``RunConsumer``: the assembler's next stage."""
 
-    def __init__(self, checks: list[Check], consumer: VerdictConsumer) -> None:
-        self.checks = checks
+    def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer) -> None:
+        self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
+
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        return self.ruleset.checks
+
+    def reload(self, ruleset: Ruleset) -> None:
+        """Swap in a new ruleset: runs whose trace starts afterwards use it."""
+        self.ruleset = ruleset
 
     def _state(self, trace_id: str) -> _TraceState:
         st = self._traces.get(trace_id)
         if st is None:
-            st = self._traces[trace_id] = _TraceState([c.start() for c in self.checks])
+            rs = self.ruleset
+            st = self._traces[trace_id] = _TraceState(rs, [c.start() for c in rs.checks])
         return st
+
+    def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
+        """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
+        cur: str | None = span.span_id
+        for _ in range(len(st.parent_of) + 1):
+            if cur is None or cur not in st.parent_of:
+                break
+            if st.agent_of.get(cur):
+                return st.agent_of[cur]
+            cur = st.parent_of[cur]
+        named = span.attrs.get(AGENT_NAME)
+        return str(named) if named else None
 
     def span_arrived(self, span: SpanRecord) -> None:
         st = self._state(span.trace_id)
-        for check, state in zip(self.checks, st.states):
-            reason = check.observe(state, span)
-            if reason and check.name not in st.fired_early:
-                st.fired_early.add(check.name)
-                finding = EarlyFinding(span.trace_id, span.span_id, check.name, reason,
-                                       str(span.attrs.get("gen_ai.agent.name", "")))
-                st.early.append(finding)
-                self._next.early(finding)
+        for check, state in zip(st.ruleset.checks, st.states):
+            self._early(st, check, check.observe(state, span), span, "")
+        if not st.ruleset.bindings:
+            return
+        st.parent_of[span.span_id] = span.parent_id
+        if span.is_agent:
+            st.agent_of[span.span_id] = str(span.attrs.get(AGENT_NAME) or span.name)
+        agent = self._agent(st, span)
+        for check in st.ruleset.bound(agent):
+            state = st.bound_states.get(id(check))
+            if state is None:
+                state = st.bound_states[id(check)] = check.start()
+            self._early(st, check, check.observe(state, span), span, agent or "")
+
+    def _early(self, st: _TraceState, check: Check, reason: str | None, span: SpanRecord, agent: str) -> None:
+        if not reason or check.name in st.fired_early:
+            return
+        st.fired_early.add(check.name)
+        finding = EarlyFinding(span.trace_id, span.span_id, check.name, reason,
+                               agent or str(span.attrs.get(AGENT_NAME, "")))
+        st.early.append(finding)
+        self._next.early(finding)
 
     def run_completed(self, run: Run) -> None:
         # The state goes with the trace's first completed run: a later run of the same
         # trace starts afresh, which only affects early findings, never a verdict.
-        st = self._traces.pop(run.trace_id, None) or _TraceState([c.start() for c in self.checks])
+        st = self._traces.pop(run.trace_id, None)
+        if st is None:
+            rs = self.ruleset
+            st = _TraceState(rs, [c.start() for c in rs.checks])
+        results = self._results(st, run)
         members = {s.span_id for s in run.spans}
-        results = tuple(c.finish(state, run) for c, state in zip(self.checks, st.states))
         self._next.verdict(RunVerdict(
             key=run.key, scenario=run.scenario, agent=run.agent, agent_version=run.agent_version,
             completion=run.completion, results=results, steps=len(run.steps), spans=len(run.spans),
@@ -65,6 +113,24 @@ class Evaluator:
             early=tuple(f for f in st.early if f.span_id in members),
             measures={"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},
         ))
+
+    def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
+        rs = st.ruleset
+        if not rs.bindings:
+            return tuple(c.finish(state, run) for c, state in zip(rs.checks, st.states))
+        views = agent_views(run)
+        top_bound = {c.name for c in rs.bound(run.agent)}
+        # a check bound to the top agent replaces the every-run check of the same name
+        results = [c.finish(state, run) for c, state in zip(rs.checks, st.states) if c.name not in top_bound]
+        multi = len(views) > 1
+        for agent, view in views:
+            for check in rs.bound(agent):
+                state = check.start()
+                for s in view.spans:
+                    check.observe(state, s)
+                r = check.finish(state, view)
+                results.append(dataclasses.replace(r, agent=agent) if multi else r)
+        return tuple(results)
 
     def span_late(self, span: SpanRecord, decided: RunKey) -> None:
         """Late spans are counted by the assembler; their run's verdict is already out."""

@@ -34,6 +34,13 @@ class MetricsSink:
         if latency is not None:
             t["faultgate_run_duration_seconds"].labels(agent).observe(latency / 1000, exemplar=ex)
         t["faultgate_run_steps"].labels(agent).observe(v.steps, exemplar=ex)
+        outcome = next((r for r in v.results if r.check == "outcome" and r.confidence > 0), None)
+        if outcome is not None:
+            # Luck Rate's inputs: a passing output reached by a path on which any check
+            # fired (warnings included) was lucky
+            dirty = any(r.fired for r in v.results if r.check != "outcome")
+            t["faultgate_outcome_runs"].labels(agent, "fail" if outcome.fired else "pass",
+                                               "dirty" if dirty else "clean").inc(exemplar=ex)
         if v.root_arrival_ns and v.decided_ns >= v.root_arrival_ns:
             t["faultgate_verdict_delay_seconds"].labels(agent).observe((v.decided_ns - v.root_arrival_ns) / 1e9,
                                                                       exemplar=ex)

@@ -1,0 +1,60 @@
+"""Which checks judge which runs: the checks every run gets, and per-agent bindings.
+
+A binding maps agent-name globs to checks built from policy and spec files; the first
+binding whose glob matches an agent's name holds that agent to its rules. A ruleset is
+immutable: a reload builds a new one and swaps it in, and a run in flight keeps the
+ruleset it started with.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+from faultgate_stream.checks.base import Check
+
+ANY_AGENT = "*"
+# Agent names come from traffic; the lookup cache is cleared past this many, so a flood
+# of distinct names costs glob matching, never memory.
+MAX_CACHED_AGENTS = 1024
+
+
+@dataclass(frozen=True)
+class Binding:
+    agents: tuple[str, ...]          # globs, matched case-sensitively
+    checks: tuple[Check, ...]
+    source: str = ""                 # the files it came from, for logs
+
+    def matches(self, agent: str) -> bool:
+        return any(fnmatchcase(agent, g) for g in self.agents)
+
+    @property
+    def universal(self) -> bool:
+        """Matches an agent whose name is not known yet (for early findings)."""
+        return ANY_AGENT in self.agents
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    checks: tuple[Check, ...]
+    bindings: tuple[Binding, ...] = ()
+    generation: int = 0
+    _cache: dict[str, tuple[Check, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    def bound(self, agent: str | None) -> tuple[Check, ...]:
+        """The checks bound to ``agent``; ``None`` (not known yet) gets a universal binding's."""
+        if agent is None:
+            return next((b.checks for b in self.bindings if b.universal), ())
+        hit = self._cache.get(agent)
+        if hit is None:
+            if len(self._cache) >= MAX_CACHED_AGENTS:
+                self._cache.clear()
+            hit = self._cache[agent] = next((b.checks for b in self.bindings if b.matches(agent)), ())
+        return hit
+
+    @property
+    def names(self) -> list[str]:
+        """Check names in report-column order: every run's, then the bound ones."""
+        out = [c.name for c in self.checks]
+        for b in self.bindings:
+            out += [c.name for c in b.checks if c.name not in out]
+        return out
