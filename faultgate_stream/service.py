@@ -19,8 +19,7 @@ from prometheus_client.registry import Collector
 from faultgate_stream import __version__
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.live import LiveAssembler
-from faultgate_stream.checks.expectations import Golden, Outcomes
-from faultgate_stream.checks.registry import select
+from faultgate_stream.model.errors import InputError
 from faultgate_stream.config import ServiceConfig
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
@@ -40,6 +39,7 @@ from faultgate_stream.model.verdict import Completion
 from faultgate_stream.receive import http_server, security
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import HttpHost
+from faultgate_stream.verdict import ruleset
 from faultgate_stream.verdict.evaluate import Evaluator
 from faultgate_stream.verdict.redact import get_redactor
 
@@ -61,10 +61,7 @@ class Service:
         self.config = config
         self.telemetry = telemetry or Telemetry()
         self.log = structlog.get_logger("faultgate_stream")
-        cfg = config.checks
-        self.checks = select(list(cfg.enabled) if cfg.enabled else None,
-                             golden=Golden.load(cfg.golden) if cfg.golden else None,
-                             outcomes=Outcomes.load(cfg.outcomes) if cfg.outcomes else None)
+        self.ruleset = ruleset.build(config.checks)
         redact = get_redactor(config.log.redact)
         sinks: list[VerdictConsumer] = [MetricsSink(self.telemetry, config.metrics.max_agents)]
         if config.log.verdicts:
@@ -88,7 +85,7 @@ class Service:
             self.telemetry.registry.register(_ExportGauges(self.queue, self.held))
         sinks += extra_sinks or []
         clock = clock or WallClock()
-        evaluator = Evaluator(self.checks, VerdictFanout(sinks))
+        self.evaluator = evaluator = Evaluator(self.ruleset, VerdictFanout(sinks))
         self.assembler = LiveAssembler(Assembler(evaluator, clock, config.assemble), clock, self.telemetry,
                                        config.tick)
         ingest: SpanConsumer = self.assembler
@@ -132,7 +129,29 @@ class Service:
         self._ready.set()
         self.log.info("started", version=__version__, endpoints=self.ports,
                       limits=asdict(self.config.assemble), max_request_bytes=self.config.receive.max_request_bytes,
-                      checks=[c.name for c in self.checks])
+                      checks=self.ruleset.names,
+                      bindings=[{"agents": list(b.agents), "source": b.source} for b in self.ruleset.bindings])
+
+    @property
+    def checks(self) -> tuple:
+        return self.ruleset.checks
+
+    def reload(self) -> bool:
+        """Re-read the policy and spec files (SIGHUP). A valid set replaces the old one for
+        runs that start afterwards; an invalid one is rejected, the old one kept, and the
+        reason logged and counted. Runs in flight keep the rules they started with."""
+        try:
+            new = ruleset.build(self.config.checks, self.ruleset.generation + 1)
+        except (InputError, ValueError) as e:
+            self.telemetry["faultgate_config_reloads"].labels("rejected").inc()
+            self.log.error("reload_rejected", reason=str(e), generation=self.ruleset.generation)
+            return False
+        self.ruleset = new
+        self.evaluator.reload(new)
+        self.telemetry["faultgate_config_reloads"].labels("applied").inc()
+        self.log.info("reloaded", generation=new.generation, checks=new.names,
+                      bindings=[{"agents": list(b.agents), "source": b.source} for b in new.bindings])
+        return True
 
     def shutdown(self, grace: float | None = None) -> dict[str, Any]:
         """Stop accepting (new data is refused retryably), complete every run in flight as

@@ -35,21 +35,31 @@ def _overflow(text: str) -> str:
     if not text:
         return ""
     low = text.lower()
-    if not any(w in low for w in _PREFILTER):
+    for w in _PREFILTER:
+        if w in low:
+            break
+    else:
         return ""
     m = OVERFLOW.search(text)
     return m.group(0) if m else ""
 
 
 def _span_signal(s: SpanRecord) -> str:
+    # Asked of every span twice (as it arrives, and again over the run): the tests skip
+    # what is empty, which is nearly everything, without a call.
     if s.finish_reasons:
         cut = next((r for r in s.finish_reasons if r.lower() in CUTOFF_REASONS), None)
         if cut:
             return f"stopped on finish reason {cut!r}: output cut at the token limit"
-    for where, text in (("status", s.status_message), ("error.type", s.error_type)):
-        found = _overflow(text)
+    if s.status_message:
+        found = _overflow(s.status_message)
         if found:
-            return f"{where}: {found!r}"
+            return f"status: {found!r}"
+    error_type = s.error_type
+    if error_type:
+        found = _overflow(error_type)
+        if found:
+            return f"error.type: {found!r}"
     return ""
 
 
@@ -66,10 +76,13 @@ class ContextOverflow(Check):
             signal = _span_signal(s)
             if signal:
                 return self.result(True, f"span {i} ({s.name}) {signal}")
+        overflows: dict[str, str] = {}  # a run repeats its results: each is read once
         for i, st in enumerate(run.steps):
             # The cheap text test first: whether the result is an error is asked only of the
             # few results that name a limit.
-            found = _overflow(st.result)
+            found = overflows.get(st.result)
+            if found is None:
+                found = overflows[st.result] = _overflow(st.result)
             # only results that are errors: a search hit quoting the error text is not an overflow
             if found and (st.result.lstrip().startswith("Error") or step_errors(run)[i]):
                 return self.result(True, f"step {st.index} ({st.tool}) result: {found!r}")

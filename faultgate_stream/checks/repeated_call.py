@@ -21,8 +21,8 @@ _UNSURE = None  # a call key that may equal any other
 
 def call_key(arguments: str) -> Hashable:
     """A key that is equal for two argument texts whenever their canonical forms are, and
-    cheaper to get: one decode instead of a decode and a sorted re-encode (0.4 us against
-    5.7 us on a search query). ``_UNSURE`` when it cannot tell.
+    cheaper to get: one decode instead of a decode and a sorted re-encode (0.9 us against
+    1.8 us on a search query). ``_UNSURE`` when it cannot tell.
 
     Equal canonical JSON means equal decoded values, type for type, so an object's string
     members are the same; a text that is not JSON is compared in its canonical form itself.
@@ -35,7 +35,7 @@ def call_key(arguments: str) -> Hashable:
     except ValueError:
         return _UNSURE  # its canonical form is its text, which may read like someone's JSON
     if isinstance(v, dict):
-        return frozenset((k, x) for k, x in v.items() if type(x) is str)
+        return frozenset([(k, x) for k, x in v.items() if type(x) is str])
     return len(v) if isinstance(v, list) else _UNSURE
 
 
@@ -68,7 +68,8 @@ class RepeatedCall(Check):
             return self.result(False, "fewer than 3 tool calls")
         folded = {r: squash(r) for r in {st.result for st in steps}}
         squashed = [folded[st.result] for st in steps]
-        # The groups of other tools, which this scan would visit in between, hold no triple.
+        # Only those tools are grouped: the other tools' groups hold no triple, so leaving
+        # them out cannot change which group fires first.
         tools = tools_that_may_repeat(steps, squashed)
         canonical: dict[str, str] = {}  # one round trip per distinct argument text
         same_call: dict[tuple[str, str], list[int]] = {}

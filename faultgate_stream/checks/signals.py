@@ -21,16 +21,16 @@ COUNT_KEYS = ("n_candidates", "count", "n_results", "total")
 _WS = re.compile(r"\s+")
 _STEP_ERRORS = "signals.step_errors"  # key of step_errors' answer in Run.derived
 # json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False) without building
-# the encoder on every call, which was a third of the call's time.
+# the encoder on every call: 1.6 us against 2.3 us on a search query's arguments.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 def squash(s: str) -> str:
     """Whitespace folded: two results that differ only in layout are the same result.
 
-    The same string as ``re.sub(r"\s+", " ", s).strip()``: ``\s`` and ``str.split()``
-    both split on exactly the characters ``str.isspace()`` accepts (checked over every
-    code point), and this form is several times faster on a tool result."""
+    The same string as ``_WS.sub(" ", s).strip()``: the regex's whitespace class and
+    ``str.split()`` both take exactly the characters ``str.isspace()`` accepts (a test
+    checks every code point), and this form is several times faster on a tool result."""
     return " ".join(s.split())
 
 

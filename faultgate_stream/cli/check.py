@@ -8,8 +8,11 @@ import time
 from pathlib import Path
 
 from faultgate_stream.checks.expectations import Golden, Outcomes
+from faultgate_stream.checks.policy import PolicyCheck, load_policy
 from faultgate_stream.checks.registry import select
+from faultgate_stream.checks.trajectory import checks_for, load_spec
 from faultgate_stream.model.errors import InputError
+from faultgate_stream.model.verdict import RunVerdict, Severity
 from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import FORMATS, read_file
 from faultgate_stream.verdict.redact import get_redactor
@@ -22,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("traces", nargs="+", help="trace files: OTLP/JSON or protobuf, or a vendor export (see --format)")
     p.add_argument("--golden", help="golden.json: {scenario key or prompt: expected answer}; enables wrong_answer and truncation")
     p.add_argument("--outcomes", help="outcomes.json: {scenario key or prompt: true | false}; enables the outcome check")
+    p.add_argument("--policy", help="policy file (faultgate's keys, JSON or YAML); replaces the default policy")
+    p.add_argument("--spec", help="trajectory spec (luckrate's keys, JSON or YAML); adds the trajectory.* checks")
     p.add_argument("--check", help="comma-separated subset of checks (default: all that apply)")
     p.add_argument("--format", default="auto", choices=FORMATS, help="trace format (default: detect)")
     p.add_argument("--json", help="also write the full report to this path")
@@ -47,6 +52,11 @@ def run(args: argparse.Namespace) -> int:
         outcomes = Outcomes.load(args.outcomes) if args.outcomes else None
         names = [n.strip() for n in args.check.split(",") if n.strip()] if args.check else None
         checks = select(names, golden=golden, outcomes=outcomes)
+        if args.policy:
+            policy = PolicyCheck(load_policy(args.policy))
+            checks = [policy if c.name == "policy" else c for c in checks]
+        if args.spec:
+            checks += checks_for(load_spec(args.spec))
         redact = get_redactor(args.redact)
         batches = []
         for path in args.traces:
@@ -77,4 +87,16 @@ def run(args: argparse.Namespace) -> int:
             print(f"faultgate-stream: cannot write {args.json}: {e.strerror or e}", file=sys.stderr)
             return EXIT_BAD_INPUT
         print(f"report written to {args.json}")
-    return EXIT_CLEAN if report.passed else EXIT_FIRED
+    return EXIT_FIRED if gate_fails(verdicts) else EXIT_CLEAN
+
+
+def gate_fails(verdicts: list[RunVerdict]) -> bool:
+    """luckrate's gate on faultgate's exit code: any hard finding fails; a soft one (a
+    budget, repeated work) fails when it fired on most runs of its scenario, since one run
+    over budget is variance; a warning never fails a build (it counts in Luck Rate)."""
+    if any(r.severity is Severity.HARD for v in verdicts for r in v.fired):
+        return True
+    runs: dict[str, list[bool]] = {}
+    for v in verdicts:
+        runs.setdefault(v.scenario, []).append(any(r.severity is Severity.SOFT for r in v.fired))
+    return any(sum(soft) * 2 > len(soft) for soft in runs.values())

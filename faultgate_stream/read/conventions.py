@@ -65,15 +65,17 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
         tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
         tool = ToolExecution(str(tool_name), _str(attrs.get("gen_ai.tool.call.arguments")),
                              _str(attrs.get("gen_ai.tool.call.result")), _str(attrs.get("gen_ai.tool.call.id")))
-    inputs, prompt = payload.messages_and_text(attrs.get("gen_ai.input.messages"), "user")
-    outputs, answer = payload.messages_and_text(attrs.get("gen_ai.output.messages"), "assistant")
-    # Positional: a record built by keywords took 1.0 us against 0.4 us, on every span.
+    raw_in, raw_out = attrs.get("gen_ai.input.messages"), attrs.get("gen_ai.output.messages")
+    inputs, prompt = payload.messages_and_text(raw_in, "user") if raw_in is not None else ((), "")
+    outputs, answer = payload.messages_and_text(raw_out, "assistant") if raw_out is not None else ((), "")
+    finish = attrs.get("gen_ai.response.finish_reasons")
+    # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
     return SpanRecord(
         trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
         operation, _kept(attrs, tool is not None), prompt or _str(attrs.get("gen_ai.prompt")),
         answer or _str(attrs.get("gen_ai.completion")), tool,
         _calls(outputs) if outputs else (), _responses(inputs) if inputs else (),
-        _finish_reasons(attrs.get("gen_ai.response.finish_reasons")), False, _size(name, attrs),
+        _finish_reasons(finish) if finish is not None else (), False, _size(name, attrs),
     )
 
 

@@ -11,6 +11,12 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
 from faultgate_stream.checks.base import Check
+from faultgate_stream.checks.config import ChecksConfig
+from faultgate_stream.checks.expectations import Golden, Outcomes
+from faultgate_stream.checks.policy import PolicyCheck, load_policy
+from faultgate_stream.checks.registry import select
+from faultgate_stream.checks.trajectory import checks_for, load_spec
+from faultgate_stream.model.errors import InputError
 
 ANY_AGENT = "*"
 # Agent names come from traffic; the lookup cache is cleared past this many, so a flood
@@ -58,3 +64,29 @@ class Ruleset:
         for b in self.bindings:
             out += [c.name for c in b.checks if c.name not in out]
         return out
+
+
+def build(config: ChecksConfig, generation: int = 0) -> Ruleset:
+    """The ruleset a service's checks config describes: files read and validated now.
+    Raises ``InputError`` naming every bad file by its binding's path in the config."""
+    golden = Golden.load(config.golden) if config.golden else None
+    # the outcome check joins with an outcomes file, or by name in ``enabled`` (then it
+    # reads the root's faultgate.outcome attribute): the default set stays faultgate's
+    outcomes = Outcomes.load(config.outcomes) if config.outcomes else None
+    checks = tuple(select(list(config.enabled) if config.enabled else None, golden=golden, outcomes=outcomes))
+    bindings, problems = [], []
+    for i, b in enumerate(config.bindings):
+        bound: list[Check] = []
+        try:
+            if b.policy:
+                bound.append(PolicyCheck(load_policy(b.policy)))
+            if b.spec:
+                bound += checks_for(load_spec(b.spec))
+        except InputError as e:
+            problems.append(f"checks.bindings[{i}]: {e}")
+            continue
+        source = ", ".join(f"{k}={v}" for k, v in (("policy", b.policy), ("spec", b.spec)) if v)
+        bindings.append(Binding(tuple(b.agents), tuple(bound), source))
+    if problems:
+        raise InputError("\n".join(problems))
+    return Ruleset(checks, tuple(bindings), generation)

@@ -128,3 +128,39 @@ def test_outcomes_add_the_outcome_check_and_its_summary(tmp_path, capsys):
     code = main(["check", str(TRACES), "--outcomes", str(f)])
     out = capsys.readouterr().out
     assert code == 1 and "outcome: 1/1 true (1.00) · 4 scenario(s) without an outcome" in out
+
+
+LUCKRATE = CORPUS / "luckrate-0.3.0" / "tests" / "fixtures"
+
+
+def _spec_file() -> str:
+    from pathlib import Path
+
+    return str(Path(__file__).resolve().parents[2] / "examples" / "specs" / "refund.yaml")
+
+
+@pytest.mark.parametrize("fixture, code", [("n8n_good", 0), ("n8n_skips", 1), ("n8n_loops", 1),
+                                           ("n8n_fabricates", 0)])
+def test_with_a_spec_hard_and_majority_soft_findings_fail_and_warnings_do_not(fixture, code, capsys):
+    assert main(["check", str(LUCKRATE / f"{fixture}.json"), "--spec", _spec_file(), "--check", "policy"]) == code
+
+
+def test_a_warning_still_marks_the_run_not_clean_in_the_report(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["check", str(LUCKRATE / "n8n_fabricates.json"), "--spec", _spec_file(), "--check", "policy",
+                 "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    ground = next(x for x in r["results"] if x["check"] == "trajectory.ground")
+    assert ground["detected"] and ground["severity"] == "warn"
+    assert r["runs"][0]["clean"] is False
+
+
+def test_a_malformed_policy_or_spec_exits_2_naming_the_key(tmp_path):
+    bad_policy = tmp_path / "p.json"
+    bad_policy.write_text('{"limits": [{"tool": "a", "arg": "b", "max": "lots"}], "alow": []}')
+    p = _cli("check", str(TRACES), "--policy", str(bad_policy))
+    assert p.returncode == 2 and "limits[0].max must be a finite number" in p.stderr and "alow" in p.stderr
+    bad_spec = tmp_path / "s.yaml"
+    bad_spec.write_text("tools: [lookup]\nrequired: [lookpu]\n")
+    p = _cli("check", str(TRACES), "--spec", str(bad_spec))
+    assert p.returncode == 2 and "required[0]: 'lookpu' is not in tools" in p.stderr and "Traceback" not in p.stderr

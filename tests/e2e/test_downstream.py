@@ -88,3 +88,24 @@ def test_verdict_only_forwards_annotated_roots_and_strip_content_removes_message
         assert a["faultgate.verdict"] in ("clean", "failed")
     assert live.sample("faultgate_exporter_filtered_spans_total") == tally.spans - len(offline)
     assert live.sample("faultgate_exporter_sent_spans_total") == len(offline)
+
+
+def test_the_http_exporter_delivers_spans_and_log_records_too(live_service, tmp_path):
+    port, out = free_port(), tmp_path / "out"
+    out.mkdir()
+    config = downstream_config(free_port(), out).replace(
+        "      grpc:", f"      http:\n        endpoint: \"127.0.0.1:{port}\"\n      grpc:")
+    with running_collector(config, tmp_path):
+        live = live_service(dataclasses.replace(make_config(), export=SpansExportConfig(
+            endpoint=f"http://127.0.0.1:{port}", logs_endpoint=f"http://127.0.0.1:{port}", protocol="http",
+            retry_initial_interval=0.2, retry_max_interval=1.0)))
+        sender = GrpcSender(live.grpc)
+        try:
+            tally = replay([str(FILES[0])], sender)
+        finally:
+            sender.close()
+        live.sink.wait_for(5)
+        spans = eventually(lambda: (s := read_spans(out)) and len(s) >= tally.spans and s, timeout=30,
+                           what="every span over OTLP/HTTP")
+        logs = eventually(lambda: (r := read_logs(out)) and len(r) >= 30 and r, timeout=30, what="log records")
+    assert len(spans) == tally.spans and len(logs) == 30  # 5 runs x 6 checks
