@@ -65,3 +65,49 @@ def test_a_bad_config_fails_the_start_with_exit_2_naming_the_key(tmp_path):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert "assemble.root_grace: must be a duration" in err and "Traceback" not in err
+
+
+def test_sighup_swaps_the_policy_under_traffic_and_an_invalid_one_is_rejected(tmp_path):
+    from tests.live.test_receivers import _request, _span
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"allow": ["lookup", "refund"]}')
+    grpc_port, metrics_port = _free_port(), _free_port()
+    proc = _serve(tmp_path, f"receive: {{grpc_endpoint: '127.0.0.1:{grpc_port}', http_endpoint: ''}}\n"
+                            f"metrics: {{endpoint: '127.0.0.1:{metrics_port}'}}\n"
+                            "assemble: {root_grace: 300ms}\n"
+                            f"checks: {{bindings: [{{agents: ['*'], policy: '{policy}'}}]}}\n")
+    channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
+    stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+
+    def run(trace: int) -> None:
+        root = _span(trace, 1, gen_ai__operation__name="invoke_agent", gen_ai__agent__name="shop")
+        call = _span(trace, 2, parent=1, name="execute_tool refund", gen_ai__operation__name="execute_tool",
+                     gen_ai__tool__name="refund", gen_ai__tool__call__arguments="{}")
+        stub.Export(_request(root, call), timeout=5)
+
+    try:
+        _lines_until(proc, "started")
+        run(1)                                    # refund allowed
+        _lines_until(proc, "verdict")
+        policy.write_text('{"allow": ["lookup"]}')
+        proc.send_signal(signal.SIGHUP)
+        _lines_until(proc, "reloaded")
+        run(2)                                    # refund no longer allowed
+        after = _lines_until(proc, "verdict")[-1]
+        policy.write_text('{"allow": "lookup", "max_calls": -1}')
+        run(3)                                    # in flight while the bad policy is refused
+        proc.send_signal(signal.SIGHUP)
+        rejected = _lines_until(proc, "reload_rejected")[-1]
+        during = _lines_until(proc, "verdict")[-1]
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        channel.close()
+        proc.kill()
+    assert after["trace_id"].endswith("2") and "policy" in after["fired"]
+    assert "tool 'refund' not in allowlist" in after["fired"]["policy"]["reason"]
+    assert "allow must be a list" in rejected["reason"]
+    assert during["trace_id"].endswith("3") and "policy" in during["fired"]  # the kept policy judged it
