@@ -8,6 +8,7 @@ from faultgate_stream.checks.context_overflow import ContextOverflow
 from faultgate_stream.checks.expectations import Golden, Outcomes
 from faultgate_stream.checks.outcome import Outcome
 from faultgate_stream.checks.policy.check import PolicyCheck
+from faultgate_stream.checks.policy.schema import Policy
 from faultgate_stream.checks.repeated_call import RepeatedCall
 from faultgate_stream.checks.search_loop import SearchLoop
 from faultgate_stream.checks.truncation import Truncation
@@ -22,8 +23,18 @@ ALL: tuple[type[Check], ...] = (*RULES, *GOLDEN, Outcome)
 NAMES = tuple(c.name for c in ALL)
 
 
+def policy_checks(policy: Policy) -> list[Check]:
+    """What a policy file brings: the ``policy`` check with its keys, and, when its
+    ``requires`` name interchangeable tools, an ``unrecovered_tool_error`` that counts a
+    success of an alternative as recovery (see that module)."""
+    out: list[Check] = [PolicyCheck(policy)]
+    if policy.alternatives:
+        out.append(UnrecoveredToolError(policy.alternatives))
+    return out
+
+
 def select(names: list[str] | None = None, *, golden: Golden | None = None,
-           outcomes: Outcomes | None = None) -> list[Check]:
+           outcomes: Outcomes | None = None, policy: Policy | None = None) -> list[Check]:
     """The checks to run. By default every rule, the golden checks when answers are given,
     and ``outcome`` when outcomes are. A named golden check without answers is an error:
     it would report nothing while looking like it ran."""
@@ -32,8 +43,12 @@ def select(names: list[str] | None = None, *, golden: Golden | None = None,
         wanted += ["outcome"] if outcomes is not None else []
     else:
         wanted = names
+    with_policy = {c.name: c for c in policy_checks(policy)} if policy is not None else {}
     out: list[Check] = []
     for n in wanted:
+        if n in with_policy:
+            out.append(with_policy[n])
+            continue
         cls = next((c for c in ALL if c.name == n), None)
         if cls is None:
             raise InputError(f"unknown check {n!r}; available: {', '.join(NAMES)}")

@@ -1,12 +1,20 @@
 """unrecovered_tool_error: a tool call failed and the same tool never succeeded afterwards.
 
 Two signals, in order: a step whose result is a structural error (``signals``) with no
-later successful call to the same tool; else a span whose status says error with no later
-successful tool span. FAULTLINE P18 (via faultgate): recall 0.57, kappa 0.54; it misses
+later successful call to the same tool, or to one of its declared alternatives; else a
+span whose status says error with no later successful tool span.
+
+Alternatives come from a policy: tools named together in one ``requires[].after`` list
+stand in for each other (two ways to find the user). A failed email lookup made good by a
+successful name-and-zip lookup is a recovery, not an unrecovered error: that is the
+commonest legitimate recovery in tau2 retail (``ok-failed-auth-then-retry``), which
+faultgate 0.4.1 flags and its own author labels valid. Without a policy there are no
+alternatives and the check is faultgate's. FAULTLINE P18 (via faultgate): recall 0.57, kappa 0.54; it misses
 plain-text errors and run-ending API failures.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from faultgate_stream.checks.base import Check
@@ -19,6 +27,9 @@ class UnrecoveredToolError(Check):
     name = "unrecovered_tool_error"
     description = "A tool call produced a structural error and the tool was never used successfully afterwards."
 
+    def __init__(self, alternatives: Mapping[str, frozenset[str]] | None = None) -> None:
+        self.alternatives = dict(alternatives or {})
+
     def finish(self, state: Any, run: Run) -> CheckResult:
         steps = run.steps
         failed = step_errors(run)
@@ -30,7 +41,7 @@ class UnrecoveredToolError(Check):
             if not failed[j]:
                 last_ok[st.tool] = j
         for i, st in enumerate(steps):
-            if failed[i] and last_ok.get(st.tool, -1) < i:
+            if failed[i] and max(last_ok.get(t, -1) for t in {st.tool, *self.alternatives.get(st.tool, ())}) < i:
                 return self.result(True, f"Tool '{st.tool}' failed at step {st.index} ({failed[i]}) and no "
                                          f"subsequent call to '{st.tool}' succeeded.")
         spans = run.spans

@@ -8,9 +8,7 @@ import time
 from pathlib import Path
 
 from faultgate_stream.checks.expectations import Golden, Outcomes
-from faultgate_stream.checks.policy import PolicyCheck, load_policy
 from faultgate_stream.checks.registry import select
-from faultgate_stream.checks.trajectory import checks_for, load_spec
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.verdict import RunVerdict, Severity
 from faultgate_stream.pipeline import check_spans
@@ -51,11 +49,13 @@ def run(args: argparse.Namespace) -> int:
         golden = Golden.load(args.golden) if args.golden else None
         outcomes = Outcomes.load(args.outcomes) if args.outcomes else None
         names = [n.strip() for n in args.check.split(",") if n.strip()] if args.check else None
-        checks = select(names, golden=golden, outcomes=outcomes)
+        policy = None
         if args.policy:
-            policy = PolicyCheck(load_policy(args.policy))
-            checks = [policy if c.name == "policy" else c for c in checks]
+            from faultgate_stream.checks.policy import load_policy
+            policy = load_policy(args.policy)
+        checks = select(names, golden=golden, outcomes=outcomes, policy=policy)
         if args.spec:
+            from faultgate_stream.checks.trajectory import checks_for, load_spec
             checks += checks_for(load_spec(args.spec))
         redact = get_redactor(args.redact)
         batches = []
@@ -77,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
                 if outcome["judged"] else "no scenario has an outcome")
         print(f"outcome: {rate} · {outcome['missing']} scenario(s) without an outcome, not judged · "
               f"structural clean rate {outcome['structural_clean_rate']:.2f}")
+        luck = "undefined (no run passed)" if outcome["luck_rate"] is None else f"{outcome['luck_rate']:.0%}"
+        print(f"luck rate {luck} · {outcome['lucky']} of {outcome['passed']} passing runs took a path that was not clean")
     if args.json:
         try:
             out = Path(args.json)

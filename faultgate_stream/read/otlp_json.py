@@ -11,6 +11,7 @@ from typing import Any
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.read import events
 from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
@@ -123,6 +124,10 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str])
             if not isinstance(kv, dict) or "key" not in kv:
                 raise InputError(f"{_where(place)}.attributes: expected {{key, value}} objects") from None
             attrs[kv["key"]] = value(kv.get("value"))
+    if s.get("events"):
+        evaluations = events.from_json(s["events"], value)
+        if evaluations:
+            attrs[events.EVALUATIONS] = evaluations
     st = s.get("status") or {}
     name = str(s.get("name", ""))
     try:

@@ -15,6 +15,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.read import events
 from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
@@ -62,6 +63,10 @@ def read(request: ExportTraceServiceRequest) -> Decoded:
                     first = first or f"resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}"
                     continue
                 attrs = {kv.key: value(kv.value) for kv in s.attributes}
+                if s.events:
+                    evaluations = events.from_proto(s.events, value)
+                    if evaluations:
+                        attrs[events.EVALUATIONS] = evaluations
                 spans.append(build_span(tid, sid, parent, s.name, s.start_time_unix_nano, s.end_time_unix_nano,
                                         s.status.code, s.status.message, attrs))
     return Decoded(spans, rejected, first)

@@ -57,10 +57,15 @@ class Report:
         n = len(self.verdicts)
         structural = sum(any(r.fired for r in v.results if r.check != "outcome") for v in self.verdicts)
         failed = sum(not v.clean for v in self.verdicts)
+        # Luck Rate (luckrate): of the runs whose output passed, the share whose path was not
+        # clean (any other check fired, warnings included). Undefined, not 0, when none passed.
+        lucky = sum(1 for v, r in rows if r.confidence > 0 and not r.fired
+                    and any(x.fired for x in v.results if x.check != "outcome"))
         return {"judged": len(judged), "missing": len(rows) - len(judged), "true": true,
                 "outcome_rate": round(true / len(judged), 4) if judged else None,
                 "structural_clean_rate": round((n - structural) / n, 4) if n else None,
-                "clean_rate": round((n - failed) / n, 4) if n else None}
+                "clean_rate": round((n - failed) / n, 4) if n else None,
+                "passed": true, "lucky": lucky, "luck_rate": round(lucky / true, 4) if true else None}
 
     def to_dict(self, redact: Redact | None) -> dict[str, Any]:
         mask = _once_per_text(redact) if redact else _unmasked

@@ -13,8 +13,8 @@ from fnmatch import fnmatchcase
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.config import ChecksConfig
 from faultgate_stream.checks.expectations import Golden, Outcomes
-from faultgate_stream.checks.policy import PolicyCheck, load_policy
-from faultgate_stream.checks.registry import select
+from faultgate_stream.checks.policy import load_policy
+from faultgate_stream.checks.registry import policy_checks, select
 from faultgate_stream.checks.trajectory import checks_for, load_spec
 from faultgate_stream.model.errors import InputError
 
@@ -79,7 +79,7 @@ def build(config: ChecksConfig, generation: int = 0) -> Ruleset:
         bound: list[Check] = []
         try:
             if b.policy:
-                bound.append(PolicyCheck(load_policy(b.policy)))
+                bound += policy_checks(load_policy(b.policy))
             if b.spec:
                 bound += checks_for(load_spec(b.spec))
         except InputError as e:

@@ -164,3 +164,34 @@ def test_a_malformed_policy_or_spec_exits_2_naming_the_key(tmp_path):
     bad_spec.write_text("tools: [lookup]\nrequired: [lookpu]\n")
     p = _cli("check", str(TRACES), "--spec", str(bad_spec))
     assert p.returncode == 2 and "required[0]: 'lookpu' is not in tools" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_luck_rate_is_the_share_of_passing_runs_whose_path_was_not_clean(tmp_path, capsys):
+    outcomes = tmp_path / "o.json"
+    outcomes.write_text(json.dumps({"What is the internal codename of Girona Foundry?": True,
+                                    "Which firm is the external auditor of Aster Labs?": True}))
+    out = tmp_path / "r.json"
+    main(["check", str(TRACES), "--outcomes", str(outcomes), "--json", str(out)])
+    o = json.loads(out.read_text())["outcome"]
+    assert (o["passed"], o["lucky"], o["luck_rate"]) == (2, 1, 0.5)
+    assert "luck rate 50% · 1 of 2 passing runs" in capsys.readouterr().out
+    outcomes.write_text(json.dumps({"Which firm is the external auditor of Aster Labs?": False}))
+    main(["check", str(TRACES), "--outcomes", str(outcomes), "--json", str(out)])
+    assert json.loads(out.read_text())["outcome"]["luck_rate"] is None  # undefined, not 0
+
+
+def test_an_incoming_evaluation_event_named_outcome_gives_the_run_its_outcome(tmp_path, capsys):
+    def attr(k, v):
+        return {"key": k, "value": {"stringValue": v}}
+
+    tid = "0af7651916cd43dd8448eb211c80319c"
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": tid, "spanId": "00f067aa0ba902b7", "name": "invoke_agent", "startTimeUnixNano": "1",
+         "endTimeUnixNano": "9", "attributes": [attr("gen_ai.operation.name", "invoke_agent")],
+         "events": [{"name": "gen_ai.evaluation.result", "timeUnixNano": "9", "attributes": [
+             attr("gen_ai.evaluation.name", "outcome"), attr("gen_ai.evaluation.score.label", "fail")]}]}]}]}]}))
+    out = tmp_path / "r.json"
+    assert main(["check", str(t), "--check", "outcome", "--json", str(out)]) == 1
+    row = json.loads(out.read_text())["results"][0]
+    assert row["detected"] and "gen_ai.evaluation.result" in row["reason"]

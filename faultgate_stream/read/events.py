@@ -1,0 +1,43 @@
+"""Evaluation results that arrive with a span: ``gen_ai.evaluation.result`` span events
+written by another evaluator (a judge, a test harness). They are how a live stream can
+carry a run's outcome; the ``outcome`` check reads them from the root's attributes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+EVENT = "gen_ai.evaluation.result"
+# Where the reader keeps them: not an OTel attribute name, so it cannot collide with one.
+EVALUATIONS = "@evaluations"
+
+
+def _result(attrs: dict[str, Any]) -> tuple[str, str, float | None] | None:
+    name = attrs.get("gen_ai.evaluation.name")
+    if not name:
+        return None
+    label = str(attrs.get("gen_ai.evaluation.score.label") or "").lower()
+    value = attrs.get("gen_ai.evaluation.score.value")
+    return str(name), label, float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def from_json(events: Any, value: Any) -> tuple[tuple[str, str, float | None], ...]:
+    """From OTLP/JSON span events; ``value`` reads an AnyValue."""
+    out = []
+    for e in events or ():
+        if isinstance(e, dict) and e.get("name") == EVENT:
+            attrs = {kv.get("key"): value(kv.get("value")) for kv in e.get("attributes") or () if isinstance(kv, dict)}
+            r = _result(attrs)
+            if r:
+                out.append(r)
+    return tuple(out)
+
+
+def from_proto(events: Any, value: Any) -> tuple[tuple[str, str, float | None], ...]:
+    """From protobuf span events; ``value`` reads an AnyValue."""
+    out = []
+    for e in events:
+        if e.name == EVENT:
+            r = _result({kv.key: value(kv.value) for kv in e.attributes})
+            if r:
+                out.append(r)
+    return tuple(out)
