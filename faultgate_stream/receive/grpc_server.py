@@ -11,7 +11,6 @@ from concurrent import futures
 from typing import Any
 
 import grpc
-import structlog
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
@@ -23,12 +22,12 @@ from faultgate_stream.model.consumers import SpanConsumer
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.read.otlp_proto import Decoded
 from faultgate_stream.receive import decode
-from faultgate_stream.receive.outcome import Refusal, classify
+from faultgate_stream.receive.outcome import Refusal
+from faultgate_stream.receive.take import take
 from faultgate_stream.receive.telemetry import ReceiverTelemetry
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 _EMPTY = ExportTraceServiceResponse().SerializeToString()
-log = structlog.get_logger("faultgate_stream.receive.grpc")
 
 
 def partial_success(decoded: Decoded) -> ExportTraceServiceResponse:
@@ -56,18 +55,10 @@ class TraceExport:
         self._t = ReceiverTelemetry(telemetry, "grpc")
 
     def __call__(self, body: bytes, context: grpc.ServicerContext) -> bytes:
-        decoded = None
-        try:
-            request, decoded = decode.protobuf(body)
-            if decoded.spans:
-                self._next.consume(decoded.spans, request)
-        except Exception as e:  # classified in one place: receive/outcome.py
-            refusal = classify(e)
-            if refusal.reason == "internal_error":
-                log.exception("export_failed")
-            self._t.refused(refusal, decoded)
+        decoded, refusal = take(lambda: decode.protobuf(body), self._next, self._t)
+        if refusal is not None:
             context.abort_with_status(rpc_status.to_status(status_of(refusal)))
-        self._t.accepted(decoded)
+        assert decoded is not None
         return partial_success(decoded).SerializeToString() if decoded.rejected else _EMPTY
 
 

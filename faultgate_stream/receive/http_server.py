@@ -3,7 +3,6 @@ the request's content type (the OTLP spec). Errors carry a ``google.rpc.Status``
 """
 from __future__ import annotations
 
-import structlog
 from aiohttp import web
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -12,13 +11,13 @@ from faultgate_stream.model.consumers import SpanConsumer
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.receive import decode
 from faultgate_stream.receive.grpc_server import partial_success, status_of
-from faultgate_stream.receive.outcome import classify
+from faultgate_stream.receive.outcome import Refusal
+from faultgate_stream.receive.take import refuse, take
 from faultgate_stream.receive.security import bearer_middleware
 from faultgate_stream.receive.telemetry import ReceiverTelemetry
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-log = structlog.get_logger("faultgate_stream.receive.http")
 
 
 def _encode(msg: Message, content_type: str) -> bytes:
@@ -39,24 +38,23 @@ class TracesHandler:
             self._t.rejected_request("unsupported_media_type")
             return web.Response(status=415, text=f"unsupported content type {content_type!r}; "
                                                  f"send {PROTOBUF} or {JSON}")
-        decoded = None
         try:
             body = await _read(request, self._limit)
-            request, decoded = decode.json_body(body) if content_type == JSON else decode.protobuf(body)
-            if decoded.spans:
-                self._next.consume(decoded.spans, request)
-        except Exception as e:  # classified in one place: receive/outcome.py
-            refusal = classify(e)
-            if refusal.reason == "internal_error":
-                log.exception("export_failed")
-            self._t.refused(refusal, decoded)
-            headers = {}
-            if refusal.retry_after_s is not None:
-                headers["Retry-After"] = str(max(1, round(refusal.retry_after_s)))
-            return web.Response(status=refusal.http_status, body=_encode(status_of(refusal), content_type),
-                                content_type=content_type, headers=headers)
-        self._t.accepted(decoded)
+        except decode.PayloadTooLarge as e:
+            return _refusal(refuse(e, self._t), content_type)
+        parse = decode.json_body if content_type == JSON else decode.protobuf
+        decoded, refusal = take(lambda: parse(body), self._next, self._t)
+        if refusal is not None:
+            return _refusal(refusal, content_type)
         return web.Response(status=200, body=_encode(partial_success(decoded), content_type), content_type=content_type)
+
+
+def _refusal(refusal: Refusal, content_type: str) -> web.Response:
+    headers = {}
+    if refusal.retry_after_s is not None:
+        headers["Retry-After"] = str(max(1, round(refusal.retry_after_s)))
+    return web.Response(status=refusal.http_status, body=_encode(status_of(refusal), content_type),
+                        content_type=content_type, headers=headers)
 
 
 async def _read(request: web.Request, limit: int) -> bytes:

@@ -7,6 +7,8 @@ from faultgate_stream.receive.outcome import Refusal
 
 
 class ReceiverTelemetry:
+    """Counts spans by what happened to them, so accepted + refused + rejected = received."""
+
     def __init__(self, telemetry: Telemetry, transport: str) -> None:
         self.transport = transport
         self._accepted = telemetry["faultgate_receiver_accepted_spans"].labels(transport)

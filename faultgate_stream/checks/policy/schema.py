@@ -34,7 +34,6 @@ policy errors here, found at load.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -42,9 +41,9 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from faultgate_stream.checks.policy.deny_patterns import DEFAULT_DENY_PATTERNS
+from faultgate_stream.checks.documents import load_document
 from faultgate_stream.model.errors import InputError
 
 # The root-span attribute an ``identity`` rule compares with when it names none: the
@@ -391,20 +390,5 @@ def load_policy(path: str | Path) -> Policy:
     is the policy without a file. Raises ``InputError`` (``PolicyError`` for a document
     that reads but is not a valid policy)."""
     p = Path(path)
-    try:
-        text_ = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not UTF-8 text") from None
-    if p.suffix.lower() == ".json":
-        try:
-            raw = json.loads(text_)
-        except ValueError as e:
-            raise InputError(f"{p}: not valid JSON ({e})") from None
-    else:
-        try:
-            raw = yaml.safe_load(text_)
-        except yaml.YAMLError as e:
-            raise InputError(f"{p}: not valid YAML ({e})") from None
+    raw = load_document(p)
     return Policy.from_mapping({} if raw is None else raw, p)

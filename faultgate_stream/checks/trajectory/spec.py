@@ -28,14 +28,13 @@ Validation reports every problem at once, each prefixed with where it is
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from faultgate_stream.checks.documents import load_document
 from faultgate_stream.model.errors import InputError
 
 NAME_LISTS = ("tools", "required", "forbidden", "untrusted", "privileged")
@@ -91,22 +90,7 @@ class Spec:
 def load_spec(path: str | Path) -> Spec:
     """The spec in a ``.json`` file, or a YAML file (any other name). Raises ``InputError``."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not UTF-8 text") from None
-    if p.suffix.lower() == ".json":
-        try:
-            raw = json.loads(text)
-        except ValueError as e:
-            raise InputError(f"{p}: not valid JSON ({e})") from None
-    else:
-        try:
-            raw = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"{p}: not valid YAML ({e})") from None
+    raw = load_document(p)
     return Spec.from_mapping({} if raw is None else raw, p)
 
 
