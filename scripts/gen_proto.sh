@@ -17,20 +17,15 @@ PROTO=faultgate/stream/v1/verdict.proto
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$PY" -m grpc_tools.protoc -Iproto \
-  --python_out="$work" --grpc_python_out="$work" --pyi_out="$work" "proto/$PROTO"
+# Messages only: the service side is a generic handler (export/stream/sink.py) and the
+# Python client is export/stream/client.py, so grpcio-tools' servicer base class, whose
+# methods only raise "not implemented", is not generated into the package.
+"$PY" -m grpc_tools.protoc -Iproto --python_out="$work" --pyi_out="$work" "proto/$PROTO"
 
 # protoc lays files out by proto package (faultgate/stream/v1/); we keep them flat in one
-# package and point the service module's import at it, since no top-level `faultgate`
-# package exists to import from. The descriptor keeps its proto path, so the wire names
-# (faultgate.stream.v1.*) are unchanged.
+# package. The descriptor keeps its proto path, so the wire names (faultgate.stream.v1.*)
+# are unchanged.
 mkdir -p "$OUT"
 cp "$work"/faultgate/stream/v1/verdict_pb2.py "$work"/faultgate/stream/v1/verdict_pb2.pyi "$OUT"/
-sed 's/^from faultgate\.stream\.v1 import verdict_pb2 as /from faultgate_stream.export.stream.gen import verdict_pb2 as /' \
-  "$work"/faultgate/stream/v1/verdict_pb2_grpc.py >"$OUT"/verdict_pb2_grpc.py
-grep -q '^from faultgate_stream\.export\.stream\.gen import verdict_pb2 as ' "$OUT"/verdict_pb2_grpc.py || {
-  echo "gen_proto.sh: the generated import line changed shape; update the sed above" >&2
-  exit 1
-}
 printf '%s\n' '"""Generated from proto/faultgate/stream/v1/verdict.proto by scripts/gen_proto.sh. Do not edit."""' \
   >"$OUT"/__init__.py

@@ -14,7 +14,8 @@ from faultgate_stream.cli.main import main
 from faultgate_stream.cli.replay import GrpcSender, replay
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.spans.config import SpansExportConfig
-from faultgate_stream.export.stream.gen import verdict_pb2, verdict_pb2_grpc
+from faultgate_stream.export.stream import client as verdict_pb2_grpc
+from faultgate_stream.export.stream.gen import verdict_pb2
 from faultgate_stream.verdict.redact import get_redactor
 from tests.e2e.downstream import downstream_config, read_logs, read_spans
 from tests.live_service import make_config

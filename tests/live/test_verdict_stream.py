@@ -7,7 +7,8 @@ import grpc
 
 from faultgate_stream.checks.registry import select
 from faultgate_stream.cli.replay import GrpcSender, replay
-from faultgate_stream.export.stream.gen import verdict_pb2, verdict_pb2_grpc
+from faultgate_stream.export.stream import client as verdict_pb2_grpc
+from faultgate_stream.export.stream.gen import verdict_pb2
 from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import read_file
 from tests.conftest import CORPUS
