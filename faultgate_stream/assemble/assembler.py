@@ -33,6 +33,8 @@ class AddResult:
     duplicates: int = 0
     late: int = 0
     late_runs: dict[str, RunKey] = field(default_factory=dict)  # late span id -> the run it was decided in
+    # a retry of a span whose run was already decided (its first copy was taken): the run
+    decided_duplicates: dict[str, RunKey] = field(default_factory=dict)
 
 
 @dataclass
@@ -101,6 +103,7 @@ class Assembler:
             if decided is not None:
                 if s.span_id in decided.spans:
                     res.duplicates += 1
+                    res.decided_duplicates[s.span_id] = decided.spans[s.span_id]
                     continue
                 run = decided.spans.get(s.parent_id or "") or decided.parents.get(s.span_id)
                 if run is not None:

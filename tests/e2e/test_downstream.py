@@ -109,3 +109,22 @@ def test_the_http_exporter_delivers_spans_and_log_records_too(live_service, tmp_
                            what="every span over OTLP/HTTP")
         logs = eventually(lambda: (r := read_logs(out)) and len(r) >= 30 and r, timeout=30, what="log records")
     assert len(spans) == tally.spans and len(logs) == 30  # 5 runs x 6 checks
+
+
+def test_a_root_retried_after_its_verdict_goes_out_at_once_carrying_that_verdict(live_service, tmp_path):
+    from tests.live.test_receivers import _request, _span, _stub
+
+    port, out = free_port(), tmp_path / "out"
+    out.mkdir()
+    with running_collector(downstream_config(port, out), tmp_path):
+        live = live_service(dataclasses.replace(make_config(root_grace=0.2), export=_export_config(port)))
+        channel, stub = _stub(live)
+        request = _request(_span(21, 1, gen_ai__operation__name="invoke_agent", gen_ai__agent__name="a"))
+        stub.Export(request, timeout=5)
+        live.sink.wait_for(1)
+        stub.Export(request, timeout=5)  # an upstream retry whose first answer was lost
+        channel.close()
+        spans = eventually(lambda: (s := read_spans(out)) and len(s) >= 2 and s, timeout=30, what="both copies")
+    assert [attrs(s)["faultgate.verdict"] for s in spans] == ["clean", "clean"]
+    assert live.sample("faultgate_exporter_held_spans") == 0
+    assert live.sample("faultgate_exporter_queue_spans") == 0

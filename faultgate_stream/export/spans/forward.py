@@ -68,7 +68,10 @@ class Forwarder:
                         continue  # rejected by the reader: never acknowledged, never reserved
                     tid, sid = span.trace_id.hex(), span.span_id.hex()
                     if sid in roots:
-                        late = result.late_runs.get(sid)
+                        # a root after its run's verdict (late, or a retry of one already
+                        # sent) goes out at once with that verdict: no verdict would come
+                        # to release it if it were held
+                        late = result.late_runs.get(sid) or result.decided_duplicates.get(sid)
                         if late is None:
                             held = HeldSpan(rs.resource.SerializeToString(), rs.schema_url,
                                             ss.scope.SerializeToString(), ss.schema_url, span.SerializeToString())
