@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import Any
 
 import structlog
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from faultgate_stream import __version__
@@ -82,7 +82,7 @@ class Service:
             senders["logs"] = sender_for(ex.logs_endpoint, ex) if ex.logs_endpoint else senders["traces"]
             self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry)
             self._senders = senders
-            self.telemetry.registry.register(_ExportGauges(self.queue, self.held))
+            self.telemetry.registry.register(_ExportGauges(self.queue, self.held, cache))
         sinks += extra_sinks or []
         clock = clock or WallClock()
         self.evaluator = evaluator = Evaluator(self.ruleset, VerdictFanout(sinks))
@@ -181,13 +181,21 @@ class Service:
 class _ExportGauges(Collector):
     """Export state read at scrape time."""
 
-    def __init__(self, queue: SendQueue, held: HeldSpans) -> None:
+    def __init__(self, queue: SendQueue, held: HeldSpans, cache: VerdictCache) -> None:
         self._queue = queue
         self._held = held
+        self._cache = cache
 
     def collect(self):
         for name, value in (("faultgate_exporter_queue_spans", self._queue.in_flight),
                             ("faultgate_exporter_held_spans", len(self._held))):
-            g = GaugeMetricFamily(name, next(s.help for s in CATALOG if s.name == name))
+            g = GaugeMetricFamily(name, _help(name))
             g.add_metric([], value)
             yield g
+        c = CounterMetricFamily("faultgate_exporter_verdict_cache_evictions", _help("faultgate_exporter_verdict_cache_evictions"))
+        c.add_metric([], self._cache.evictions)
+        yield c
+
+
+def _help(name: str) -> str:
+    return next(s.help for s in CATALOG if s.name == name)
