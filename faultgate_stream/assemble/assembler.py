@@ -208,6 +208,12 @@ class Assembler:
         t = self._traces[tid]
         p = partition(t.spans)
         now = self._clock.now_ns()
+        if only_due_before is not None:
+            # candidates that are not run roots now (a nested agent, a span above every
+            # agent) never will be: forget their arrival so the scan does not partition this
+            # trace again on every tick until its real root is due
+            for sid in [sid for sid in t.root_arrivals if sid not in p.runs]:
+                del t.root_arrivals[sid]
         taken: list[Run] = []
         for root_id, members in p.runs.items():
             arrived = t.root_arrivals.get(root_id, 0)

@@ -199,3 +199,24 @@ def test_invalid_config_names_every_bad_key():
     assert any(p.startswith("root_grace") for p in problems)
     assert any(p.startswith("max_traces") for p in problems)
     assert any(p.startswith("on_full") for p in problems)
+
+
+def test_a_span_above_the_agent_does_not_make_the_scan_repartition_its_trace_every_tick(monkeypatch):
+    import faultgate_stream.assemble.assembler as asm_module
+
+    calls = []
+    real = asm_module.partition
+    monkeypatch.setattr(asm_module, "partition", lambda spans: calls.append(1) or real(spans))
+    asm, sink, clock = make(root_grace=1.0)
+    t = trace_id()
+    http = span(t, "POST /chat")                      # parentless, arrives first
+    asm.add([http])
+    clock.advance(2)
+    asm.add([agent(t, parent=http.span_id)])          # the real root, not due yet
+    for _ in range(5):
+        clock.advance(0.1)
+        asm.advance()
+    assert len(calls) == 1 and sink.runs == []
+    clock.advance(1)
+    asm.advance()
+    assert len(sink.runs) == 1 and asm.traces_in_flight == 0
