@@ -24,8 +24,9 @@ COMMANDS = {
 
 def _checks(_: argparse.Namespace) -> int:
     from faultgate_stream.checks.registry import ALL
+    from faultgate_stream.checks.trajectory import CHECKS as TRAJECTORY
 
-    for c in ALL:
+    for c in (*ALL, *TRAJECTORY):
         print(f"{c.name:<24} {c.kind:<8} {c.severity.value:<5} {c.description}")
     return 0
 

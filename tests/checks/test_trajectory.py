@@ -322,7 +322,7 @@ def test_every_check_reports_its_own_fixed_severity():
     assert {r.check: r.severity for r in v.results} == expected
     # every check but the step budget (5 of 5) and the secret scan fired, each at its own severity
     assert fired(v) == {k: s for k, s in expected.items() if k not in ("trajectory.max_steps", "trajectory.secrets")}
-    assert all(r.kind == "rule" for r in v.results)
+    assert all(r.kind == "spec" for r in v.results)
 
 
 # --- early findings ---------------------------------------------------------------------

@@ -105,7 +105,12 @@ def test_checks_lists_every_check_with_its_kind():
     assert p.returncode == 0
     names = [line.split()[0] for line in p.stdout.splitlines()]
     assert names == ["search_loop", "abstention", "policy", "repeated_call", "unrecovered_tool_error",
-                     "context_overflow", "wrong_answer", "truncation", "outcome"]
+                     "context_overflow", "wrong_answer", "truncation", "outcome",
+                     "trajectory.tools", "trajectory.required", "trajectory.forbidden", "trajectory.before",
+                     "trajectory.max_steps", "trajectory.no_repeat", "trajectory.ground", "trajectory.taint",
+                     "trajectory.secrets"]
+    kinds = {line.split()[0]: line.split()[1] for line in p.stdout.splitlines()}
+    assert kinds["trajectory.ground"] == "spec" and kinds["wrong_answer"] == "golden"
 
 
 def test_precheck_reports_duplicate_ids_and_missing_start_times_as_errors(tmp_path):

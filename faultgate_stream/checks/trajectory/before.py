@@ -16,6 +16,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 
 class Before(Check):
     name = "trajectory.before"
+    kind = "spec"
     description = "An ordering the spec requires was broken: the first b came before the first a, or without any a."
     severity = Severity.HARD
 

@@ -18,6 +18,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 
 class Forbidden(Check):
     name = "trajectory.forbidden"
+    kind = "spec"
     description = "A tool the spec forbids for this task was called."
     severity = Severity.HARD
 

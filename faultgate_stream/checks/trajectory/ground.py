@@ -26,6 +26,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 
 class Ground(Check):
     name = "trajectory.ground"
+    kind = "spec"
     description = "An identifier-shaped argument appears in neither the input nor any earlier tool result."
     severity = Severity.WARN
 

@@ -14,6 +14,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 
 class Required(Check):
     name = "trajectory.required"
+    kind = "spec"
     description = "A tool the spec requires was never called."
     severity = Severity.HARD
 
