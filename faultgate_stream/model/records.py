@@ -99,8 +99,7 @@ class Step(NamedTuple):
     ok: bool = True  # the span said it failed (status error); results may also say so in text
 
 
-@dataclass(frozen=True, slots=True)
-class RunKey:
+class RunKey(NamedTuple):
     """A run is the subtree under the top-most ``invoke_agent`` span of a trace."""
 
     trace_id: str

@@ -1,0 +1,867 @@
+"""Live benchmark: the running service's OTLP/gRPC throughput, against a null receiver, same run.
+
+    .venv/bin/python bench/live.py [--rounds N] [--seconds S] [--warmup W] [--inflight K]
+    .venv/bin/python bench/live.py --profile S [--profile-export]   # where the service's time goes
+
+Three servers, each its own process pinned to CPU 0 (see bench/README.md for the output):
+
+- ``null``: a sync ``grpc.server`` with a raw-bytes handler that only parses the request
+  (``ExportTraceServiceRequest.FromString``) and answers ``b""``: the ceiling of a Python
+  OTLP/gRPC receiver on this machine (python-otlp-performance.md measured ~1.0 M spans/s).
+  It is this file, started with ``--null-server PORT``.
+- ``service``: ``faultgate-stream serve`` with the default checks and no export.
+- ``export``: the same service passing every span on to a second null receiver, which runs
+  on CPU 1 beside the load generator, so that CPU 0 carries the service alone.
+
+The load generator is this process, pinned to CPU 1: pre-encoded requests of 16-span agent
+runs, 512 spans per request, 8 calls in flight over one raw ``grpc.aio`` channel with
+identity serializers, the workload of the reference. Every request carries fresh trace ids
+(patched into the pre-encoded bytes), so the service decides every run and drops nothing as
+a duplicate. The configurations are interleaved in rounds (null, service, export, null, ...)
+so that noise on this shared machine falls on all three, and the figures are medians; the
+headline numbers are ratios measured in this run.
+
+After each service window the bench waits until the service has decided every run it was
+sent (``faultgate_runs_total`` = accepted spans / 16) and, with export, until every span went
+downstream, so the throughput printed is of work done, not of work queued.
+
+The last line is ``RESULT live_spans_per_s=<int> vs_null=<x.xx> export_cost=<x.xx>``. Exit
+code: 0 when every check of the work done passed, 1 when one did not (refused spans,
+undecided runs, spans not exported), 2 when a server did not start. Speed never sets it.
+
+Standard library plus the project's own dependencies (grpcio, opentelemetry-proto).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import ctypes.util
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+SERVICE_NAME = "opentelemetry.proto.collector.trace.v1.TraceService"
+SPANS_PER_RUN = 16            # 1 invoke_agent + 5 chat + 10 execute_tool, as in the reference
+SERVER_CPU, CLIENT_CPU = 0, 1
+MAX_MESSAGE = 64 * 1024 * 1024
+# The reference's malloc setting: without it every ~290 KB request mmaps and unmaps its
+# buffers, which halves parse throughput and makes runs bimodal (335 k or 776 k spans/s).
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "16777216", "MALLOC_TRIM_THRESHOLD_": "134217728"}
+START_TIMEOUT_S = 30.0        # a server that has not said where it listens by then has failed
+DRAIN_TIMEOUT_S = 30.0        # runs still undecided this long after the load stopped: a finding
+CALL_TIMEOUT_S = 10.0
+POLL_S = 0.05                 # how often start-up and drain are polled
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def die(message: str, code: int = 2) -> NoReturn:
+    print(f"bench/live.py: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def tune_malloc() -> None:
+    """The same thresholds as MALLOC_ENV, set in this (already running) process through
+    mallopt: the load generator builds a ~290 KB request per call and should not be the
+    one that page-faults. M_TRIM_THRESHOLD = -1, M_MMAP_THRESHOLD = -3 (glibc's malloc.h)."""
+    name = ctypes.util.find_library("c")
+    if not name:
+        return
+    libc = ctypes.CDLL(name)
+    if hasattr(libc, "mallopt"):
+        libc.mallopt(-3, 16 * 1024 * 1024)
+        libc.mallopt(-1, 128 * 1024 * 1024)
+
+
+# --------------------------------------------------------------------------- null receiver
+# Runs in its own process (``--null-server PORT``). It is the reference's "py raw" receiver:
+# the fastest Python shape measured, so the service's ratio against it is the cost of the
+# service's own work above a receiver that does nothing but parse.
+
+def null_server(port: int) -> int:
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    def export(body: bytes, context: object) -> bytes:
+        ExportTraceServiceRequest.FromString(body)  # parse, as any receiver must
+        return b""  # an empty ExportTraceServiceResponse: everything accepted
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4),
+                         options=[("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.so_reuseport", 0)])
+    handler = grpc.unary_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, {"Export": handler}),))
+    bound = server.add_insecure_port(f"127.0.0.1:{port}")
+    if not bound:
+        print(f"cannot listen on 127.0.0.1:{port}", file=sys.stderr, flush=True)
+        return 2
+    server.start()
+    signal.signal(signal.SIGTERM, lambda *_: server.stop(0))
+    print(json.dumps({"event": "started", "endpoints": {"grpc": bound}}), flush=True)
+    server.wait_for_termination()
+    return 0
+
+
+# --------------------------------------------------------------------------- profiled service
+# ``python -m cProfile`` sees only the main thread, and the service's main thread only waits
+# for SIGTERM: the work happens in gRPC worker threads and the assembler's ticker. So this
+# mode wraps Thread.run to give every thread its own profiler, runs ``serve``, and merges.
+
+def profiled_serve(config: str, out: str) -> int:
+    import cProfile
+    import pstats
+    import threading
+
+    profilers: list[cProfile.Profile] = []
+    original_run = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        # the default wall-clock timer: time.thread_time would leave out GIL waits, but it
+        # is a system call per event here (10x overhead, shares skewed towards small
+        # functions); --profile drives one call at a time instead, so threads rarely wait
+        prof = cProfile.Profile()
+        profilers.append(prof)
+        prof.enable()
+        try:
+            original_run(self)
+        finally:
+            prof.disable()
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+    from faultgate_stream.cli.main import main
+
+    rc = main(["serve", "--config", config])
+    # serve returned after its shutdown: worker threads are gone or idle, blocked in C, so
+    # reading their profilers from here races with nothing.
+    stats: pstats.Stats | None = None
+    for prof in list(profilers):
+        try:
+            stats = pstats.Stats(prof) if stats is None else stats.add(prof)
+        except TypeError:  # a thread that never made a call: nothing recorded
+            continue
+    if stats is not None:
+        stats.dump_stats(out)
+    sys.stdout.flush()
+    os._exit(rc)  # idle pool threads would otherwise keep the process alive
+
+
+# --------------------------------------------------------------------------- workload
+
+def _attr(span, key: str, value) -> None:
+    kv = span.attributes.add(key=key)
+    if isinstance(value, bool):
+        kv.value.bool_value = value
+    elif isinstance(value, int):
+        kv.value.int_value = value
+    elif isinstance(value, float):
+        kv.value.double_value = value
+    elif isinstance(value, list):
+        for v in value:
+            kv.value.array_value.values.add().string_value = v
+    else:
+        kv.value.string_value = value
+
+
+def _pad_json(obj: dict | list, key_path: tuple, size: int) -> str:
+    """``obj`` as JSON of exactly ``size`` characters, by padding the string at key_path:
+    the reference's workload fixes the sizes of messages, arguments and results."""
+    text = json.dumps(obj, separators=(",", ":"))
+    short = size - len(text)
+    if short > 0:
+        node = obj
+        for k in key_path[:-1]:
+            node = node[k]
+        filler = " ".join(["lorem", "ipsum", "dolor", "sit", "amet"] * (short // 5 + 1))[:short]
+        node[key_path[-1]] += filler
+        text = json.dumps(obj, separators=(",", ":"))
+    return text
+
+
+TOOLS = ("search_docs", "fetch_url", "lookup_order", "get_weather", "calculator")
+
+
+def build_template(runs: int, rng: random.Random) -> tuple[bytes, list[int], int]:
+    """One ExportTraceServiceRequest of ``runs`` agent runs, serialized once, and the byte
+    offsets of the first 8 bytes of every span's trace id, where each request gets a fresh
+    sequence number: re-encoding 512 spans per call would make the load generator, not the
+    server, the thing measured."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+    req = ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    _attr(rs.resource, "service.name", "bench-agent")
+    ss = rs.scope_spans.add()
+    ss.scope.name = "bench.live"
+    # bytes 0-7 of a trace id: a placeholder that each request overwrites with its sequence
+    # number; bytes 8-15: a marker that cannot occur elsewhere, then the run's index
+    placeholder = rng.getrandbits(64).to_bytes(8, "big")
+    marker = rng.getrandbits(32).to_bytes(4, "big")
+    base_ns = time.time_ns()
+    trace_ids = []
+    for r in range(runs):
+        tid = placeholder + marker + r.to_bytes(4, "big")
+        trace_ids.append(tid)
+        t0 = base_ns + r * 1_000_000
+        root_id = (r * 64 + 1).to_bytes(8, "big")
+        children = []
+        step = 0
+        for c in range(5):  # chat, tool, tool; five times: 5 chat + 10 tool spans
+            chat = Span(trace_id=tid, span_id=(r * 64 + 2 + step).to_bytes(8, "big"), parent_span_id=root_id,
+                        name="chat gpt-4o", kind=Span.SPAN_KIND_CLIENT,
+                        start_time_unix_nano=t0 + step * 10_000_000, end_time_unix_nano=t0 + step * 10_000_000 + 9_000_000)
+            for k, v in (("gen_ai.operation.name", "chat"), ("gen_ai.provider.name", "openai"),
+                         ("gen_ai.request.model", "gpt-4o"), ("gen_ai.response.model", "gpt-4o-2024-08-06"),
+                         ("gen_ai.response.id", f"chatcmpl-{r:04d}{c:02d}{rng.getrandbits(48):012x}"),
+                         ("gen_ai.response.finish_reasons", ["tool_calls"]),
+                         ("gen_ai.usage.input_tokens", 900 + 137 * c), ("gen_ai.usage.output_tokens", 40 + 7 * c),
+                         ("gen_ai.request.temperature", 0.2), ("gen_ai.request.max_tokens", 1024)):
+                _attr(chat, k, v)
+            children.append(chat)
+            step += 1
+            for t in range(2):
+                i = c * 2 + t
+                name = TOOLS[(r + i) % len(TOOLS)]
+                # distinct arguments per step: identical calls would make repeated_call fire
+                # on every run, which is not what a typical run looks like
+                args = _pad_json({"query": f"order {r}-{i} status", "limit": 5}, ("query",), 60)
+                result = _pad_json({"ok": True, "items": [{"id": f"{r}-{i}", "text": "found "}]},
+                                   ("items", 0, "text"), 200)
+                error = rng.random() < 0.05  # the reference: 5% of tool spans fail
+                tool = Span(trace_id=tid, span_id=(r * 64 + 2 + step).to_bytes(8, "big"), parent_span_id=root_id,
+                            name=f"execute_tool {name}", kind=Span.SPAN_KIND_INTERNAL,
+                            start_time_unix_nano=t0 + step * 10_000_000,
+                            end_time_unix_nano=t0 + step * 10_000_000 + 5_000_000,
+                            status=Status(code=Status.STATUS_CODE_ERROR, message="tool timed out") if error else None)
+                for k, v in (("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", name),
+                             ("gen_ai.tool.call.arguments", args), ("gen_ai.tool.call.result", result),
+                             ("gen_ai.tool.call.id", f"call_{r:04d}_{i:02d}"), ("gen_ai.tool.type", "function")):
+                    _attr(tool, k, v)
+                children.append(tool)
+                step += 1
+        root = Span(trace_id=tid, span_id=root_id, name="invoke_agent support-agent", kind=Span.SPAN_KIND_INTERNAL,
+                    start_time_unix_nano=t0, end_time_unix_nano=t0 + (step + 1) * 10_000_000)
+        question = _pad_json([{"role": "user", "parts": [{"type": "text", "content": f"Where is my order {r}? "}]}],
+                             (0, "parts", 0, "content"), 300)
+        answer = _pad_json([{"role": "assistant", "parts": [{"type": "text", "content": f"Order {r} ships today. "}],
+                             "finish_reason": "stop"}], (0, "parts", 0, "content"), 200)
+        for k, v in (("gen_ai.operation.name", "invoke_agent"), ("gen_ai.agent.name", "support-agent"),
+                     ("gen_ai.agent.id", f"support-agent-{r % 4}"), ("gen_ai.conversation.id", f"conv-{r:06d}"),
+                     ("gen_ai.provider.name", "openai"), ("gen_ai.request.model", "gpt-4o"),
+                     ("gen_ai.input.messages", question), ("gen_ai.output.messages", answer),
+                     ("gen_ai.usage.input_tokens", 5400), ("gen_ai.usage.output_tokens", 310)):
+            _attr(root, k, v)
+        # an SDK exports spans as they end: the root, which ends last, comes last
+        ss.spans.extend(children + [root])
+    body = req.SerializeToString()
+    offsets = []
+    for tid in trace_ids:
+        start = 0
+        while (at := body.find(tid, start)) >= 0:
+            offsets.append(at)
+            start = at + 1
+    if len(offsets) != runs * SPANS_PER_RUN:
+        die(f"workload: found {len(offsets)} trace ids in the template, expected {runs * SPANS_PER_RUN}")
+    return body, offsets, runs * SPANS_PER_RUN
+
+
+class Requests:
+    """Request bodies with fresh trace ids: the template's pieces between the 8-byte slots,
+    joined with the request's sequence number (one C call, ~25 us for 512 spans)."""
+
+    def __init__(self, template: bytes, offsets: list[int], first_seq: int) -> None:
+        self._pieces = []
+        prev = 0
+        for at in sorted(offsets):
+            self._pieces.append(template[prev:at])
+            prev = at + 8
+        self._pieces.append(template[prev:])
+        self._seq = first_seq
+
+    def next(self) -> bytes:
+        self._seq += 1
+        return self._seq.to_bytes(8, "big").join(self._pieces)
+
+
+# --------------------------------------------------------------------------- processes
+
+def cpu_seconds(pid: int) -> float:
+    """user + system time of every thread of ``pid``: fields 14 and 15 of /proc/<pid>/stat
+    (psutil is not a dependency). The command name (field 2) may hold spaces: split after it."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+@dataclass
+class Child:
+    name: str
+    proc: subprocess.Popen
+    log: Path
+    ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no output)"
+
+
+def _child_setup(cpu: int | None):
+    def setup() -> None:
+        # runs between fork and exec; the driver has started no thread yet (gRPC is used
+        # only once every child is up), so this is safe despite preexec_fn's caveat
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})  # what `taskset -c <cpu>` does
+        name = ctypes.util.find_library("c")
+        if name:  # PR_SET_PDEATHSIG = 1: the child dies with the bench even on SIGKILL
+            ctypes.CDLL(name).prctl(1, signal.SIGKILL)
+    return setup
+
+
+def spawn(name: str, argv: list[str], workdir: Path, cpu: int | None) -> Child:
+    log = workdir / f"{name}.log"
+    env = {**os.environ, **MALLOC_ENV, "PYTHONUNBUFFERED": "1"}
+    with open(log, "wb") as out:  # a file, not a pipe: nobody has to drain it during the load
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                cwd=workdir, preexec_fn=_child_setup(cpu))
+    return Child(name, proc, log)
+
+
+def wait_started(child: Child) -> None:
+    """Wait for the child's ``started`` JSON line (the service's own log line, which names
+    the ports it bound; the null receiver prints the same shape)."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    for _ in range(int(START_TIMEOUT_S / POLL_S) + 1):
+        if time.monotonic() > deadline:
+            break
+        if child.proc.poll() is not None:
+            die(f"{child.name} exited with code {child.proc.returncode} before it started; its output:\n"
+                f"{child.tail()}")
+        try:
+            text = child.log.read_text(errors="replace")
+        except OSError:
+            text = ""
+        for line in text.splitlines():
+            if '"started"' not in line:
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if doc.get("event") == "started":
+                child.ports = {k: int(v) for k, v in doc["endpoints"].items()}
+                return
+        time.sleep(POLL_S)
+    die(f"{child.name} did not start within {START_TIMEOUT_S:.0f}s; its output:\n{child.tail()}")
+
+
+def stop(children: list[Child]) -> None:
+    """SIGTERM (the service then refuses, decides runs as shutdown and exits), SIGKILL after
+    a bounded wait: children never outlive the bench."""
+    for c in children:
+        if c.proc.poll() is None:
+            c.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    for c in children:
+        try:
+            c.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            c.proc.kill()
+            c.proc.wait(timeout=5)
+
+
+def service_config(workdir: Path, name: str, export_port: int | None) -> Path:
+    # Port 0 everywhere: the kernel picks free loopback ports and the service names them in
+    # its "started" log line, so two benches (or a test run) never collide.
+    lines = [
+        "receive:",
+        '  grpc_endpoint: "127.0.0.1:0"',
+        '  http_endpoint: ""              # unused here',
+        "assemble:",
+        "  root_grace: 0.5s               # runs complete soon after the load stops",
+        "metrics:",
+        '  endpoint: "127.0.0.1:0"',
+        "log:",
+        "  verdicts: false                # a JSON line per run would measure stdout",
+        "shutdown_grace: 2s",
+    ]
+    if export_port is not None:
+        lines += ["export:", f'  endpoint: "127.0.0.1:{export_port}"', "  tls: {insecure: true}"]
+    path = workdir / f"{name}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def serve_argv(config: Path) -> list[str]:
+    script = Path(sys.executable).parent / "faultgate-stream"
+    if script.exists():
+        return [str(script), "serve", "--config", str(config)]
+    return [sys.executable, "-c", "import sys; from faultgate_stream.cli.main import main; sys.exit(main())",
+            "serve", "--config", str(config)]
+
+
+# --------------------------------------------------------------------------- metrics
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+
+
+def scrape(port: int) -> dict[str, dict[str, float]]:
+    """name -> {labels: value} from the Prometheus text exposition."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if m:
+            out.setdefault(m.group(1), {})[m.group(2) or ""] = float(m.group(3))
+    return out
+
+
+def total(metrics: dict[str, dict[str, float]], name: str, **labels: str) -> float:
+    want = [f'{k}="{v}"' for k, v in labels.items()]
+    return sum(v for lab, v in metrics.get(name, {}).items() if all(w in lab for w in want))
+
+
+WATCHED = ("faultgate_receiver_accepted_spans_total", "faultgate_receiver_refused_spans_total",
+           "faultgate_receiver_rejected_spans_total", "faultgate_runs_total", "faultgate_exporter_sent_spans_total",
+           "faultgate_exporter_failed_spans_total", "faultgate_exporter_queue_spans",
+           "faultgate_duplicate_spans_total", "faultgate_late_spans_total")
+
+
+def counters(port: int) -> dict[str, float]:
+    m = scrape(port)
+    return {name: total(m, name) for name in WATCHED}
+
+
+# --------------------------------------------------------------------------- load
+
+@dataclass
+class Window:
+    spans_per_s: float
+    server_cpu_s: float       # CPU seconds of the server process over the window
+    spans: int                # spans acknowledged inside the window
+    server_util: float        # server CPU / wall: 1.0 = one core
+    client_util: float
+    downstream_cpu_s: float | None = None
+    sent_ok: int = 0          # spans acknowledged over the whole round (warm-up included)
+    refused: int = 0          # spans of calls that failed, by any status
+    errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cpu_us_per_span(self) -> float:
+        return self.server_cpu_s / self.spans * 1e6 if self.spans else float("nan")
+
+
+async def drive(call, requests: Requests, spans_per_request: int, warmup: float, seconds: float, inflight: int,
+                server: Child, downstream: Child | None) -> Window:
+    """``inflight`` workers send back to back until the window closes. The counters and the
+    CPU clocks are read together at the two edges of the window, so the spans counted and
+    the CPU they cost cover the same interval."""
+    import grpc
+
+    loop = asyncio.get_running_loop()
+    ok = 0
+    failed = 0
+    errors: dict[str, int] = {}
+    start = loop.time()
+    end = start + warmup + seconds
+    max_calls = 1_000_000  # a bound on count as well as time: ~1000x what a window can send
+
+    async def worker() -> None:
+        nonlocal ok, failed
+        for _ in range(max_calls):
+            if loop.time() >= end:
+                return
+            try:
+                await call(requests.next(), timeout=CALL_TIMEOUT_S)
+            except grpc.aio.AioRpcError as e:
+                failed += 1
+                errors[e.code().name] = errors.get(e.code().name, 0) + 1
+                await asyncio.sleep(0.05)  # a refused call is retried by a real sender; here: no spinning
+                continue
+            ok += 1
+
+    def edge() -> tuple[float, int, float, float, float]:
+        return (time.perf_counter(), ok, server.cpu(), sum(os.times()[:2]),
+                downstream.cpu() if downstream is not None else 0.0)
+
+    async def sampler() -> tuple:
+        await asyncio.sleep(warmup)
+        first = edge()
+        await asyncio.sleep(seconds)
+        return first, edge()
+
+    tasks = [asyncio.create_task(worker()) for _ in range(inflight)]
+    edges = asyncio.create_task(sampler())
+    done, pending = await asyncio.wait(tasks, timeout=warmup + seconds + CALL_TIMEOUT_S + 5)
+    for t in pending:  # unreachable while every call has its timeout; a bound all the same
+        t.cancel()
+    for t in done:
+        t.result()  # a worker's unexpected exception ends the bench here, with its traceback
+    (t0, n0, s0, c0, d0), (t1, n1, s1, c1, d1) = await edges
+    wall = t1 - t0
+    spans = (n1 - n0) * spans_per_request
+    return Window(spans_per_s=spans / wall, server_cpu_s=s1 - s0, spans=spans, server_util=(s1 - s0) / wall,
+                  client_util=(c1 - c0) / wall, downstream_cpu_s=(d1 - d0) if downstream is not None else None,
+                  sent_ok=ok * spans_per_request, refused=failed * spans_per_request, errors=errors)
+
+
+@dataclass
+class Drain:
+    seconds: float
+    accepted: int
+    runs: int
+    refused: int
+    exported: int
+    export_failed: int
+    problems: list[str]
+
+
+async def wait_decided(child: Child, before: dict[str, float], sent_ok: int, export: bool) -> Drain:
+    """Poll /metrics until the service has decided every run it acknowledged (and, with
+    export, sent every span downstream), bounded by DRAIN_TIMEOUT_S."""
+    started = time.perf_counter()
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    for _ in range(int(DRAIN_TIMEOUT_S / POLL_S) + 1):  # bounded in count and in time
+        now = counters(child.ports["metrics"])
+        d = {k: now[k] - before[k] for k in WATCHED}
+        accepted = int(d["faultgate_receiver_accepted_spans_total"])
+        runs_done = d["faultgate_runs_total"] * SPANS_PER_RUN >= accepted
+        export_done = (not export) or (now["faultgate_exporter_queue_spans"] == 0 and d["faultgate_exporter_sent_spans_total"]
+                                       + d["faultgate_exporter_failed_spans_total"] >= accepted)
+        if (runs_done and export_done) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(POLL_S)
+    problems = []
+    if accepted != sent_ok:
+        problems.append(f"accepted {accepted} spans, the client was acknowledged {sent_ok}")
+    if int(d["faultgate_runs_total"]) * SPANS_PER_RUN != accepted:
+        problems.append(f"decided {int(d['faultgate_runs_total'])} runs, expected {accepted // SPANS_PER_RUN}")
+    for k in ("faultgate_receiver_refused_spans_total", "faultgate_receiver_rejected_spans_total",
+              "faultgate_duplicate_spans_total", "faultgate_late_spans_total"):
+        if d[k]:
+            problems.append(f"{k} +{int(d[k])}")
+    if export:
+        if int(d["faultgate_exporter_sent_spans_total"]) != accepted:
+            problems.append(f"exported {int(d['faultgate_exporter_sent_spans_total'])} of {accepted} spans")
+        if d["faultgate_exporter_failed_spans_total"]:
+            problems.append(f"export failed for {int(d['faultgate_exporter_failed_spans_total'])} spans")
+    return Drain(time.perf_counter() - started, accepted, int(d["faultgate_runs_total"]),
+                 int(d["faultgate_receiver_refused_spans_total"]), int(d["faultgate_exporter_sent_spans_total"]),
+                 int(d["faultgate_exporter_failed_spans_total"]), problems)
+
+
+def on_sigterm_cancel() -> None:
+    """While the event loop runs, SIGTERM cancels the main task: the workers are cancelled
+    cleanly and main()'s finally still stops the children."""
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+
+
+# --------------------------------------------------------------------------- the comparison
+
+CONFIGS = ("null", "service", "export")
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def spread(xs: list[float], fmt: str) -> str:
+    return f"{format(med(xs), fmt)} [{format(min(xs), fmt)}-{format(max(xs), fmt)}]" if xs else "n/a"
+
+
+async def compare(args: argparse.Namespace, servers: dict[str, Child], downstream: Child,
+                  template: tuple[bytes, list[int], int]) -> int:
+    import grpc
+
+    on_sigterm_cancel()
+    body, offsets, spans_per_request = template
+    requests = Requests(body, offsets, first_seq=time.time_ns())  # unique across bench runs too
+    opts = [("grpc.max_send_message_length", MAX_MESSAGE), ("grpc.max_receive_message_length", MAX_MESSAGE)]
+    channels, calls = {}, {}
+    for name, child in servers.items():
+        ch = grpc.aio.insecure_channel(f"127.0.0.1:{child.ports['grpc']}", options=opts)
+        try:
+            await asyncio.wait_for(ch.channel_ready(), timeout=START_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            die(f"{name}: no gRPC connection to 127.0.0.1:{child.ports['grpc']} within {START_TIMEOUT_S:.0f}s")
+        channels[name] = ch
+        # identity serializers: the bytes go out as they are, nothing is encoded per call
+        calls[name] = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+
+    results: dict[str, list[Window]] = {c: [] for c in CONFIGS}
+    drains: dict[str, list[Drain]] = {c: [] for c in CONFIGS if c != "null"}
+    problems: list[str] = []
+    print(f"{'round':>5} {'config':<8} {'spans/s':>10} {'srv CPU us/span':>16} {'srv CPU%':>8} {'client CPU%':>11}"
+          f" {'decided in':>10}  check", flush=True)
+    for rnd in range(1, args.rounds + 1):
+        for name in CONFIGS:
+            child = servers[name]
+            before = counters(child.ports["metrics"]) if name != "null" else None
+            w = await drive(calls[name], requests, spans_per_request, args.warmup, args.seconds, args.inflight,
+                            child, downstream if name == "export" else None)
+            results[name].append(w)
+            note = "-"
+            decided = ""
+            if before is not None:
+                dr = await wait_decided(child, before, w.sent_ok, export=(name == "export"))
+                drains[name].append(dr)
+                decided = f"{dr.seconds:.2f}s"
+                note = (f"ok: {dr.runs} runs = {dr.accepted} spans / {SPANS_PER_RUN}"
+                        + (f", {dr.exported} exported" if name == "export" else ""))
+                if dr.problems:
+                    note = "PROBLEM: " + "; ".join(dr.problems)
+                    problems += [f"round {rnd} {name}: {p}" for p in dr.problems]
+            if w.refused:
+                problems.append(f"round {rnd} {name}: {w.refused} spans refused ({w.errors})")
+                note += f"; refused {w.refused} spans {w.errors}"
+            print(f"{rnd:>5} {name:<8} {w.spans_per_s:>10,.0f} {w.cpu_us_per_span:>16.2f} {w.server_util * 100:>7.0f}%"
+                  f" {w.client_util * 100:>10.0f}% {decided:>10}  {note}", flush=True)
+    for ch in channels.values():
+        await ch.close()
+
+    per_round = {c: [w.spans_per_s for w in results[c]] for c in CONFIGS}
+    vs_null = [s / n if n else float("nan") for s, n in zip(per_round["service"], per_round["null"])]
+    export_cost = [e / s if s else float("nan") for e, s in zip(per_round["export"], per_round["service"])]
+    print()
+    print(f"medians of {args.rounds} rounds [min-max]; {args.warmup:g}s warm-up + {args.seconds:g}s measured per window; "
+          f"servers on CPU {SERVER_CPU}, load generator on CPU {CLIENT_CPU}")
+    print(f"{'config':<8} {'spans/s':>30} {'server CPU us/span':>26} {'server CPU%':>12}")
+    for c in CONFIGS:
+        ws = results[c]
+        print(f"{c:<8} {spread([w.spans_per_s for w in ws], ',.0f'):>30} "
+              f"{spread([w.cpu_us_per_span for w in ws], '.2f'):>26} {med([w.server_util * 100 for w in ws]):>11.0f}%")
+    ds = [w.downstream_cpu_s / w.spans * 1e6 for w in results["export"] if w.downstream_cpu_s is not None and w.spans]
+    if ds:
+        print(f"downstream null receiver (CPU {CLIENT_CPU}, not counted above): {med(ds):.2f} CPU us per exported span")
+    print()
+    print("ratios, median of the per-round ratios [min-max] (each pair measured back to back, seconds apart):")
+    print(f"  service / null      throughput  {spread(vs_null, '.3f')}"
+          f"   (null CPU us/span / service CPU us/span: "
+          f"{med([n.cpu_us_per_span / s.cpu_us_per_span for n, s in zip(results['null'], results['service'])]):.3f})")
+    print(f"  export-on / off     throughput  {spread(export_cost, '.3f')}"
+          f"   (export adds {med([e.cpu_us_per_span - s.cpu_us_per_span for e, s in zip(results['export'], results['service'])]):.2f}"
+          f" CPU us/span)")
+    runs = sum(d.runs for ds_ in drains.values() for d in ds_)
+    accepted = sum(d.accepted for ds_ in drains.values() for d in ds_)
+    exported = sum(d.exported for d in drains["export"])
+    refused = sum(w.refused for ws in results.values() for w in ws)
+    print(f"work done by the service: {runs:,} runs decided = {accepted:,} accepted spans / {SPANS_PER_RUN}; "
+          f"{exported:,} spans exported; {refused:,} spans refused")
+    # The service remembers every decided trace, up to assemble.decision_cache, so it is not
+    # the same process in the last round as in the first: show how far that went.
+    from faultgate_stream.assemble.config import AssembleConfig
+
+    cache = AssembleConfig().decision_cache
+    held = sum(d.runs for d in drains["service"])  # one trace per run in this workload
+    first, last = per_round["service"][0], per_round["service"][-1]
+    print(f"service state: {held:,} traces decided, decision cache {min(held, cache) / cache:.0%} full "
+          f"(assemble.decision_cache {cache:,}); service round 1 -> {args.rounds}: {first:,.0f} -> {last:,.0f} "
+          f"spans/s ({last / first if first else float('nan'):.2f}x)")
+    if problems:
+        print(f"{len(problems)} PROBLEM(S):")
+        for p in problems[:20]:
+            print(f"  {p}")
+    print(f"RESULT live_spans_per_s={med(per_round['service']):.0f} vs_null={med(vs_null):.2f} "
+          f"export_cost={med(export_cost):.2f}", flush=True)
+    return 1 if problems else 0
+
+
+# --------------------------------------------------------------------------- --profile
+
+async def profile_load(args: argparse.Namespace, child: Child, template: tuple[bytes, list[int], int],
+                       export: bool) -> tuple[Drain, Window]:
+    import grpc
+
+    on_sigterm_cancel()
+    body, offsets, spans_per_request = template
+    requests = Requests(body, offsets, first_seq=time.time_ns())
+    ch = grpc.aio.insecure_channel(f"127.0.0.1:{child.ports['grpc']}",
+                                   options=[("grpc.max_send_message_length", MAX_MESSAGE)])
+    await asyncio.wait_for(ch.channel_ready(), timeout=START_TIMEOUT_S)
+    call = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+    before = counters(child.ports["metrics"])
+    w = await drive(call, requests, spans_per_request, 0.0, args.profile, args.inflight, child, None)
+    await ch.close()
+    print(f"under cProfile: {w.spans_per_s:,.0f} spans/s, {w.cpu_us_per_span:.2f} server CPU us/span "
+          f"(the profiler's overhead included: compare shares, not microseconds, with the comparison's figures)")
+    return await wait_decided(child, before, w.sent_ok, export=export), w
+
+
+# Frames where a thread waits rather than works (idle pool workers, grpc's polling loop,
+# the ticker's sleep, the metrics thread's event loop): wall-clock profiles charge them
+# with idle time, so they are left out of the self-time list.
+IDLE = ("acquire", "wait", "sleep", "'get' of '_queue.SimpleQueue'", "(_serve)", "select", "poll", "run_forever",
+        "_run_once")
+
+
+def print_profile(path: Path, spans: int, cpu_us_per_span: float) -> None:
+    import pstats
+
+    stats = pstats.Stats(str(path))
+    rows = [(func, nc, tt, ct) for func, (_, nc, tt, ct, _) in stats.stats.items()]  # type: ignore[attr-defined]
+
+    def where(func: tuple) -> str:
+        file, line, name = func
+        if file == "~":
+            return name
+        parts = Path(file).parts
+        if "faultgate_stream" in parts:
+            return "/".join(parts[parts.index("faultgate_stream") + 1:]) + f":{line}({name})"
+        return f"{Path(file).name}:{line}({name})"
+
+    def row(us: float, nc: int, func: tuple) -> str:
+        return f"{us:>9.2f} {us / cpu_us_per_span:>6.1%} {nc:>9}  {where(func)}"
+
+    print(f"\n'share' = us/span over the service's whole CPU per span under the profiler "
+          f"({cpu_us_per_span:.2f} us, /proc); {spans:,} spans accepted")
+    # a loop such as the ticker's spends most of its wall time in a wait it calls directly:
+    # take those callees out of its cumulative time, so the ranking is of work
+    stats.calc_callees()
+    callees = stats.all_callees  # type: ignore[attr-defined]
+
+    def busy_ct(func: tuple, ct: float) -> float:
+        return ct - sum(v[3] for callee, v in callees.get(func, {}).items() if any(w in where(callee) for w in IDLE))
+
+    print("cProfile, top 20 faultgate_stream functions by cumulative time (direct idle waits left out):")
+    print(f"{'us/span':>9} {'share':>6} {'calls':>9}  function")
+    ours = [(func, nc, tt, busy_ct(func, ct)) for func, nc, tt, ct in rows if "faultgate_stream" in func[0]]
+    for func, nc, tt, ct in sorted(ours, key=lambda r: r[3], reverse=True)[:20]:
+        print(row(ct / spans * 1e6, nc, func))
+    print("\ncProfile, top 15 functions of any module by self time (idle waits left out; `with lock:` is no call "
+          "cProfile sees, so a function that takes a lock has its wait for it in its self time):")
+    print(f"{'us/span':>9} {'share':>6} {'calls':>9}  function")
+    busy = [r for r in rows if not any(w in where(r[0]) for w in IDLE)]
+    for func, nc, tt, ct in sorted(busy, key=lambda r: r[2], reverse=True)[:15]:
+        print(row(tt / spans * 1e6, nc, func))
+
+
+# --------------------------------------------------------------------------- main
+
+def pinning() -> bool:
+    try:
+        allowed = os.sched_getaffinity(0)
+    except AttributeError:
+        return False
+    return {SERVER_CPU, CLIENT_CPU} <= allowed
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description="Live throughput: faultgate-stream serve against a null OTLP receiver.")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (null, service, export) (default 5)")
+    p.add_argument("--seconds", type=float, default=6.0, help="measured window per configuration (default 6)")
+    p.add_argument("--warmup", type=float, default=2.0, help="warm-up before each window (default 2)")
+    p.add_argument("--inflight", type=int, help="calls in flight (default 8; 1 with --profile, so that the "
+                                                "profiled threads seldom wait for each other)")
+    p.add_argument("--profile", type=float, metavar="S", help="no comparison: the service under cProfile for S "
+                                                              "seconds of load, then its top functions")
+    p.add_argument("--profile-export", action="store_true", help="with --profile: the service with span export on")
+    p.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    p.add_argument("--profiled-serve", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.null_server is not None:
+        return null_server(args.null_server)
+    if args.profiled_serve:
+        return profiled_serve(*args.profiled_serve)
+    if args.inflight is None:
+        args.inflight = 1 if args.profile is not None else 8
+    if not (1 <= args.rounds <= 50 and 0.5 <= args.seconds <= 120 and 0 <= args.warmup <= 60 and 1 <= args.inflight <= 256):
+        die("--rounds 1..50, --seconds 0.5..120, --warmup 0..60, --inflight 1..256")
+
+    pinned = pinning()
+    if pinned:
+        # before any child is spawned: children inherit this, then move themselves to CPU 0
+        os.sched_setaffinity(0, {CLIENT_CPU})
+    else:
+        print(f"warning: CPUs {SERVER_CPU} and {CLIENT_CPU} are not both available; running unpinned, "
+              f"so server CPU% and the ratios are less steady", file=sys.stderr)
+    tune_malloc()
+    server_cpu = SERVER_CPU if pinned else None
+    client_cpu = CLIENT_CPU if pinned else None
+    template = build_template(32, random.Random(20261129))
+    body, _, spans_per_request = template
+    # SIGTERM (e.g. a CI timeout) must still reach the finally below that kills the children
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    workdir = Path(tempfile.mkdtemp(prefix="faultgate-bench-live-"))
+    children: list[Child] = []
+    try:
+        if args.profile is not None:
+            if not 1 <= args.profile <= 120:
+                die("--profile 1..120 seconds")
+            out = workdir / "service.pstats"
+            export_port = None
+            if args.profile_export:
+                downstream = spawn("downstream", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"],
+                                   workdir, client_cpu)
+                children.append(downstream)
+                wait_started(downstream)
+                export_port = downstream.ports["grpc"]
+            svc = spawn("profiled service", [sys.executable, str(Path(__file__).resolve()), "--profiled-serve",
+                                             str(service_config(workdir, "service", export_port)), str(out)],
+                        workdir, server_cpu)
+            children.append(svc)
+            wait_started(svc)
+            drain, window = asyncio.run(profile_load(args, svc, template, export=export_port is not None))
+            if drain.problems:
+                print("PROBLEM: " + "; ".join(drain.problems))
+            stop(children)
+            if not out.exists():
+                die(f"the profiled service wrote no profile; its output:\n{svc.tail()}")
+            print_profile(out, drain.accepted, window.cpu_us_per_span)
+            return 1 if drain.problems else 0
+
+        null = spawn("null", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"], workdir, server_cpu)
+        # the export target is the other side of the wire, like the load generator: on CPU 1,
+        # so CPU 0 carries the service and nothing else
+        downstream = spawn("downstream", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"],
+                           workdir, client_cpu)
+        children += [null, downstream]
+        wait_started(null)
+        wait_started(downstream)
+        service = spawn("service", serve_argv(service_config(workdir, "service", None)), workdir, server_cpu)
+        export = spawn("export", serve_argv(service_config(workdir, "export", downstream.ports["grpc"])),
+                       workdir, server_cpu)
+        children += [service, export]
+        wait_started(service)
+        wait_started(export)
+        print(f"workload: {spans_per_request} spans per request ({spans_per_request // SPANS_PER_RUN} agent runs of "
+              f"{SPANS_PER_RUN} spans), {len(body):,} bytes = {len(body) / spans_per_request:.0f} B/span; "
+              f"{args.inflight} calls in flight; fresh trace ids per request")
+        print(f"servers: null (pid {null.pid}), service (pid {service.pid}), export (pid {export.pid}) on "
+              f"CPU {server_cpu if pinned else 'any'}; downstream null (pid {downstream.pid}) and load generator on "
+              f"CPU {client_cpu if pinned else 'any'}; malloc thresholds raised in all")
+        return asyncio.run(compare(args, {"null": null, "service": service, "export": export}, downstream, template))
+    except asyncio.CancelledError:
+        die("interrupted (SIGTERM)", 143)
+    finally:
+        stop(children)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
