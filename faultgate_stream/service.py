@@ -24,13 +24,11 @@ from faultgate_stream.config import ServiceConfig
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
 from faultgate_stream.export.metrics.sink import MetricsSink
-from faultgate_stream.export.spans.cache import VerdictCache
 from faultgate_stream.export.spans.exporter import SpanExporter
 from faultgate_stream.export.spans.forward import Forwarder
-from faultgate_stream.export.spans.held import HeldSpans
-from faultgate_stream.export.spans.queue import SendQueue
 from faultgate_stream.export.spans.sender import sender_for
 from faultgate_stream.export.spans.sink import SpanSink
+from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.stream.sink import VerdictStream
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
@@ -73,16 +71,15 @@ class Service:
         ex = config.export
         self.exporter: SpanExporter | None = None
         if ex.endpoint:
-            self.queue = SendQueue(ex.queue_spans, retry_after_s=1.0)
-            self.held = HeldSpans()
-            cache = VerdictCache()
-            self.span_sink = SpanSink(self.queue, self.held, cache, ex, self.telemetry, redact)
+            self.export = ExportState.build(ex, self.telemetry, redact)
+            self.queue, self.held = self.export.queue, self.export.held
+            self.span_sink = SpanSink(self.export)
             sinks.append(self.span_sink)
             senders = {"traces": sender_for(ex.endpoint, ex)}
             senders["logs"] = sender_for(ex.logs_endpoint, ex) if ex.logs_endpoint else senders["traces"]
             self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry)
             self._senders = senders
-            self.telemetry.registry.register(_ExportGauges(self.queue, self.held, cache))
+            self.telemetry.registry.register(_ExportGauges(self.export))
         sinks += extra_sinks or []
         clock = clock or WallClock()
         self.evaluator = evaluator = Evaluator(self.ruleset, VerdictFanout(sinks))
@@ -90,7 +87,7 @@ class Service:
                                        config.tick)
         ingest: SpanConsumer = self.assembler
         if self.exporter is not None:
-            ingest = Forwarder(self.assembler, self.queue, self.held, cache, ex, self.telemetry, redact)
+            ingest = Forwarder(self.assembler, self.export)
         self.ingest = ingest
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -131,10 +128,6 @@ class Service:
                       limits=asdict(self.config.assemble), max_request_bytes=self.config.receive.max_request_bytes,
                       checks=self.ruleset.names,
                       bindings=[{"agents": list(b.agents), "source": b.source} for b in self.ruleset.bindings])
-
-    @property
-    def checks(self) -> tuple:
-        return self.ruleset.checks
 
     def reload(self) -> bool:
         """Re-read the policy and spec files (SIGHUP). A valid set replaces the old one for
@@ -181,19 +174,17 @@ class Service:
 class _ExportGauges(Collector):
     """Export state read at scrape time."""
 
-    def __init__(self, queue: SendQueue, held: HeldSpans, cache: VerdictCache) -> None:
-        self._queue = queue
-        self._held = held
-        self._cache = cache
+    def __init__(self, state: ExportState) -> None:
+        self._s = state
 
     def collect(self):
-        for name, value in (("faultgate_exporter_queue_spans", self._queue.in_flight),
-                            ("faultgate_exporter_held_spans", len(self._held))):
+        for name, value in (("faultgate_exporter_queue_spans", self._s.queue.in_flight),
+                            ("faultgate_exporter_held_spans", len(self._s.held))):
             g = GaugeMetricFamily(name, _help(name))
             g.add_metric([], value)
             yield g
         c = CounterMetricFamily("faultgate_exporter_verdict_cache_evictions", _help("faultgate_exporter_verdict_cache_evictions"))
-        c.add_metric([], self._cache.evictions)
+        c.add_metric([], self._s.cache.evictions)
         yield c
 
 

@@ -15,7 +15,6 @@ a tuple by keywords and 0.35 us by position, on each of the ~670 spans of a 30-t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 

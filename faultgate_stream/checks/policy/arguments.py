@@ -29,15 +29,22 @@ class MaxArgChars:
         return f"{call.where}: arguments {n} chars > {self.limit}" if n > self.limit else None
 
 
-class Limits:
-    """A numeric bound on a dotted argument. Text such as ``"$1,200.50"`` is read as a
-    number; anything else that is there but not a number is a violation."""
+class _PerTool:
+    """A rule whose entries each name one tool: looked up by the call's tool."""
 
     history: ClassVar[bool] = False
 
-    def __init__(self, limits: tuple[Limit, ...]) -> None:
-        self._by_tool = by_tool(limits)
+    def __init__(self, rules: tuple) -> None:
+        self._by_tool = by_tool(rules)
         self.tools = frozenset(self._by_tool)
+
+
+class Limits(_PerTool):
+    """A numeric bound on a dotted argument. Text such as ``"$1,200.50"`` is read as a
+    number; anything else that is there but not a number is a violation."""
+
+    def __init__(self, limits: tuple[Limit, ...]) -> None:
+        super().__init__(limits)
 
     def check(self, ctx: Calls, i: int) -> list[str]:
         c = ctx.calls[i]
@@ -59,15 +66,12 @@ class Limits:
         return bad
 
 
-class Values:
+class Values(_PerTool):
     """An argument, when present, is one of a fixed list (compared as text, the argument
     trimmed; the allowed values as written)."""
 
-    history: ClassVar[bool] = False
-
     def __init__(self, values: tuple[AllowedValues, ...]) -> None:
-        self._by_tool = by_tool(values)
-        self.tools = frozenset(self._by_tool)
+        super().__init__(values)
 
     def check(self, ctx: Calls, i: int) -> list[str]:
         c = ctx.calls[i]
@@ -82,14 +86,11 @@ class Values:
         return bad
 
 
-class Required:
+class Required(_PerTool):
     """Listed arguments are present and not empty (``""``, ``null``, ``[]``, ``{}``)."""
 
-    history: ClassVar[bool] = False
-
     def __init__(self, required: tuple[RequiredArgs, ...]) -> None:
-        self._by_tool = by_tool(required)
-        self.tools = frozenset(self._by_tool)
+        super().__init__(required)
 
     def check(self, ctx: Calls, i: int) -> list[str]:
         c = ctx.calls[i]

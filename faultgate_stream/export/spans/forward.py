@@ -9,64 +9,55 @@ at once, carrying the earlier verdict. Every span received is exported exactly o
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from faultgate_stream.assemble.assembler import AddResult
 from faultgate_stream.export.spans import annotate
-from faultgate_stream.export.spans.cache import VerdictCache
-from faultgate_stream.export.spans.config import SpansExportConfig
-from faultgate_stream.export.spans.held import HeldSpan, HeldSpans
-from faultgate_stream.export.spans.queue import Item, SendQueue
+from faultgate_stream.export.spans.held import HeldSpan
+from faultgate_stream.export.spans.queue import Item
+from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.spans.split import chunks
 from faultgate_stream.model.consumers import SpanConsumer
 from faultgate_stream.model.records import SpanRecord
-from faultgate_stream.model.telemetry import Telemetry
-from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES
 
 
 class Forwarder:
     """A ``SpanConsumer`` wrapping the next one (the live assembler)."""
 
-    def __init__(self, next_consumer: SpanConsumer, queue: SendQueue, held: HeldSpans, cache: VerdictCache,
-                 config: SpansExportConfig, telemetry: Telemetry, redact: Callable[[str], str]) -> None:
+    def __init__(self, next_consumer: SpanConsumer, state: ExportState) -> None:
         self._next = next_consumer
-        self._queue = queue
-        self._held = held
-        self._cache = cache
-        self._config = config
-        self._t = telemetry
-        self._redact = redact
+        self._s = state
 
     def consume(self, spans: list[SpanRecord], request: ExportTraceServiceRequest | None = None) -> object:
         n = len(spans)
-        self._queue.reserve(n)
+        self._s.queue.reserve(n)
         try:
             result = self._next.consume(spans, request)
         except BaseException:
-            self._queue.release(n)
+            self._s.queue.release(n)
             raise
         if request is None:  # nothing to forward (an in-process producer): the room goes back
-            self._queue.release(n)
+            self._s.queue.release(n)
             return result
         self._forward(request, spans, result if isinstance(result, AddResult) else AddResult())
         return result
 
     def _forward(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:
+        # The reader decided which spans are valid; a span it rejected is not among the
+        # records, was never acknowledged, and is not forwarded.
+        accepted = {(s.trace_id, s.span_id) for s in spans}
         roots = {s.span_id for s in spans if s.is_agent or not s.parent_id}
-        verdict_only = self._config.mode == "verdict_only"
+        verdict_only = self._s.config.mode == "verdict_only"
         filtered = 0
         out = ExportTraceServiceRequest()
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 keep = []
                 for span in ss.spans:
-                    if len(span.trace_id) != TRACE_ID_BYTES or len(span.span_id) != SPAN_ID_BYTES \
-                            or not span.trace_id.strip(b"\0") or not span.span_id.strip(b"\0") \
-                            or (span.parent_span_id and len(span.parent_span_id) != SPAN_ID_BYTES):
-                        continue  # rejected by the reader: never acknowledged, never reserved
                     tid, sid = span.trace_id.hex(), span.span_id.hex()
+                    if (tid, sid) not in accepted:
+                        continue
                     if sid in roots:
                         # a root after its run's verdict (late, or a retry of one already
                         # sent) goes out at once with that verdict: no verdict would come
@@ -75,23 +66,23 @@ class Forwarder:
                         if late is None:
                             held = HeldSpan(rs.resource.SerializeToString(), rs.schema_url,
                                             ss.scope.SerializeToString(), ss.schema_url, span.SerializeToString())
-                            if self._held.hold(tid, sid, held):
+                            if self._s.held.hold(tid, sid, held):
                                 continue
                         else:
-                            v = self._cache.get(late)
+                            v = self._s.cache.get(late)
                             if v is not None and v.root_span_id == sid:
-                                annotate.write_verdict(span, v, self._redact)
+                                annotate.write_verdict(span, v, self._s.redact)
                     elif verdict_only:
                         filtered += 1
                         continue
-                    if self._config.strip_content:
+                    if self._s.config.strip_content:
                         annotate.strip_content(span)
                     keep.append(span)
                 if keep:
                     target = out.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url)
                     target.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url).spans.extend(keep)
         if filtered:
-            self._t["faultgate_exporter_filtered_spans"].inc(filtered)
-            self._queue.release(filtered)
-        for payload, count in chunks(out, self._config.max_batch_spans, self._config.max_batch_bytes):
-            self._queue.put(Item("traces", payload, count))
+            self._s.telemetry["faultgate_exporter_filtered_spans"].inc(filtered)
+            self._s.queue.release(filtered)
+        for payload, count in chunks(out, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
+            self._s.queue.put(Item("traces", payload, count))

@@ -6,7 +6,6 @@ verdict (``annotate``); evaluation log records follow when a logs endpoint is se
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -14,34 +13,26 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from faultgate_stream.export.spans import annotate
-from faultgate_stream.export.spans.cache import VerdictCache
-from faultgate_stream.export.spans.config import SpansExportConfig
-from faultgate_stream.export.spans.held import HeldSpan, HeldSpans
-from faultgate_stream.export.spans.queue import Item, SendQueue
+from faultgate_stream.export.spans.held import HeldSpan
+from faultgate_stream.export.spans.queue import Item
+from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.spans.split import chunks
-from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 
 
 class SpanSink:
-    def __init__(self, queue: SendQueue, held: HeldSpans, cache: VerdictCache, config: SpansExportConfig,
-                 telemetry: Telemetry, redact: Callable[[str], str]) -> None:
-        self._queue = queue
-        self._held = held
-        self._cache = cache
-        self._config = config
-        self._t = telemetry
-        self._redact = redact
+    def __init__(self, state: ExportState) -> None:
+        self._s = state
 
     def early(self, finding: EarlyFinding) -> None:
         """Early findings reach the spans with the run's verdict."""
 
     def verdict(self, v: RunVerdict) -> None:
-        self._cache.put(v)
-        released = self._held.release(v.key.trace_id, v.released_span_ids)
+        self._s.cache.put(v)
+        released = self._s.held.release(v.key.trace_id, v.released_span_ids)
         root = released.get(v.root_span_id)
         self.export_held(released, v)
-        if self._config.logs_endpoint and v.root_span_id:
+        if self._s.config.logs_endpoint and v.root_span_id:
             self._logs(v, root)
 
     def export_held(self, held: dict[str, HeldSpan], v: RunVerdict | None) -> None:
@@ -51,20 +42,20 @@ class SpanSink:
         request = ExportTraceServiceRequest()
         for sid, h in held.items():
             span = Span.FromString(h.span)
-            if self._config.strip_content:
+            if self._s.config.strip_content:
                 annotate.strip_content(span)
             if v is not None and sid == v.root_span_id:
-                annotate.write_verdict(span, v, self._redact)
+                annotate.write_verdict(span, v, self._s.redact)
             request.resource_spans.append(h.resource_spans(span))
-        for payload, n in chunks(request, self._config.max_batch_spans, self._config.max_batch_bytes):
-            self._queue.put(Item("traces", payload, n))
+        for payload, n in chunks(request, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
+            self._s.queue.put(Item("traces", payload, n))
 
     def _logs(self, v: RunVerdict, root: HeldSpan | None) -> None:
-        records = annotate.log_records(v, self._redact, bytes.fromhex(v.key.trace_id), bytes.fromhex(v.root_span_id))
+        records = annotate.log_records(v, self._s.redact, bytes.fromhex(v.key.trace_id), bytes.fromhex(v.root_span_id))
         request = ExportLogsServiceRequest()
         rl = request.resource_logs.add()
         if root is not None:
             rl.resource.CopyFrom(Resource.FromString(root.resource))
         rl.scope_logs.add().log_records.extend(records)
-        if not self._queue.put_records(Item("logs", request.SerializeToString(), 0, len(records))):
-            self._t["faultgate_exporter_failed_log_records"].labels("queue_full").inc(len(records))
+        if not self._s.queue.put_records(Item("logs", request.SerializeToString(), 0, len(records))):
+            self._s.telemetry["faultgate_exporter_failed_log_records"].labels("queue_full").inc(len(records))

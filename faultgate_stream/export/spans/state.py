@@ -1,0 +1,27 @@
+"""What the two sides of span export share: the tee in front of the assembler (``forward``)
+and the verdict sink behind it (``sink``) work on the same queue, held roots and verdicts."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from faultgate_stream.export.spans.cache import VerdictCache
+from faultgate_stream.export.spans.config import SpansExportConfig
+from faultgate_stream.export.spans.held import HeldSpans
+from faultgate_stream.export.spans.queue import SendQueue
+from faultgate_stream.model.telemetry import Telemetry
+
+
+@dataclass(frozen=True)
+class ExportState:
+    config: SpansExportConfig
+    telemetry: Telemetry
+    redact: Callable[[str], str]
+    queue: SendQueue
+    held: HeldSpans
+    cache: VerdictCache
+
+    @classmethod
+    def build(cls, config: SpansExportConfig, telemetry: Telemetry, redact: Callable[[str], str]) -> "ExportState":
+        return cls(config, telemetry, redact, SendQueue(config.queue_spans, retry_after_s=1.0), HeldSpans(),
+                   VerdictCache())
