@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -54,6 +55,9 @@ def configure_logging(level: str) -> None:
 
 
 class Service:
+    """Built stage by stage, one builder each, downstream first: every builder gets the
+    consumer the stage after it feeds and returns the one the stage before it feeds."""
+
     def __init__(self, config: ServiceConfig, *, clock: Clock | None = None, telemetry: Telemetry | None = None,
                  extra_sinks: list[VerdictConsumer] | None = None) -> None:
         self.config = config
@@ -61,48 +65,83 @@ class Service:
         self.log = structlog.get_logger("faultgate_stream")
         self.ruleset = ruleset.build(config.checks)
         redact = get_redactor(config.log.redact)
+        sinks = self._build_sinks(redact) + list(extra_sinks or [])
+        self.evaluator = self._build_evaluate(VerdictFanout(sinks))
+        self.assembler = self._build_assemble(self.evaluator, clock or WallClock())
+        self.ingest = self._build_forward(self.assembler)
+        self._ready = threading.Event()
+        self._stopped = threading.Event()
+        self._build_receive(self.ingest)
+
+    # -- export: verdict sinks, each independent ------------------------------------------
+
+    def _build_sinks(self, redact: Callable[[str], str]) -> list[VerdictConsumer]:
+        config = self.config
         sinks: list[VerdictConsumer] = [MetricsSink(self.telemetry, config.metrics.max_agents)]
         if config.log.verdicts:
             sinks.append(VerdictLog(structlog.get_logger("faultgate_stream.verdict"), redact))
-        self.stream = (VerdictStream(redact, config.stream, registry=self.telemetry.registry)
-                       if config.receive.grpc_endpoint else None)
+        self.stream = self._build_stream(redact)
         if self.stream is not None:
             sinks.append(self.stream)
-        ex = config.export
+        span_sink = self._build_span_export(redact)
+        if span_sink is not None:
+            sinks.append(span_sink)
+        return sinks
+
+    def _build_stream(self, redact: Callable[[str], str]) -> VerdictStream | None:
+        config = self.config
+        if not config.receive.grpc_endpoint:
+            return None
+        return VerdictStream(redact, config.stream, registry=self.telemetry.registry)
+
+    def _build_span_export(self, redact: Callable[[str], str]) -> SpanSink | None:
+        """Span export's two sides share one state: the sink behind evaluation (returned)
+        and the forwarder in front of the assembler (``_build_forward``)."""
+        ex = self.config.export
         self.exporter: SpanExporter | None = None
-        if ex.endpoint:
-            self.export = ExportState.build(ex, self.telemetry, redact)
-            self.queue, self.held = self.export.queue, self.export.held
-            self.span_sink = SpanSink(self.export)
-            sinks.append(self.span_sink)
-            senders = {"traces": sender_for(ex.endpoint, ex)}
-            senders["logs"] = sender_for(ex.logs_endpoint, ex) if ex.logs_endpoint else senders["traces"]
-            self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry)
-            self._senders = senders
-            self.telemetry.registry.register(_ExportGauges(self.export))
-        sinks += extra_sinks or []
-        clock = clock or WallClock()
-        self.evaluator = evaluator = Evaluator(self.ruleset, VerdictFanout(sinks))
-        self.assembler = LiveAssembler(Assembler(evaluator, clock, config.assemble), clock, self.telemetry,
-                                       config.tick)
-        ingest: SpanConsumer = self.assembler
-        if self.exporter is not None:
-            ingest = Forwarder(self.assembler, self.export)
-        self.ingest = ingest
-        self._ready = threading.Event()
-        self._stopped = threading.Event()
+        if not ex.endpoint:
+            return None
+        self.export = ExportState.build(ex, self.telemetry, redact)
+        self.queue, self.held = self.export.queue, self.export.held
+        self.span_sink = SpanSink(self.export)
+        senders = {"traces": sender_for(ex.endpoint, ex)}
+        senders["logs"] = sender_for(ex.logs_endpoint, ex) if ex.logs_endpoint else senders["traces"]
+        self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry)
+        self._senders = senders
+        self.telemetry.registry.register(_ExportGauges(self.export))
+        return self.span_sink
+
+    # -- verdict, assemble ----------------------------------------------------------------
+
+    def _build_evaluate(self, sinks: VerdictConsumer) -> Evaluator:
+        return Evaluator(self.ruleset, sinks)
+
+    def _build_assemble(self, evaluator: Evaluator, clock: Clock) -> LiveAssembler:
+        config = self.config
+        return LiveAssembler(Assembler(evaluator, clock, config.assemble), clock, self.telemetry, config.tick)
+
+    def _build_forward(self, assembler: LiveAssembler) -> SpanConsumer:
+        """With span export on, every received span is teed to it before assembly."""
+        if self.exporter is None:
+            return assembler
+        return Forwarder(assembler, self.export)
+
+    # -- receive, and the metrics endpoint ------------------------------------------------
+
+    def _build_receive(self, ingest: SpanConsumer) -> None:
+        config = self.config
         self.http = HttpHost()
         self.http.add("metrics", metrics_endpoint.app(self.telemetry.registry, self._ready.is_set),
                       config.metrics.endpoint)
         rc = config.receive
         token = security.token_of(rc)
         if rc.http_endpoint:
-            self.http.add("http", http_server.app(self.ingest, self.telemetry, rc.max_request_bytes, token),
+            self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token),
                           rc.http_endpoint, security.ssl_context(rc.tls))
         interceptors = (security.BearerTokenInterceptor(token),) if token else ()
         # each open Subscribe stream holds a worker thread of the sync server for its
         # lifetime: without room for them, subscribers would starve OTLP Export
-        self.grpc = GrpcReceiver(rc.grpc_endpoint, self.ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
+        self.grpc = GrpcReceiver(rc.grpc_endpoint, ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers + config.stream.max_subscribers,
                                  credentials=security.grpc_credentials(rc.tls),
                                  interceptors=interceptors) if rc.grpc_endpoint else None
