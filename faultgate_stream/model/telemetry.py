@@ -74,7 +74,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                (), "assemble"),
     MetricSpec("faultgate_spans_in_memory", "gauge", "Spans held for runs in flight, read at scrape time.",
                (), "assemble"),
-    MetricSpec("faultgate_bytes_in_memory", "gauge", "Approximate bytes held for runs in flight.", (), "assemble"),
+    MetricSpec("faultgate_memory_held_bytes", "gauge", "Approximate bytes held for runs in flight.", (), "assemble"),
     MetricSpec("faultgate_decision_cache_evictions", "counter",
                "Decided traces forgotten by the bounded decision cache.", (), "assemble"),
     MetricSpec("faultgate_exporter_sent_spans", "counter", "Spans the downstream accepted.", (), "export/spans"),
