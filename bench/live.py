@@ -437,7 +437,9 @@ def serve_argv(config: Path) -> list[str]:
 PEERS = {
     # three policies, every trace sampled: errors, slow runs, and the rest
     "tail_samp": ("tail_sampling", {
-        "decision_wait": "500ms",  # like the service's root_grace in service_config
+        # its decision ticker runs once a second, so 1 s is its shortest wait (the service's
+        # root_grace here is 0.5 s plus its tick)
+        "decision_wait": "1s",
         "num_traces": 200000,
         "expected_new_traces_per_sec": 10000,
         "policies": [
@@ -446,7 +448,7 @@ PEERS = {
             {"name": "rest", "type": "always_sample"},
         ],
     }),
-    "groupbyt": ("groupbytrace", {"wait_duration": "500ms", "num_traces": 200000}),
+    "groupbyt": ("groupbytrace", {"wait_duration": "1s", "num_traces": 200000}),
 }
 
 
@@ -483,11 +485,14 @@ def collector_config(workdir: Path, name: str, downstream_port: int) -> tuple[Pa
     doc = {
         "receivers": {"otlp": {"protocols": {"grpc": {"endpoint": f"127.0.0.1:{ports['grpc']}",
                                                       "max_recv_msg_size_mib": MAX_MESSAGE // (1 << 20)}}}},
-        "processors": {processor: settings},
+        # batch after the trace buffer, as the collector's docs recommend: both release one
+        # trace per call, and without it the exporter would make an RPC per trace
+        "processors": {processor: settings, "batch": {}},
         "exporters": {"otlp": {"endpoint": f"127.0.0.1:{downstream_port}", "tls": {"insecure": True},
                                "compression": "none"}},
         "service": {
-            "pipelines": {"traces": {"receivers": ["otlp"], "processors": [processor], "exporters": ["otlp"]}},
+            "pipelines": {"traces": {"receivers": ["otlp"], "processors": [processor, "batch"],
+                                      "exporters": ["otlp"]}},
             "telemetry": {"logs": {"level": "warn"},
                           "metrics": {"level": "normal", "readers": [{"pull": {"exporter": {"prometheus": {
                               "host": "127.0.0.1", "port": ports["metrics"]}}}}]}},
