@@ -12,6 +12,11 @@ Three servers, each its own process pinned to CPU 0 (see bench/README.md for the
 - ``service``: ``faultgate-stream serve`` with the default checks and no export.
 - ``export``: the same service passing every span on to a second null receiver, which runs
   on CPU 1 beside the load generator, so that CPU 0 carries the service alone.
+- ``tail_samp`` and ``groupbyt`` (the peers): the collector build the tests use
+  (``scripts/install_peers.sh``), ``GOMAXPROCS=1`` on CPU 0, with ``tail_sampling`` (three
+  policies, every trace sampled) or ``groupbytrace``, exporting every span to the same
+  downstream null receiver as ``export``: the collector's own per-core cost for holding
+  traces until they are complete. Left out with ``--no-peers`` or when no such build exists.
 
 The load generator is this process, pinned to CPU 1: pre-encoded requests of 16-span agent
 runs, 512 spans per request, 8 calls in flight over one raw ``grpc.aio`` channel with
@@ -25,7 +30,9 @@ After each service window the bench waits until the service has decided every ru
 sent (``faultgate_runs_total`` = accepted spans / 16) and, with export, until every span went
 downstream, so the throughput printed is of work done, not of work queued.
 
-The last line is ``RESULT live_spans_per_s=<int> vs_null=<x.xx> export_cost=<x.xx>``. Exit
+The last line is ``RESULT live_spans_per_s=<int> vs_null=<x.xx> export_cost=<x.xx>``, then
+``vs_tail_sampling=<x.xx> vs_groupbytrace=<x.xx>`` (export-on throughput / the peer's, per
+round, median) when the peers ran. Exit
 code: 0 when every check of the work done passed, 1 when one did not (refused spans,
 undecided runs, spans not exported), 2 when a server did not start. Speed never sets it.
 
@@ -422,6 +429,138 @@ def serve_argv(config: Path) -> list[str]:
             "serve", "--config", str(config)]
 
 
+# --------------------------------------------------------------------------- the collector peer
+# The yardstick users hold us to: the collector the tests already build, with its own
+# trace-buffering processors, on the same core and workload, sampling every trace through
+# to the same null downstream. GOMAXPROCS=1 makes the Go runtime use one core as we do.
+
+PEERS = {
+    # three policies, every trace sampled: errors, slow runs, and the rest
+    "tail_samp": ("tail_sampling", {
+        # its decision ticker runs once a second, so 1 s is its shortest wait (the service's
+        # root_grace here is 0.5 s plus its tick)
+        "decision_wait": "1s",
+        "num_traces": 200000,
+        "expected_new_traces_per_sec": 10000,
+        "policies": [
+            {"name": "errors", "type": "status_code", "status_code": {"status_codes": ["ERROR"]}},
+            {"name": "slow", "type": "latency", "latency": {"threshold_ms": 5000}},
+            {"name": "rest", "type": "always_sample"},
+        ],
+    }),
+    "groupbyt": ("groupbytrace", {"wait_duration": "1s", "num_traces": 200000}),
+}
+
+
+def collector_binary() -> Path | None:
+    """The collector build tests use (scripts/install_peers.sh caches it by manifest), when
+    it exists and has the peer processors; None otherwise (the bench runs without peers)."""
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        out = subprocess.run(["bash", str(repo / "scripts" / "install_peers.sh"), "--print-path"], cwd=repo,
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    path = Path(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 and out.stdout.strip() else None
+    if path is None or not os.access(path, os.X_OK):
+        return None
+    try:
+        comps = subprocess.run([str(path), "components"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return path if all(proc in comps for proc, _ in PEERS.values()) else None
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def collector_config(workdir: Path, name: str, downstream_port: int) -> tuple[Path, dict[str, int]]:
+    processor, settings = PEERS[name]
+    ports = {"grpc": free_port(), "metrics": free_port()}
+    doc = {
+        "receivers": {"otlp": {"protocols": {"grpc": {"endpoint": f"127.0.0.1:{ports['grpc']}",
+                                                      "max_recv_msg_size_mib": MAX_MESSAGE // (1 << 20)}}}},
+        # batch after the trace buffer, as the collector's docs recommend: both release one
+        # trace per call, and without it the exporter would make an RPC per trace
+        "processors": {processor: settings, "batch": {}},
+        "exporters": {"otlp": {"endpoint": f"127.0.0.1:{downstream_port}", "tls": {"insecure": True},
+                               "compression": "none"}},
+        "service": {
+            "pipelines": {"traces": {"receivers": ["otlp"], "processors": [processor, "batch"],
+                                      "exporters": ["otlp"]}},
+            "telemetry": {"logs": {"level": "warn"},
+                          "metrics": {"level": "normal", "readers": [{"pull": {"exporter": {"prometheus": {
+                              "host": "127.0.0.1", "port": ports["metrics"]}}}}]}},
+        },
+    }
+    path = workdir / f"{name}.json"  # JSON is YAML: the collector reads it as is
+    path.write_text(json.dumps(doc, indent=1))
+    return path, ports
+
+
+def spawn_collector(name: str, binary: Path, workdir: Path, downstream_port: int, cpu: int | None) -> Child:
+    config, ports = collector_config(workdir, name, downstream_port)
+    log = workdir / f"{name}.log"
+    env = {**os.environ, "GOMAXPROCS": "1"}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(binary), "--config", str(config)], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env=env, cwd=workdir, preexec_fn=_child_setup(cpu))
+    child = Child(name, proc, log, ports)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    for _ in range(int(START_TIMEOUT_S / POLL_S) + 1):  # up when its own metrics answer
+        if proc.poll() is not None:
+            die(f"{name} exited with code {proc.returncode}; its output:\n{child.tail()}")
+        try:
+            scrape(ports["metrics"])
+            return child
+        except OSError:
+            if time.monotonic() > deadline:
+                break
+            time.sleep(POLL_S)
+    die(f"{name} did not answer on its metrics port within {START_TIMEOUT_S:.0f}s; its output:\n{child.tail()}")
+
+
+PEER_WATCHED = ("otelcol_receiver_accepted_spans", "otelcol_receiver_refused_spans",
+                "otelcol_exporter_sent_spans", "otelcol_exporter_send_failed_spans")
+
+
+def peer_counters(port: int) -> dict[str, float]:
+    # the collector's Prometheus reader writes counters with or without _total, by version
+    m = scrape(port)
+    return {name: total(m, name) + total(m, name + "_total") for name in PEER_WATCHED}
+
+
+async def wait_forwarded(child: Child, before: dict[str, float], sent_ok: int) -> Drain:
+    """The peer's drain: every span it acknowledged has gone downstream (its decision wait
+    passed and the exporter sent it), by its own counters, bounded by DRAIN_TIMEOUT_S."""
+    started = time.perf_counter()
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    for _ in range(int(DRAIN_TIMEOUT_S / POLL_S) + 1):
+        now = peer_counters(child.ports["metrics"])
+        d = {k: int(now[k] - before[k]) for k in PEER_WATCHED}
+        if d["otelcol_exporter_sent_spans"] + d["otelcol_exporter_send_failed_spans"] >= \
+                d["otelcol_receiver_accepted_spans"] or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(POLL_S)
+    accepted, sent = d["otelcol_receiver_accepted_spans"], d["otelcol_exporter_sent_spans"]
+    problems = []
+    if accepted != sent_ok:
+        problems.append(f"accepted {accepted} spans, the client was acknowledged {sent_ok}")
+    if sent != accepted:
+        problems.append(f"exported {sent} of {accepted} spans")
+    for k in ("otelcol_receiver_refused_spans", "otelcol_exporter_send_failed_spans"):
+        if d[k]:
+            problems.append(f"{k} +{d[k]}")
+    return Drain(time.perf_counter() - started, accepted, accepted // SPANS_PER_RUN,
+                 d["otelcol_receiver_refused_spans"], sent, d["otelcol_exporter_send_failed_spans"],
+                 problems)
+
+
 # --------------------------------------------------------------------------- metrics
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
@@ -477,10 +616,12 @@ class Window:
 
 
 async def drive(call, requests: Requests, spans_per_request: int, warmup: float, seconds: float, inflight: int,
-                server: Child, downstream: Child | None) -> Window:
-    """``inflight`` workers send back to back until the window closes. The counters and the
-    CPU clocks are read together at the two edges of the window, so the spans counted and
-    the CPU they cost cover the same interval."""
+                server: Child, downstream: Child | None, rate: float | None = None) -> Window:
+    """``inflight`` workers send back to back until the window closes, or, with ``rate``
+    (spans/s), each call at its slot of a fixed schedule (a late call does not make the
+    next one early: the schedule never bunches up to catch up). The counters and the CPU
+    clocks are read together at the two edges of the window, so the spans counted and the
+    CPU they cost cover the same interval."""
     import grpc
 
     loop = asyncio.get_running_loop()
@@ -490,10 +631,17 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
     start = loop.time()
     end = start + warmup + seconds
     max_calls = 1_000_000  # a bound on count as well as time: ~1000x what a window can send
+    interval = spans_per_request / rate if rate else 0.0
+    next_at = start
 
     async def worker() -> None:
-        nonlocal ok, failed
+        nonlocal ok, failed, next_at
         for _ in range(max_calls):
+            if interval:
+                now = loop.time()
+                at, next_at = next_at, max(next_at, now) + interval
+                if at > now:
+                    await asyncio.sleep(at - now)
             if loop.time() >= end:
                 return
             try:
@@ -613,26 +761,32 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
         # identity serializers: the bytes go out as they are, nothing is encoded per call
         calls[name] = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
 
-    results: dict[str, list[Window]] = {c: [] for c in CONFIGS}
-    drains: dict[str, list[Drain]] = {c: [] for c in CONFIGS if c != "null"}
+    configs = list(servers)  # CONFIGS, then the collector peers when they run
+    results: dict[str, list[Window]] = {c: [] for c in configs}
+    drains: dict[str, list[Drain]] = {c: [] for c in configs if c != "null"}
     problems: list[str] = []
     print(f"{'round':>5} {'config':<8} {'spans/s':>10} {'srv CPU us/span':>16} {'srv CPU%':>8} {'client CPU%':>11}"
           f" {'decided in':>10}  check", flush=True)
     for rnd in range(1, args.rounds + 1):
-        for name in CONFIGS:
+        for name in configs:
             child = servers[name]
-            before = counters(child.ports["metrics"]) if name != "null" else None
+            peer = name in PEERS
+            before = (peer_counters if peer else counters)(child.ports["metrics"]) if name != "null" else None
             w = await drive(calls[name], requests, spans_per_request, args.warmup, args.seconds, args.inflight,
                             child, downstream if name == "export" else None)
             results[name].append(w)
             note = "-"
             decided = ""
             if before is not None:
-                dr = await wait_decided(child, before, w.sent_ok, export=(name == "export"))
+                if peer:
+                    dr = await wait_forwarded(child, before, w.sent_ok)
+                    note = f"ok: {dr.exported} of {dr.accepted} spans forwarded"
+                else:
+                    dr = await wait_decided(child, before, w.sent_ok, export=(name == "export"))
+                    note = (f"ok: {dr.runs} runs = {dr.accepted} spans / {SPANS_PER_RUN}"
+                            + (f", {dr.exported} exported" if name == "export" else ""))
                 drains[name].append(dr)
                 decided = f"{dr.seconds:.2f}s"
-                note = (f"ok: {dr.runs} runs = {dr.accepted} spans / {SPANS_PER_RUN}"
-                        + (f", {dr.exported} exported" if name == "export" else ""))
                 if dr.problems:
                     note = "PROBLEM: " + "; ".join(dr.problems)
                     problems += [f"round {rnd} {name}: {p}" for p in dr.problems]
@@ -644,14 +798,14 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     for ch in channels.values():
         await ch.close()
 
-    per_round = {c: [w.spans_per_s for w in results[c]] for c in CONFIGS}
+    per_round = {c: [w.spans_per_s for w in results[c]] for c in configs}
     vs_null = [s / n if n else float("nan") for s, n in zip(per_round["service"], per_round["null"])]
     export_cost = [e / s if s else float("nan") for e, s in zip(per_round["export"], per_round["service"])]
     print()
     print(f"medians of {args.rounds} rounds [min-max]; {args.warmup:g}s warm-up + {args.seconds:g}s measured per window; "
           f"servers on CPU {SERVER_CPU}, load generator on CPU {CLIENT_CPU}")
     print(f"{'config':<8} {'spans/s':>30} {'server CPU us/span':>26} {'server CPU%':>12}")
-    for c in CONFIGS:
+    for c in configs:
         ws = results[c]
         print(f"{c:<8} {spread([w.spans_per_s for w in ws], ',.0f'):>30} "
               f"{spread([w.cpu_us_per_span for w in ws], '.2f'):>26} {med([w.server_util * 100 for w in ws]):>11.0f}%")
@@ -666,10 +820,17 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     print(f"  export-on / off     throughput  {spread(export_cost, '.3f')}"
           f"   (export adds {med([e.cpu_us_per_span - s.cpu_us_per_span for e, s in zip(results['export'], results['service'])]):.2f}"
           f" CPU us/span)")
-    runs = sum(d.runs for ds_ in drains.values() for d in ds_)
-    accepted = sum(d.accepted for ds_ in drains.values() for d in ds_)
+    peers = [c for c in configs if c in PEERS]
+    vs_peer = {c: [e / t if t else float("nan") for e, t in zip(per_round["export"], per_round[c])] for c in peers}
+    for c in peers:
+        cpu = med([t.cpu_us_per_span / e.cpu_us_per_span for e, t in zip(results["export"], results[c])])
+        print(f"  export-on / {c:<10}throughput  {spread(vs_peer[c], '.3f')}"
+              f"   ({c} CPU us/span / export-on CPU us/span: {cpu:.3f})")
+    ours = [c for c in configs if c not in PEERS]
+    runs = sum(d.runs for c in ours if c != "null" for d in drains[c])
+    accepted = sum(d.accepted for c in ours if c != "null" for d in drains[c])
     exported = sum(d.exported for d in drains["export"])
-    refused = sum(w.refused for ws in results.values() for w in ws)
+    refused = sum(w.refused for c in ours for w in results[c])
     print(f"work done by the service: {runs:,} runs decided = {accepted:,} accepted spans / {SPANS_PER_RUN}; "
           f"{exported:,} spans exported; {refused:,} spans refused")
     # The service remembers every decided trace, up to assemble.decision_cache, so it is not
@@ -682,13 +843,129 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     print(f"service state: {held:,} traces decided, decision cache {min(held, cache) / cache:.0%} full "
           f"(assemble.decision_cache {cache:,}); service round 1 -> {args.rounds}: {first:,.0f} -> {last:,.0f} "
           f"spans/s ({last / first if first else float('nan'):.2f}x)")
+    extra, late_problems = await latency_and_soak(args, servers["export"], template, med(per_round["export"]))
+    problems += late_problems
     if problems:
         print(f"{len(problems)} PROBLEM(S):")
         for p in problems[:20]:
             print(f"  {p}")
+    peer_result = "".join(f" vs_{PEERS[c][0]}={med(vs_peer[c]):.2f}" for c in peers)
     print(f"RESULT live_spans_per_s={med(per_round['service']):.0f} vs_null={med(vs_null):.2f} "
-          f"export_cost={med(export_cost):.2f}", flush=True)
+          f"export_cost={med(export_cost):.2f}{peer_result} {' '.join(extra)}", flush=True)
     return 1 if problems else 0
+
+
+# --------------------------------------------------------------------------- latency, memory, soak
+
+def rss_bytes(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def delay_buckets(port: int) -> dict[float, float]:
+    """Cumulative counts of faultgate_verdict_delay_seconds by upper bound, all agents."""
+    m = scrape(port).get("faultgate_verdict_delay_seconds_bucket", {})
+    out: dict[float, float] = {}
+    for labels, v in m.items():
+        le = re.search(r'le="([^"]+)"', labels)
+        if le:
+            bound = float("inf") if le.group(1) == "+Inf" else float(le.group(1))
+            out[bound] = out.get(bound, 0.0) + v
+    return out
+
+
+def quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float:
+    """histogram_quantile over the window's bucket deltas, interpolated inside a bucket as
+    Prometheus does: its resolution is the buckets' (docs/metrics.md lists them)."""
+    bounds = sorted(after)
+    counts = [after[b] - before.get(b, 0.0) for b in bounds]
+    if not counts or counts[-1] <= 0:
+        return float("nan")
+    rank = q * counts[-1]
+    prev_b, prev_c = 0.0, 0.0
+    for b, c in zip(bounds, counts):
+        if c >= rank:
+            if b == float("inf"):
+                return prev_b
+            return prev_b + (b - prev_b) * ((rank - prev_c) / (c - prev_c) if c > prev_c else 0.0)
+        prev_b, prev_c = b, c
+    return bounds[-1]
+
+
+async def paced(call, child: Child, requests: Requests, spans_per_request: int, rate: float, seconds: float,
+                inflight: int) -> dict[str, float]:
+    """One window at ``rate`` spans/s against the export-on service: throughput, verdict
+    delay p50/p99 (root arrival to verdict, the service's histogram), and the memory the
+    service says it holds for spans in flight (its bytes gauge over its spans gauge,
+    sampled every half second under load) against the serialized bytes of those spans.
+    RSS is printed beside it: it cannot isolate in-flight spans (the allocator keeps what
+    it freed, the decision cache grows), but it shows a soak's growth."""
+    port = child.ports["metrics"]
+    buckets0, before = delay_buckets(port), counters(port)
+    samples: list[tuple[float, float]] = []
+
+    async def sample() -> None:
+        for _ in range(int((seconds + 1) / 0.5) + 1):  # bounded: one sample every half second
+            await asyncio.sleep(0.5)
+            m = scrape(port)
+            held = total(m, "faultgate_memory_held_bytes") or total(m, "faultgate_bytes_in_memory")
+            samples.append((held, total(m, "faultgate_spans_in_memory")))
+
+    sampler = asyncio.create_task(sample())
+    w = await drive(call, requests, spans_per_request, 1.0, seconds, inflight, child, None, rate=rate)
+    sampler.cancel()
+    dr = await wait_decided(child, before, w.sent_ok, export=True)
+    buckets1 = delay_buckets(port)
+    held = [(b, n) for b, n in samples if n > 0]
+    return {"spans_per_s": w.spans_per_s, "cpu_us_per_span": w.cpu_us_per_span,
+            "p50": quantile(0.5, buckets0, buckets1), "p99": quantile(0.99, buckets0, buckets1),
+            "rss": float(rss_bytes(child.pid)), "problems": dr.problems,
+            "bytes_per_span_held": med([b / n for b, n in held]) if held else float("nan"),
+            "spans_in_flight": med([n for _, n in held]) if held else 0.0}
+
+
+async def latency_and_soak(args: argparse.Namespace, export: Child, template: tuple[bytes, list[int], int],
+                           max_rate: float) -> tuple[list[str], list[str]]:
+    """Verdict delay and memory at half ``max_rate``; with --soak, one such window a minute."""
+    import grpc
+
+    body, offsets, spans_per_request = template
+    requests = Requests(body, offsets, first_seq=time.time_ns() + (1 << 40))
+    ch = grpc.aio.insecure_channel(f"127.0.0.1:{export.ports['grpc']}",
+                                   options=[("grpc.max_send_message_length", MAX_MESSAGE)])
+    await asyncio.wait_for(ch.channel_ready(), timeout=START_TIMEOUT_S)
+    call = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+    rate = max_rate / 2
+    wire = len(body) / spans_per_request
+    out: list[str] = []
+    problems: list[str] = []
+    minutes = args.soak or 0
+    windows = max(1, int(minutes))
+    print(f"\nat half the export-on maximum ({rate:,.0f} spans/s), export on"
+          + (f", {windows} one-minute windows (soak)" if minutes else "") + ":")
+    print(f"{'window':>6} {'spans/s':>10} {'CPU us/span':>12} {'delay p50':>10} {'delay p99':>10} {'RSS MB':>8}"
+          f" {'held B/span':>12} {'wire B/span':>12} {'in flight':>10}")
+    rows = []
+    for i in range(windows):
+        r = await paced(call, export, requests, spans_per_request, rate, 60.0 if minutes else args.seconds,
+                        args.inflight)
+        rows.append(r)
+        print(f"{i + 1:>6} {r['spans_per_s']:>10,.0f} {r['cpu_us_per_span']:>12.2f} {r['p50']:>9.3f}s {r['p99']:>9.3f}s"
+              f" {r['rss'] / 1e6:>8.1f} {r['bytes_per_span_held']:>12,.0f} {wire:>12,.0f} {r['spans_in_flight']:>10,.0f}",
+              flush=True)
+    await ch.close()
+    for i, r in enumerate(rows):
+        problems += [f"half-rate window {i + 1}: {p}" for p in r["problems"]]
+    first, last = rows[0], rows[-1]
+    out.append(f"verdict_delay_p99={med([r['p99'] for r in rows]):.3f}")
+    out.append(f"held_vs_wire={med([r['bytes_per_span_held'] for r in rows]) / wire:.2f}")
+    if minutes:
+        out.append(f"soak_throughput={last['spans_per_s'] / first['spans_per_s']:.3f}")
+        out.append(f"soak_rss={last['rss'] / first['rss']:.3f}")
+    return out, problems
 
 
 # --------------------------------------------------------------------------- --profile
@@ -780,6 +1057,11 @@ def main() -> int:
     p.add_argument("--profile", type=float, metavar="S", help="no comparison: the service under cProfile for S "
                                                               "seconds of load, then its top functions")
     p.add_argument("--profile-export", action="store_true", help="with --profile: the service with span export on")
+    p.add_argument("--soak", type=float, metavar="MINUTES", help="after the rounds, MINUTES one-minute windows at "
+                                                                   "half the export-on maximum: throughput, RSS and "
+                                                                   "verdict delay per minute")
+    p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
+                                                           "groupbytrace (the peers)")
     p.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     p.add_argument("--profiled-serve", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -849,13 +1131,22 @@ def main() -> int:
         children += [service, export]
         wait_started(service)
         wait_started(export)
+        servers = {"null": null, "service": service, "export": export}
+        binary = collector_binary() if not args.no_peers else None
+        if binary is not None:
+            for name in PEERS:
+                servers[name] = spawn_collector(name, binary, workdir, downstream.ports["grpc"], server_cpu)
+                children.append(servers[name])
+        elif not args.no_peers:
+            print("warning: no collector build with tail_sampling and groupbytrace (bash scripts/install_peers.sh "
+                  "builds it); running without the collector peers", file=sys.stderr)
         print(f"workload: {spans_per_request} spans per request ({spans_per_request // SPANS_PER_RUN} agent runs of "
               f"{SPANS_PER_RUN} spans), {len(body):,} bytes = {len(body) / spans_per_request:.0f} B/span; "
               f"{args.inflight} calls in flight; fresh trace ids per request")
         print(f"servers: null (pid {null.pid}), service (pid {service.pid}), export (pid {export.pid}) on "
               f"CPU {server_cpu if pinned else 'any'}; downstream null (pid {downstream.pid}) and load generator on "
               f"CPU {client_cpu if pinned else 'any'}; malloc thresholds raised in all")
-        return asyncio.run(compare(args, {"null": null, "service": service, "export": export}, downstream, template))
+        return asyncio.run(compare(args, servers, downstream, template))
     except asyncio.CancelledError:
         die("interrupted (SIGTERM)", 143)
     finally:
