@@ -6,6 +6,7 @@ from faultgate_stream.checks.abstention import Abstention
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.context_overflow import ContextOverflow
 from faultgate_stream.checks.expectations import Golden, Outcomes
+from faultgate_stream.checks.loop import Loop
 from faultgate_stream.checks.outcome import Outcome
 from faultgate_stream.checks.policy.check import PolicyCheck
 from faultgate_stream.checks.policy.schema import Policy
@@ -19,7 +20,10 @@ from faultgate_stream.model.errors import InputError
 RULES: tuple[type[Check], ...] = (SearchLoop, Abstention, PolicyCheck, RepeatedCall, UnrecoveredToolError,
                                   ContextOverflow)
 GOLDEN: tuple[type[WrongAnswer] | type[Truncation], ...] = (WrongAnswer, Truncation)
-ALL: tuple[type[Check], ...] = (*RULES, *GOLDEN, Outcome)
+# Checks faultgate does not have: run when named (``--check``, ``checks.enabled``), never by
+# default, so that the default set, the report's columns and the exit codes stay faultgate's.
+EXTRA: tuple[type[Check], ...] = (Loop,)
+ALL: tuple[type[Check], ...] = (*RULES, *GOLDEN, Outcome, *EXTRA)
 NAMES = tuple(c.name for c in ALL)
 
 
