@@ -105,7 +105,7 @@ def test_checks_lists_every_check_with_its_kind():
     assert p.returncode == 0
     names = [line.split()[0] for line in p.stdout.splitlines()]
     assert names == ["search_loop", "abstention", "policy", "repeated_call", "unrecovered_tool_error",
-                     "context_overflow", "wrong_answer", "truncation", "outcome",
+                     "context_overflow", "wrong_answer", "truncation", "outcome", "loop",
                      "trajectory.tools", "trajectory.required", "trajectory.forbidden", "trajectory.before",
                      "trajectory.max_steps", "trajectory.no_repeat", "trajectory.ground", "trajectory.taint",
                      "trajectory.secrets"]
