@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OCB_VERSION=v0.165.0
+OCB_VERSION=v0.161.0
 MANIFEST=deploy/collector/builder-config.yaml
 CACHE_ROOT=${FAULTGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/faultgate-stream}
 
