@@ -8,6 +8,7 @@
 #   bash scripts/install_peers.sh --print-path  print the collector binary's cache path only
 #                                               (it may not exist yet); tests/peers.py uses
 #                                               this so the hash logic lives here alone
+#   bash scripts/install_peers.sh --print-helm  print helm's cache path only (tests/deploy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
