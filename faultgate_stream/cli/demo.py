@@ -144,7 +144,8 @@ def _next_steps(metrics_url: str, ports: dict[str, int], examples: Path, keep_ru
         "  from a collector:   exporters: {otlp_grpc: {endpoint: \"<this host>:4317\", tls: {insecure: true}}}"
         "  (deploy/collector/ has agent, gateway and downstream configs)",
         f"  replay a file:      faultgate-stream replay {examples / 'traces' / 'traces.json'} "
-        f"--endpoint 127.0.0.1:{ports.get('grpc')}",
+        f"--endpoint 127.0.0.1:{ports.get('grpc')}" + ("" if keep_running else "  (into serve, or this demo "
+                                                        "with --keep-running)"),
         f"  check offline:      faultgate-stream check {examples / 'traces' / 'retail_gaps.json'} "
         f"--policy {examples / 'policies' / 'retail.json'}",
     ])
