@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# Installs the real peers that the end-to-end tests talk to: Debian's Prometheus and an
-# OpenTelemetry Collector built with ocb from deploy/collector/builder-config.yaml.
+# Installs the real peers that the end-to-end tests talk to: Debian's Prometheus, an
+# OpenTelemetry Collector built with ocb from deploy/collector/builder-config.yaml, and
+# helm (the chart tests render helm/faultgate-stream with it).
 # Idempotent: on a machine that already has both it only checks them, in seconds.
 #
 #   bash scripts/install_peers.sh               install/check both, print the binary path last
 #   bash scripts/install_peers.sh --print-path  print the collector binary's cache path only
 #                                               (it may not exist yet); tests/peers.py uses
 #                                               this so the hash logic lives here alone
+#   bash scripts/install_peers.sh --print-helm  print helm's cache path only (tests/deploy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OCB_VERSION=v0.165.0
+OCB_VERSION=v0.161.0
 MANIFEST=deploy/collector/builder-config.yaml
 CACHE_ROOT=${FAULTGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/faultgate-stream}
 
@@ -135,7 +137,8 @@ check_collector() {
     exit 1
   }
   local name
-  for name in otlp batch otlp_grpc otlp_http debug file bearertokenauth; do
+  for name in otlp batch otlp_grpc otlp_http debug file bearertokenauth load_balancing tail_sampling \
+      groupbytrace; do
     if ! grep -qE "^ *(- )?name: $name\$" "$(collector_dir)/components.txt"; then
       log "the collector lacks the component '$name'; see $(collector_dir)/components.txt"
       exit 1
@@ -144,8 +147,42 @@ check_collector() {
   log "collector: $("$binary" --version)"
 }
 
+# ---------------------------------------------------------------- helm
+HELM_VERSION=v3.22.0
+
+helm_binary() {
+  echo "$CACHE_ROOT/helm-$HELM_VERSION/helm"
+}
+
+install_helm() {
+  local bin
+  bin=$(helm_binary)
+  if [ ! -x "$bin" ]; then
+    mkdir -p "$(dirname "$bin")"
+    exec 8>"$(dirname "$bin")/.lock"
+    flock 8
+    if [ ! -x "$bin" ]; then
+      log "installing helm $HELM_VERSION (go install, a minute or two)"
+      # Built into a temporary GOBIN and moved, so a killed build never leaves a partial binary.
+      local tmp
+      tmp=$(mktemp -d "$(dirname "$bin")/build.XXXXXX")
+      (cd "$tmp" && GOBIN="$tmp" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION")
+      mv "$tmp/helm" "$bin"
+      rm -rf "$tmp"
+    fi
+    exec 8>&-
+  fi
+  log "helm: $("$bin" version --short)"
+}
+
+if [ "${1:-}" = "--print-helm" ]; then
+  helm_binary
+  exit 0
+fi
+
 install_prometheus
 check_prometheus
 build_collector
 check_collector
+install_helm
 collector_dir | sed 's|$|/otelcol-faultgate|'

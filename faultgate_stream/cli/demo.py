@@ -1,6 +1,8 @@
 """``faultgate-stream demo``: the service on its defaults with the bundled example traces
-replayed into it over OTLP/gRPC; prints each verdict as it is decided and where the
-metrics are. ``--keep-running`` leaves the service up afterwards."""
+replayed into it over OTLP/gRPC; prints each verdict as it is decided, the final counts,
+and where to look next. ``--keep-running`` leaves the service (and its metrics) up until
+Ctrl-C. Needs nothing but the package: no collector, no fixed free ports (a taken
+default port is swapped for a free one, and the demo says so)."""
 from __future__ import annotations
 
 import argparse
@@ -13,12 +15,17 @@ import time
 import urllib.request
 from pathlib import Path
 
-from faultgate_stream.config import ConfigError, load
+from faultgate_stream.checks.config import BindingConfig
+from faultgate_stream.cli import ports as port_check
+from faultgate_stream.config import ConfigError, ServiceConfig, load
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEMO_FILES = ("traces/traces.json", "traces/retail_gaps.json", "formats/openinference.json")
 DEMO_GOLDEN = "traces/golden.json"
+# retail_gaps.json exists to show business-policy gaps: its runs (agent "retail") are
+# checked against the policy they were written for, as `check --policy` would.
+DEMO_BINDINGS = ((("retail",), "policies/retail.json"),)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,17 +68,23 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError, OSError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return 2
-    config = dataclasses.replace(config, checks=dataclasses.replace(config.checks, golden=str(examples / DEMO_GOLDEN)),
+    bindings = tuple(BindingConfig(agents=agents, policy=str(examples / policy)) for agents, policy in DEMO_BINDINGS)
+    config = dataclasses.replace(config, checks=dataclasses.replace(config.checks, golden=str(examples / DEMO_GOLDEN),
+                                                                    bindings=config.checks.bindings + bindings),
                                  log=dataclasses.replace(config.log, verdicts=False))
+    config, swapped = _free_ports(config)
     configure_logging("warning")
     printer = _Printer()
-    service = Service(config, extra_sinks=[printer])
     try:
+        service = Service(config, extra_sinks=[printer])
         service.start()
-    except OSError as e:
+    except (OSError, RuntimeError) as e:  # grpc reports a failed bind as RuntimeError
         print(f"faultgate-stream: cannot start the service: {e}", file=sys.stderr)
         return 2
     ports = service.ports
+    names = {"receive.grpc_endpoint": "grpc", "receive.http_endpoint": "http", "metrics.endpoint": "metrics"}
+    for key, endpoint in swapped.items():
+        print(f"port {endpoint.rpartition(':')[2]} ({key}) is taken; using :{ports[names[key]]} instead")
     print(f"faultgate-stream listening: OTLP/gRPC :{ports.get('grpc')}, OTLP/HTTP :{ports.get('http')}, "
           f"metrics :{ports['metrics']}")
     print(f"replaying {len(files)} example files ({expected} agent runs) over OTLP/gRPC; verdicts arrive "
@@ -86,11 +99,13 @@ def run(args: argparse.Namespace) -> int:
         while printer.count < expected and time.monotonic() < deadline:
             printer.done.wait(0.2)
     metrics_url = f"http://127.0.0.1:{ports['metrics']}/metrics"
-    print(f"\n{printer.count}/{expected} runs decided. Metrics: {metrics_url}")
-    with urllib.request.urlopen(metrics_url, timeout=5) as r:
+    print(f"\n{printer.count}/{expected} runs decided. The counts the metrics endpoint showed:")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
+    with opener.open(metrics_url, timeout=5) as r:
         for line in r.read().decode().splitlines():
             if line.startswith(("faultgate_runs_total", "faultgate_check_fired_total")):
                 print("  " + line)
+    print(_next_steps(metrics_url, ports, examples, args.keep_running))
     if args.keep_running:
         print("service running; Ctrl-C to stop")
         stop = threading.Event()
@@ -99,3 +114,38 @@ def run(args: argparse.Namespace) -> int:
         stop.wait()
     service.shutdown()
     return 0 if printer.count == expected else 1
+
+
+def _free_ports(config: ServiceConfig) -> tuple[ServiceConfig, dict[str, str]]:
+    """The config with every taken listening port swapped for port 0 (the kernel picks a
+    free one), and the swapped endpoints by config key."""
+    swapped = {k: e for k, e in port_check.endpoints(config).items() if port_check.bind_error(e)}
+
+    def free(key: str, endpoint: str) -> str:
+        return f"{endpoint.rpartition(':')[0]}:0" if key in swapped else endpoint
+
+    receive = dataclasses.replace(config.receive,
+                                  grpc_endpoint=free("receive.grpc_endpoint", config.receive.grpc_endpoint),
+                                  http_endpoint=free("receive.http_endpoint", config.receive.http_endpoint))
+    metrics = dataclasses.replace(config.metrics, endpoint=free("metrics.endpoint", config.metrics.endpoint))
+    return dataclasses.replace(config, receive=receive, metrics=metrics), swapped
+
+
+def _next_steps(metrics_url: str, ports: dict[str, int], examples: Path, keep_running: bool) -> str:
+    metrics = (f"  the metrics:        curl {metrics_url}  (Ctrl-C ends them)" if keep_running else
+               f"  the metrics:        they were at {metrics_url} while the demo ran; "
+               "`faultgate-stream demo --keep-running` keeps them up")
+    return "\n".join([
+        "",
+        "Where to look next:",
+        metrics,
+        f"  the live service:   faultgate-stream serve --config {examples / 'config.yaml'}   "
+        "(every key, with its default; `serve --help` for the environment overrides)",
+        "  from a collector:   exporters: {otlp_grpc: {endpoint: \"<this host>:4317\", tls: {insecure: true}}}"
+        "  (deploy/collector/ has agent, gateway and downstream configs)",
+        f"  replay a file:      faultgate-stream replay {examples / 'traces' / 'traces.json'} "
+        f"--endpoint 127.0.0.1:{ports.get('grpc')}" + ("" if keep_running else "  (into serve, or this demo "
+                                                        "with --keep-running)"),
+        f"  check offline:      faultgate-stream check {examples / 'traces' / 'retail_gaps.json'} "
+        f"--policy {examples / 'policies' / 'retail.json'}",
+    ])

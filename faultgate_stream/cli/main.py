@@ -18,6 +18,7 @@ COMMANDS = {
     "precheck": ("faultgate_stream.cli.precheck", "validate a trace file before checking it"),
     "serve": ("faultgate_stream.cli.serve", "run the live service: OTLP in, verdicts out"),
     "replay": ("faultgate_stream.cli.replay", "send trace files to a running service over OTLP"),
+    "cluster": ("faultgate_stream.cli.cluster", "the one-host layout: N serve replicas behind a load-balancing collector"),
     "demo": ("faultgate_stream.cli.demo", "the service on its defaults, with the bundled examples replayed into it"),
 }
 

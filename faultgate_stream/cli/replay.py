@@ -24,6 +24,9 @@ from faultgate_stream.model.errors import InputError
 from faultgate_stream.read import otlp_json, otlp_proto
 
 DEFAULT_BATCH = 512
+# How long replay waits for the endpoint to answer at all before saying nothing is there;
+# a refusing (busy) server is retried far longer, by the transports' own retries below.
+CONNECT_TIMEOUT = 5.0
 _RETRY_CONFIG = json.dumps({"methodConfig": [{
     "name": [{"service": "opentelemetry.proto.collector.trace.v1.TraceService"}],
     "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.5s", "maxBackoff": "10s", "backoffMultiplier": 2,
@@ -94,6 +97,10 @@ def batches(request: ExportTraceServiceRequest, size: int) -> Iterator[ExportTra
         yield out
 
 
+class NoEndpoint(ConnectionError):
+    """Nothing accepted a connection at the endpoint."""
+
+
 @dataclass
 class Tally:
     spans: int = 0
@@ -115,9 +122,19 @@ class GrpcSender:
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
         target = endpoint.removeprefix("grpc://").removeprefix("http://")
+        self.target = target
         self._channel = grpc.insecure_channel(target, options=[("grpc.service_config", _RETRY_CONFIG),
                                                                ("grpc.enable_retries", 1)])
         self._stub = trace_service_pb2_grpc.TraceServiceStub(self._channel)
+
+    def wait_ready(self, timeout: float = CONNECT_TIMEOUT) -> None:
+        """Raise ``NoEndpoint`` when nothing accepts a connection within ``timeout``."""
+        import grpc
+
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise NoEndpoint(f"nothing answers OTLP/gRPC at {self.target} within {timeout:g}s") from None
 
     def send(self, request: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
         return self._stub.Export(request, timeout=30)
@@ -133,7 +150,9 @@ class HttpSender:
         url = urlparse(endpoint if "://" in endpoint else f"http://{endpoint}")
         self._url = url._replace(path=url.path if url.path not in ("", "/") else "/v1/traces").geturl()
         self._json = encoding == "json"
-        retry = urllib3.Retry(total=8, backoff_factor=0.5, status_forcelist=(429, 502, 503, 504),
+        # connect=1: a refused connection means nothing listens, which retrying for a minute
+        # would not change; 429/503 (a busy server) keep their full retries.
+        retry = urllib3.Retry(total=8, connect=1, backoff_factor=0.5, status_forcelist=(429, 502, 503, 504),
                               allowed_methods=None, respect_retry_after_header=True, raise_on_status=True)
         self._http = urllib3.PoolManager(retries=retry)
 
@@ -196,6 +215,17 @@ def replay(paths: list[str], sender, *, rate: float = 0.0, batch: int = DEFAULT_
     return tally
 
 
+def _plain(e: Exception) -> str:
+    """One line for a transport error: gRPC's status and details, urllib3's last cause."""
+    code, details = getattr(e, "code", None), getattr(e, "details", None)
+    if callable(code) and callable(details):
+        return f"{code().name}: {details()}"
+    reason = getattr(e, "reason", None)  # urllib3's MaxRetryError carries the last error here
+    if reason is not None:
+        return f"{type(reason).__name__}: {reason}"
+    return f"{type(e).__name__}: {e}"
+
+
 def _progress(tally: Tally, total: int) -> None:
     pct = 100 * tally.spans / total if total else 100
     sys.stderr.write(f"\rreplay: {tally.spans}/{total} spans ({pct:.0f}%) · {tally.requests} requests · "
@@ -207,13 +237,19 @@ def run(args: argparse.Namespace) -> int:
     endpoint = args.endpoint or ("localhost:4317" if args.protocol == "grpc" else "http://localhost:4318")
     sender = GrpcSender(endpoint) if args.protocol == "grpc" else HttpSender(endpoint, args.encoding)
     try:
+        if isinstance(sender, GrpcSender):
+            sender.wait_ready()
         tally = replay(args.traces, sender, rate=args.rate, batch=args.batch, shift=not args.no_shift,
                        progress=None if args.quiet else _progress)
     except InputError as e:
         print(f"\nfaultgate-stream: {e}", file=sys.stderr)
         return 2
+    except NoEndpoint as e:
+        print(f"faultgate-stream: {e}; is `faultgate-stream serve` (or a collector) running there? "
+              "--endpoint names another", file=sys.stderr)
+        return 1
     except Exception as e:  # a transport error after its retries: say which, without a traceback
-        print(f"\nfaultgate-stream: replay to {endpoint} failed: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"\nfaultgate-stream: replay to {endpoint} failed: {_plain(e)}", file=sys.stderr)
         return 1
     finally:
         sender.close()

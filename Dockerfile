@@ -1,0 +1,32 @@
+# faultgate-stream's image: `faultgate-stream serve`, non-root, read-only-root friendly.
+#
+#   docker build -t faultgate-stream .
+#   docker run -p 4317:4317 -p 4318:4318 -p 9464:9464 faultgate-stream [--config /etc/faultgate-stream/config.yaml]
+#
+# Not built here: building needs a registry that serves the python base image (Docker
+# Hub), which the machine this was written on cannot reach, and it has no container
+# engine. tests/deploy/test_dockerfile.py lints this file with hadolint instead.
+
+# ---- build: a virtualenv with the package and its dependencies (wheels where there are)
+FROM python:3.12-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY faultgate_stream ./faultgate_stream
+RUN python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --prefer-binary . \
+ && /opt/venv/bin/pip uninstall --yes pip setuptools
+
+# ---- run: the base image plus that virtualenv; no compiler, no pip, no sources
+FROM python:3.12-slim-bookworm
+RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin faultgate
+COPY --from=build /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+USER 10001:10001
+# OTLP/gRPC (and the verdict stream), OTLP/HTTP, /metrics /healthz /readyz
+EXPOSE 4317 4318 9464
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:9464/healthz', timeout=2)"]
+ENTRYPOINT ["faultgate-stream", "serve"]
