@@ -161,7 +161,9 @@ def spans_in(path: Path) -> list[dict]:
     spans: list[dict] = []
     if not path.exists():
         return spans
-    for line in path.read_text().splitlines():
+    text = path.read_text()
+    # the exporter may be half-way through a line as we read: only whole lines count
+    for line in text[:text.rfind("\n") + 1].splitlines():
         if line.strip():
             for rs in json.loads(line).get("resourceSpans", []):
                 for ss in rs.get("scopeSpans", []):
