@@ -87,3 +87,11 @@ def test_the_statistics_move_the_right_way():
     assert drop_p_value(1.0, 30, 1.0, 60, 0.0) == 0.5   # no noise, no drop
     assert required_n(0.9, 0.95) is None
     assert required_n(0.9, 0.8) < required_n(0.9, 0.85)
+
+
+def test_usage_change_is_reported_where_both_sides_carry_it():
+    b = band([0.9, 0.9])
+    b = Band(**{**b.__dict__, "usage": {"tokens": 1000.0, "latency_ms": None, "cost_usd": 0.02}})
+    cand = [GateRun(f"s{i}", f"t{i}", "clean", False, {"tokens": 1200.0, "latency_ms": 5.0, "cost_usd": None})
+            for i in range(30)]
+    assert decide(b, cand).usage == {"tokens": {"baseline": 1000.0, "candidate": 1200.0, "delta_pct": 20.0}}

@@ -92,3 +92,20 @@ def test_agents_without_a_band_are_not_gated(corpus, tmp_path, live_service):
     live.sink.wait_for(30)
     assert "faultgate_gate_verdict{" not in live.metrics()
     assert live.sample("faultgate_runs_total", agent=AGENT) == 30
+
+
+def test_luck_rate_per_agent_is_read_from_the_outcome_counters(corpus, live_service):
+    from faultgate_stream.checks.registry import RULES
+    from tests.live.test_luck_rate import _run
+    from tests.live.test_receivers import _request, _stub
+
+    g = corpus / "faultgate-0.4.1" / "examples" / "gate"
+    cfg = dataclasses.replace(make_config(), checks=ChecksConfig(enabled=tuple(c.name for c in RULES) + ("outcome",)),
+                              gate=GateConfig(bands=(GateBandConfig(agents=("shop",), band=str(g / "band.json")),)))
+    live = live_service(cfg)
+    channel, stub = _stub(live)
+    spans = _run(1, "pass", denied=True) + _run(2, "pass", denied=False) + _run(3, "fail", denied=False)
+    stub.Export(_request(*spans), timeout=5)
+    channel.close()
+    live.sink.wait_for(3)
+    assert live.sample("faultgate_gate_luck_rate", agent="shop") == 0.5   # 1 of 2 passing runs was dirty

@@ -75,3 +75,17 @@ def test_reasons_in_the_audit_are_masked(tmp_path, capsys):
     assert "<EMAIL>" in failing  # the reason quotes the argument, masked
     assert "jane.doe@example.com" not in failing + (tmp_path / "s.md").read_text()
     assert json.loads((audit / "verdict.json").read_text())["gate"] is None
+
+
+def test_a_bad_band_or_an_unwritable_output_exits_2(corpus, tmp_path, capsys):
+    g = corpus / "faultgate-0.4.1" / "examples" / "gate"
+    bad = tmp_path / "band.json"
+    bad.write_text('{"n": 30}')
+    assert main(["check", str(g / "candidate_gpt.json"), "--band", str(bad)]) == 2
+    assert "clean_rate" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["check", str(g / "candidate_gpt.json"), "--band", str(g / "band.json"),
+                 "--markdown", str(blocker / "pr.md")]) == 2
+    assert main(["baseline", str(g / "baseline_glm_run1.json"), "--out", str(tmp_path / "b.json")]) == 2
+    assert "at least 2 baseline runs" in capsys.readouterr().err
