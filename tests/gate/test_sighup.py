@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 import urllib.request
 
 from faultgate_stream.cli.replay import GrpcSender, replay
@@ -27,6 +28,16 @@ def _verdict_lines(proc, n: int) -> None:
         seen += sum(1 for x in _lines_until(proc, "verdict") if x.get("event") == "verdict")
 
 
+def _until(port: int, name: str, want: float, timeout: float = 30, **labels: str) -> float | None:
+    """The log sink writes a verdict's line before the gate sink takes it: wait for the gate."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = _sample(port, name, **labels)
+        if got == want or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
 def test_windows_and_bands_survive_sighup(corpus, tmp_path):
     g = corpus / "faultgate-0.4.1" / "examples" / "gate"
     band = tmp_path / "band.json"
@@ -45,7 +56,7 @@ def test_windows_and_bands_survive_sighup(corpus, tmp_path):
         sender.close()
         _verdict_lines(proc, 30)
         a = {"agent": AGENT, "version": "A"}
-        assert _sample(metrics_port, "faultgate_gate_window_runs", **a) == 30
+        assert _until(metrics_port, "faultgate_gate_window_runs", 30, **a) == 30
         assert _sample(metrics_port, "faultgate_gate_verdict", verdict="pass", **a) == 1
 
         # a stricter band: every baseline run was clean
