@@ -33,7 +33,7 @@ def write(directory: str | Path, *, verdict: str, exit_code: int, inputs: list[t
     doc = {"verdict": verdict, "exit_code": exit_code, "faultgate_stream_version": __version__,
            "time_utc": (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "inputs": [{"role": role, "path": path, "sha256": sha256(path)} for role, path in inputs],
-           "runs": len(verdicts), "failed_runs": sum(not v.clean for v in verdicts),
+           "runs": len(verdicts), "failed_runs": sum(bool(v.fired) for v in verdicts),
            "gate": gate.to_json() if gate is not None else None}
     if gate is not None:
         g = doc["gate"]
@@ -44,7 +44,7 @@ def write(directory: str | Path, *, verdict: str, exit_code: int, inputs: list[t
                 "agent": v.agent, "agent_version": v.agent_version, "steps": v.steps,
                 "fired": [{"check": r.check, "severity": r.severity.value, "reason": mask(r.reason)}
                           for r in v.fired]}
-               for v in verdicts if not v.clean]
+               for v in verdicts if v.fired]
     (out / "failing_traces.json").write_text(json.dumps(failing, indent=1), encoding="utf-8")
     script = out / "repro.sh"
     script.write_text("#!/bin/sh\n# Re-run the check that produced verdict.json (inputs and their hashes there).\n"

@@ -39,8 +39,8 @@ def shadow_run(verdict: RunVerdict, shadow: tuple[CheckResult, ...]) -> GateRun:
     replace the active results of the same check name."""
     replaced = {r.check for r in shadow}
     results = tuple(r for r in verdict.results if r.check not in replaced) + shadow
-    active = outcome_of(verdict)
-    outcome = FAILED if any(r.fired for r in results) else (UNDECIDED if active == UNDECIDED else CLEAN)
+    outcome = (FAILED if any(r.fired for r in results) else
+               UNDECIDED if any(getattr(r, "undecided", False) for r in results) else CLEAN)
     return GateRun(verdict.scenario, verdict.key.trace_id, outcome, _policy_fired(results), verdict.measures)
 
 

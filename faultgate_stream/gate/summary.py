@@ -21,7 +21,7 @@ def _cell(text: str) -> str:
 
 def markdown(verdict: str, verdicts: list[RunVerdict], fired: dict[str, int], gate: GateResult | None,
              repro: str, mask: Callable[[str], str]) -> str:
-    failed = [v for v in verdicts if not v.clean]
+    failed = [v for v in verdicts if v.fired]
     lines = [MARKER, f"## faultgate-stream: {verdict}", "",
              f"{len(failed)}/{len(verdicts)} runs failed · "
              + ", ".join(f"{k}={n}" for k, n in fired.items()), ""]
