@@ -17,7 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from faultgate_stream.gate.bands import BandSet
-from faultgate_stream.gate.decide import VERDICTS, decide
+from faultgate_stream.gate.decide import VERDICTS, judge
 from faultgate_stream.gate.rolling import Windows
 
 NAN = math.nan
@@ -54,7 +54,8 @@ class GateCollector(Collector):
             if band is None:
                 continue  # its band was removed by a reload; the window waits for one
             key = [w.agent, w.version]
-            r = decide(band, w.runs)
+            a = w.active
+            r = judge(band, a.clean, a.decided, a.policy_violations > 0)
             for v in VERDICTS:
                 verdict.add_metric([*key, v.lower()], 1.0 if r.verdict == v else 0.0)
             for name, value in (("faultgate_gate_clean_rate", r.clean_rate), ("faultgate_gate_band_min", band.min),
@@ -62,11 +63,11 @@ class GateCollector(Collector):
                                 ("faultgate_gate_pass_threshold", r.pass_threshold),
                                 ("faultgate_gate_fail_threshold", r.fail_threshold),
                                 ("faultgate_gate_p_value", r.p_value), ("faultgate_gate_required_n", r.required_n),
-                                ("faultgate_gate_window_runs", r.decided)):
+                                ("faultgate_gate_window_runs", a.decided)):
                 g[name].add_metric(key, _num(value))
-            undecided.add_metric(key, w.undecided)
+            undecided.add_metric(key, a.undecided)
             if w.shadow is not None:
-                s = decide(band, w.shadow)
+                s = judge(band, w.shadow.clean, w.shadow.decided, w.shadow.policy_violations > 0)
                 for v in VERDICTS:
                     shadow_verdict.add_metric([*key, v.lower()], 1.0 if s.verdict == v else 0.0)
                 g["faultgate_shadow_gate_clean_rate"].add_metric(key, _num(s.clean_rate))

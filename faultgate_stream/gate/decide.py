@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultgate_stream.gate.band import STABLE_RUNS, Band, run_clean_rate
+from faultgate_stream.gate.band import STABLE_RUNS, Band
 from faultgate_stream.gate.runs import CLEAN, FAILED, MEASURES, GateRun
 from faultgate_stream.gate.stats import ALPHA, POWER, drop_p_value, required_n, sample_variance
 
@@ -64,35 +64,52 @@ def thresholds(band: Band) -> tuple[float, float]:
     return band.min - 1 / band.n, band.min - 3 / band.n
 
 
-def decide(band: Band, runs: list[GateRun], checks: list[str] | None = None, judge: str = "none") -> GateResult:
-    """``checks``: the check names the candidate ran, to warn when they differ from the band's."""
+@dataclass(frozen=True)
+class Judgement:
+    """The verdict and the numbers behind it, from counts alone (what the live gate keeps)."""
+
+    verdict: str
+    clean_rate: float | None
+    pass_threshold: float
+    fail_threshold: float
+    drop: float | None = None
+    p_value: float | None = None
+    required_n: int | None = None
+    additional_n: int | None = None
+
+
+def judge(band: Band, clean: int, decided: int, policy_violated: bool) -> Judgement:
     pass_t, fail_t = thresholds(band)
-    decided = [r for r in runs if r.outcome in (CLEAN, FAILED)]
-    rate = run_clean_rate(runs)
-    policy = tuple(dict.fromkeys(r.trace_id for r in runs if r.policy_fired))
-    drop = p = None
-    need = more = None
-    if rate is None:
-        verdict = FAIL if policy else INCONCLUSIVE
+    if not decided:
+        return Judgement(FAIL if policy_violated else INCONCLUSIVE, None, pass_t, fail_t)
+    rate = clean / decided
+    drop = band.mean - rate
+    p = drop_p_value(rate, decided, band.mean, band.n * band.runs, sample_variance(list(band.per_run)))
+    if rate >= pass_t:
+        verdict = PASS
+    elif rate < fail_t or p < ALPHA:
+        verdict = FAIL
     else:
-        drop = band.mean - rate
-        p = drop_p_value(rate, len(decided), band.mean, band.n * band.runs, sample_variance(list(band.per_run)))
-        if rate >= pass_t:
-            verdict = PASS
-        elif rate < fail_t or p < ALPHA:
-            verdict = FAIL
-        else:
-            verdict = INCONCLUSIVE
-        if policy:
-            verdict = FAIL
-        if verdict == INCONCLUSIVE:
-            need = required_n(band.mean, rate)
-            more = None if need is None else max(0, need - len(decided))
-    return GateResult(verdict=verdict, clean_rate=rate, band=band, pass_threshold=pass_t, fail_threshold=fail_t,
-                      drop=drop, p_value=p, required_n=need, additional_n=more, decided=len(decided),
-                      undecided=len(runs) - len(decided), usage=usage_change(band, runs),
-                      regressions=regressions(band, runs), missing=missing(band, runs), policy_violations=policy,
-                      warnings=warnings(band, checks, judge))
+        verdict = INCONCLUSIVE
+    if policy_violated:
+        verdict = FAIL
+    need = more = None
+    if verdict == INCONCLUSIVE:
+        need = required_n(band.mean, rate)
+        more = None if need is None else max(0, need - decided)
+    return Judgement(verdict, rate, pass_t, fail_t, drop, p, need, more)
+
+
+def decide(band: Band, runs: list[GateRun], checks: list[str] | None = None, judge_name: str = "none") -> GateResult:
+    """``checks``: the check names the candidate ran, to warn when they differ from the band's."""
+    decided = [r for r in runs if r.outcome in (CLEAN, FAILED)]
+    policy = tuple(dict.fromkeys(r.trace_id for r in runs if r.policy_fired))
+    j = judge(band, sum(r.outcome == CLEAN for r in decided), len(decided), bool(policy))
+    return GateResult(verdict=j.verdict, clean_rate=j.clean_rate, band=band, pass_threshold=j.pass_threshold,
+                      fail_threshold=j.fail_threshold, drop=j.drop, p_value=j.p_value, required_n=j.required_n,
+                      additional_n=j.additional_n, decided=len(decided), undecided=len(runs) - len(decided),
+                      usage=usage_change(band, runs), regressions=regressions(band, runs), missing=missing(band, runs),
+                      policy_violations=policy, warnings=warnings(band, checks, judge_name))
 
 
 def regressions(band: Band, runs: list[GateRun]) -> tuple[str, ...]:

@@ -18,22 +18,54 @@ OTHER = "other"
 UNKNOWN = "unknown"   # a run that names no version: "" would read as no label at all
 
 
+class Tally:
+    """The last ``size`` decided runs, with running counts, so a scrape reads three numbers
+    instead of walking every window (measured: 500 full windows of 200 runs took 0.75 s a
+    scrape walked, in one GIL the receivers need)."""
+
+    def __init__(self, size: int) -> None:
+        self.runs: deque[tuple[bool, bool]] = deque(maxlen=size)   # (clean, policy fired)
+        self.clean = 0
+        self.policy = 0
+        self.undecided = 0
+
+    def add(self, run: GateRun) -> None:
+        if run.outcome not in (CLEAN, FAILED):
+            self.undecided += 1
+            return
+        if len(self.runs) == self.runs.maxlen:
+            clean, policy = self.runs[0]
+            self.clean -= clean
+            self.policy -= policy
+        entry = (run.outcome == CLEAN, run.policy_fired)
+        self.runs.append(entry)
+        self.clean += entry[0]
+        self.policy += entry[1]
+
+    def counts(self) -> "Counts":
+        return Counts(self.clean, len(self.runs), self.policy, self.undecided)
+
+
+@dataclass(frozen=True)
+class Counts:
+    clean: int
+    decided: int
+    policy_violations: int
+    undecided: int
+
+
 @dataclass
 class Window:
-    runs: deque[GateRun]
-    shadow: deque[GateRun]
-    undecided: int = 0
-    shadow_undecided: int = 0
-    has_shadow: bool = False
+    active: Tally
+    shadow: Tally | None = None
 
 
 @dataclass(frozen=True)
 class WindowView:
     agent: str
     version: str
-    runs: list[GateRun]
-    undecided: int
-    shadow: list[GateRun] | None = field(default=None)
+    active: Counts
+    shadow: Counts | None = field(default=None)
 
 
 class Windows:
@@ -59,7 +91,7 @@ class Windows:
                 version = OTHER
                 w = versions.get(OTHER)
             if w is None:
-                w = versions[version] = Window(deque(maxlen=self.size), deque(maxlen=self.size))
+                w = versions[version] = Window(Tally(self.size))
         return w
 
     def add(self, agent: str, version: str, run: GateRun, shadow: GateRun | None = None) -> None:
@@ -67,18 +99,13 @@ class Windows:
             w = self._window(agent, version or UNKNOWN)
             if w is None:
                 return
-            if run.outcome in (CLEAN, FAILED):
-                w.runs.append(run)
-            else:
-                w.undecided += 1
+            w.active.add(run)
             if shadow is not None:
-                w.has_shadow = True
-                if shadow.outcome in (CLEAN, FAILED):
-                    w.shadow.append(shadow)
-                else:
-                    w.shadow_undecided += 1
+                if w.shadow is None:
+                    w.shadow = Tally(self.size)
+                w.shadow.add(shadow)
 
     def views(self) -> list[WindowView]:
         with self._lock:
-            return [WindowView(agent, version, list(w.runs), w.undecided, list(w.shadow) if w.has_shadow else None)
+            return [WindowView(agent, version, w.active.counts(), w.shadow.counts() if w.shadow else None)
                     for agent, versions in self._by_agent.items() for version, w in versions.items()]

@@ -9,8 +9,8 @@ from faultgate_stream.gate.runs import GateRun, outcome_of
 NONE = {"tokens": None, "latency_ms": None, "cost_usd": None}
 
 
-def run(outcome, i=0):
-    return GateRun(f"s{i}", f"t{i}", outcome, False, NONE)
+def run(outcome, i=0, policy=False):
+    return GateRun(f"s{i}", f"t{i}", outcome, policy, NONE)
 
 
 def test_undecided_runs_are_counted_and_never_enter_the_window():
@@ -19,14 +19,18 @@ def test_undecided_runs_are_counted_and_never_enter_the_window():
         w.add("shop", "1", run("clean", i))
     w.add("shop", "1", run("undecided", 9))
     (view,) = w.views()
-    assert [r.outcome for r in view.runs] == ["clean"] * 3 and view.undecided == 1
+    assert (view.active.clean, view.active.decided, view.active.undecided) == (3, 3, 1)
 
 
-def test_the_window_holds_the_last_n_decided_runs():
+def test_the_window_counts_the_last_n_decided_runs_only():
     w = Windows(size=3, max_agents=1, max_versions=1)
-    for i, o in enumerate(["failed", "failed", "clean", "clean", "clean"]):
-        w.add("shop", "1", run(o, i))
-    assert [r.trace_id for r in w.views()[0].runs] == ["t2", "t3", "t4"]
+    for i, o in enumerate(["failed", "failed", "clean", "undecided", "clean"]):
+        w.add("shop", "1", run(o, i, policy=i == 0))
+    c = w.views()[0].active
+    assert (c.clean, c.decided, c.policy_violations, c.undecided) == (2, 3, 0, 1)  # the first two rolled out
+    w.add("shop", "1", run("failed", 9, policy=True))
+    c = w.views()[0].active
+    assert (c.clean, c.decided, c.policy_violations) == (2, 3, 1)
 
 
 def test_agents_and_versions_past_their_bounds_fold_and_are_counted():
@@ -38,7 +42,7 @@ def test_agents_and_versions_past_their_bounds_fold_and_are_counted():
     keys = {(x.agent, x.version) for x in w.views()}
     assert keys == {("shop", "1"), ("shop", "2"), ("shop", OTHER)}
     assert w.folded == 4   # versions 3 and 4, the second agent, and the unnamed version
-    assert len([x for x in w.views() if x.version == OTHER][0].runs) == 3
+    assert [x for x in w.views() if x.version == OTHER][0].active.decided == 3
 
 
 def test_a_version_less_run_gets_the_unknown_label():
