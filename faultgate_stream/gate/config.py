@@ -8,8 +8,8 @@ from dataclasses import dataclass
 DEFAULT_WINDOW = 200
 # Windows held: max_agents x (max_versions + "other"). A canary holds two versions of an
 # agent; five leaves room for a few rollouts in flight. Beyond, runs fold (counted). Each
-# window is ~16 series: at 500 windows one scrape took ~0.7 s of the GIL (exposition, on
-# a loaded 2-core machine), at 100 about a fifth of that.
+# window is ~16 series, and exposition dominates a scrape: 500 full windows took 0.14-0.7 s
+# of the GIL, 100 took 12-64 ms (ranges over runs on a loaded 2-core machine).
 DEFAULT_MAX_AGENTS = 20
 DEFAULT_MAX_VERSIONS = 5
 
