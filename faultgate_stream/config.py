@@ -26,6 +26,7 @@ from faultgate_stream.export.log.config import LogConfig
 from faultgate_stream.export.metrics.config import MetricsConfig
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.stream.config import StreamConfig
+from faultgate_stream.gate.config import GateConfig
 from faultgate_stream.model.settings import BYTES, DURATION
 from faultgate_stream.receive.config import ReceiveConfig
 
@@ -47,6 +48,7 @@ class ServiceConfig:
     export: SpansExportConfig = SpansExportConfig()
     stream: StreamConfig = StreamConfig()
     log: LogConfig = LogConfig()
+    gate: GateConfig = GateConfig()
     tick: float = dataclasses.field(default=DEFAULT_TICK, metadata=DURATION)
     shutdown_grace: float = dataclasses.field(default=DEFAULT_SHUTDOWN_GRACE, metadata=DURATION)
 

@@ -31,6 +31,7 @@ from faultgate_stream.export.spans.sender import sender_for
 from faultgate_stream.export.spans.sink import SpanSink
 from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.stream.sink import VerdictStream
+from faultgate_stream.gate.live import LiveGate
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
@@ -86,7 +87,17 @@ class Service:
         span_sink = self._build_span_export(redact)
         if span_sink is not None:
             sinks.append(span_sink)
+        self.gate = self._build_gate()
+        if self.gate is not None:
+            sinks.append(self.gate.sink)
         return sinks
+
+    def _build_gate(self) -> LiveGate | None:
+        """The rolling gate, when bands are configured: fed verdicts like the other sinks,
+        read at scrape time."""
+        if not self.config.gate.bands:
+            return None
+        return LiveGate(self.config.gate, self.telemetry)
 
     def _build_stream(self, redact: Callable[[str], str]) -> VerdictStream | None:
         config = self.config
@@ -166,20 +177,24 @@ class Service:
         self.log.info("started", version=__version__, endpoints=self.ports,
                       limits=asdict(self.config.assemble), max_request_bytes=self.config.receive.max_request_bytes,
                       checks=self.ruleset.names,
-                      bindings=[{"agents": list(b.agents), "source": b.source} for b in self.ruleset.bindings])
+                      bindings=[{"agents": list(b.agents), "source": b.source} for b in self.ruleset.bindings],
+                      gate=self.gate.bands.sources if self.gate is not None else [])
 
     def reload(self) -> bool:
-        """Re-read the policy and spec files (SIGHUP). A valid set replaces the old one for
+        """Re-read the policy, spec and band files (SIGHUP). A valid set replaces the old one for
         runs that start afterwards; an invalid one is rejected, the old one kept, and the
         reason logged and counted. Runs in flight keep the rules they started with."""
         try:
             new = ruleset.build(self.config.checks, self.ruleset.generation + 1)
+            bands = self.gate.load_bands() if self.gate is not None else None
         except (InputError, ValueError) as e:
             self.telemetry["faultgate_config_reloads"].labels("rejected").inc()
             self.log.error("reload_rejected", reason=str(e), generation=self.ruleset.generation)
             return False
         self.ruleset = new
         self.evaluator.reload(new)
+        if self.gate is not None and bands is not None:
+            self.gate.apply(bands)  # windows are kept: a reload changes the yardstick, not the history
         self.telemetry["faultgate_config_reloads"].labels("applied").inc()
         self.log.info("reloaded", generation=new.generation, checks=new.names,
                       bindings=[{"agents": list(b.agents), "source": b.source} for b in new.bindings])

@@ -5,19 +5,30 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True, kw_only=True)
+class ShadowConfig:
+    """Rules evaluated on the same runs as the binding's and reported in their own series
+    (``faultgate_shadow_*``), never in a verdict: what a new policy would flag before it
+    is enforced. Empty: no shadow."""
+
+    policy: str = ""
+    spec: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class BindingConfig:
     """Holds the agents whose names match ``agents`` (globs) to a policy and/or a spec."""
 
     agents: tuple[str, ...] = ("*",)
     policy: str = ""   # a faultgate policy file (JSON or YAML)
     spec: str = ""     # a luckrate trajectory spec file (JSON or YAML)
+    shadow: ShadowConfig = ShadowConfig()
 
     def validate(self) -> list[str]:
         problems = []
         if not self.agents:
             problems.append("agents: name at least one agent (a glob; \"*\" for every agent)")
-        if not self.policy and not self.spec:
-            problems.append("policy or spec: a binding needs at least one")
+        if not self.policy and not self.spec and not (self.shadow.policy or self.shadow.spec):
+            problems.append("policy or spec: a binding needs at least one (or a shadow)")
         return problems
 
 

@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.expectations import Golden, Outcomes
 from faultgate_stream.checks.registry import select
 from faultgate_stream.model.errors import InputError
@@ -30,6 +31,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", help="also write the full report to this path")
     p.add_argument("--redact", default="builtin", choices=("builtin", "off"),
                    help="mask PII and secrets in every reason written out (default builtin)")
+    p.add_argument("--band", help="band.json from `baseline`: gate PASS / FAIL / INCONCLUSIVE against it "
+                                  "(exit 1 only on FAIL)")
+    p.add_argument("--markdown", help="write a PR summary (Markdown) to this path")
+    p.add_argument("--audit", help="write verdict.json, failing_traces.json and repro.sh to this directory")
+
+
+def checks_from_args(args: argparse.Namespace) -> list[Check]:
+    """The checks ``--golden``, ``--outcomes``, ``--policy``, ``--spec`` and ``--check`` ask
+    for (``baseline`` builds its runs' checks the same way). Raises ``InputError``."""
+    golden = Golden.load(args.golden) if args.golden else None
+    outcomes = Outcomes.load(args.outcomes) if args.outcomes else None
+    names = [n.strip() for n in args.check.split(",") if n.strip()] if args.check else None
+    policy = None
+    if args.policy:
+        from faultgate_stream.checks.policy import load_policy
+        policy = load_policy(args.policy)
+    checks = select(names, golden=golden, outcomes=outcomes, policy=policy)
+    if args.spec:
+        from faultgate_stream.checks.trajectory import checks_for, load_spec
+        checks += checks_for(load_spec(args.spec))
+    return checks
 
 
 def table(report: Report) -> str:
@@ -46,17 +68,11 @@ def table(report: Report) -> str:
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     try:
-        golden = Golden.load(args.golden) if args.golden else None
-        outcomes = Outcomes.load(args.outcomes) if args.outcomes else None
-        names = [n.strip() for n in args.check.split(",") if n.strip()] if args.check else None
-        policy = None
-        if args.policy:
-            from faultgate_stream.checks.policy import load_policy
-            policy = load_policy(args.policy)
-        checks = select(names, golden=golden, outcomes=outcomes, policy=policy)
-        if args.spec:
-            from faultgate_stream.checks.trajectory import checks_for, load_spec
-            checks += checks_for(load_spec(args.spec))
+        checks = checks_from_args(args)
+        band = None
+        if args.band:
+            from faultgate_stream.gate.band import Band
+            band = Band.load(args.band)
         redact = get_redactor(args.redact)
         batches = []
         for path in args.traces:
@@ -79,17 +95,74 @@ def run(args: argparse.Namespace) -> int:
               f"structural clean rate {outcome['structural_clean_rate']:.2f}")
         luck = "undefined (no run passed)" if outcome["luck_rate"] is None else f"{outcome['luck_rate']:.0%}"
         print(f"luck rate {luck} · {outcome['lucky']} of {outcome['passed']} passing runs took a path that was not clean")
+    gate = None
+    if band is not None:
+        from faultgate_stream.cli import gate_report
+        from faultgate_stream.gate.decide import decide
+        from faultgate_stream.gate.runs import gate_run
+
+        gate = decide(band, [gate_run(v) for v in verdicts], report.checks)
+        for line in gate_report.lines(gate):
+            print(line)
+        for w in gate.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    code = gate_exit(gate) if gate is not None else (EXIT_FIRED if gate_fails(verdicts) else EXIT_CLEAN)
     if args.json:
         try:
             out = Path(args.json)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps(report.to_dict(redact), indent=1), encoding="utf-8")
+            doc = report.to_dict(redact)
+            if gate is not None:
+                doc["gate"] = masked_gate(gate, redact)
+            out.write_text(json.dumps(doc, indent=1), encoding="utf-8")
         except OSError as e:
             # an output that could not be written is a usage error: exit 1 would read as "a check fired"
             print(f"faultgate-stream: cannot write {args.json}: {e.strerror or e}", file=sys.stderr)
             return EXIT_BAD_INPUT
         print(f"report written to {args.json}")
-    return EXIT_FIRED if gate_fails(verdicts) else EXIT_CLEAN
+    if args.markdown or args.audit:
+        if not write_summaries(args, report, gate, code, redact):
+            return EXIT_BAD_INPUT
+    return code
+
+
+def gate_exit(gate) -> int:
+    """With a band, only a gate FAIL fails the build: PASS and INCONCLUSIVE exit 0."""
+    return EXIT_FIRED if gate.verdict == "FAIL" else EXIT_CLEAN
+
+
+def masked_gate(gate, redact) -> dict:
+    from faultgate_stream.verdict.redact import safe_key
+
+    doc = gate.to_json()
+    for k in ("regressions", "missing"):
+        doc[k] = [safe_key(s, redact) for s in doc[k]]
+    return doc
+
+
+def write_summaries(args: argparse.Namespace, report: Report, gate, code: int, redact) -> bool:
+    """``--markdown`` and ``--audit``; False (after saying why) when one cannot be written."""
+    from faultgate_stream.cli import gate_report
+    from faultgate_stream.gate import audit, summary
+
+    mask = redact if redact else (lambda text: text)
+    verdict = gate.verdict if gate is not None else ("FAIL" if code == EXIT_FIRED else "PASS")
+    cmd = gate_report.repro(args)
+    target = ""
+    try:
+        if args.markdown:
+            target = args.markdown
+            out = Path(args.markdown)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(summary.markdown(verdict, report.verdicts, report.fired, gate, cmd, mask), encoding="utf-8")
+        if args.audit:
+            target = args.audit
+            audit.write(args.audit, verdict=verdict, exit_code=code, inputs=gate_report.inputs(args),
+                        verdicts=report.verdicts, gate=gate, repro=cmd, mask=mask)
+    except OSError as e:
+        print(f"faultgate-stream: cannot write {target}: {e.strerror or e}", file=sys.stderr)
+        return False
+    return True
 
 
 def gate_fails(verdicts: list[RunVerdict]) -> bool:

@@ -15,6 +15,7 @@ from faultgate_stream import __version__
 # name -> (module, help)
 COMMANDS = {
     "check": ("faultgate_stream.cli.check", "run checks over trace files"),
+    "baseline": ("faultgate_stream.cli.baseline", "measure run-to-run noise: a tolerance band from baseline runs"),
     "precheck": ("faultgate_stream.cli.precheck", "validate a trace file before checking it"),
     "serve": ("faultgate_stream.cli.serve", "run the live service: OTLP in, verdicts out"),
     "replay": ("faultgate_stream.cli.replay", "send trace files to a running service over OTLP"),

@@ -15,6 +15,9 @@ from faultgate_stream.model.verdict import Completion
 
 AGENT_NAME = "gen_ai.agent.name"
 AGENT_VERSION = "gen_ai.agent.version"
+# The resource's ``service.version``, which readers copy onto the spans that can be a run's
+# root: the version a deployment carries when the agent does not name its own.
+SERVICE_VERSION = "service.version"
 # faultgate's scenario key, in order: an explicit scenario, the agent id, else a prompt hash.
 SCENARIO_ATTRS = ("faultgate.scenario", "gen_ai.agent.id")
 USAGE_IN, USAGE_OUT = "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"
@@ -98,7 +101,8 @@ class Run:
 
     @cached_property
     def agent_version(self) -> str:
-        v = self._root_attr(AGENT_VERSION)
+        """``gen_ai.agent.version`` on the root, else the root's resource ``service.version``."""
+        v = self._root_attr(AGENT_VERSION) or self._root_attr(SERVICE_VERSION)
         return str(v) if v else ""
 
     @cached_property

@@ -98,6 +98,45 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_stream_dropped_verdicts", "counter",
                "Verdicts not delivered to one slow verdict-stream subscriber (its queue was full).",
                ("reason",), "export/stream", external=True),
+    MetricSpec("faultgate_shadow_check_fired", "counter",
+               "Runs on which a shadow check (a binding's shadow policy or spec) fired; never part of a verdict.",
+               ("agent", "check"), "export/metrics"),
+    MetricSpec("faultgate_gate_verdict", "gauge",
+               "Live gate per agent and version against its band, one-hot: verdict is pass, fail or inconclusive.",
+               ("agent", "version", "verdict"), "gate", external=True),
+    MetricSpec("faultgate_gate_clean_rate", "gauge",
+               "Clean share of the window's decided runs (undecided ones left out); NaN while the window is empty.",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_gate_band_min", "gauge", "The band's lowest baseline clean rate.", ("agent", "version"),
+               "gate", external=True),
+    MetricSpec("faultgate_gate_band_max", "gauge", "The band's highest baseline clean rate.", ("agent", "version"),
+               "gate", external=True),
+    MetricSpec("faultgate_gate_pass_threshold", "gauge", "PASS at or above this clean rate (band min - 1/n).",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_gate_fail_threshold", "gauge", "FAIL below this clean rate (band min - 3/n).",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_gate_p_value", "gauge",
+               "One-sided p-value of the drop from the baseline mean; NaN while the window is empty.",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_gate_required_n", "gauge",
+               "Runs needed to tell the drop from noise (alpha 0.05, power 0.80); NaN unless INCONCLUSIVE.",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_gate_window_runs", "gauge", "Decided runs in the window (at most gate.window).",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_gate_undecided_runs", "counter",
+               "Runs the checks could not judge, counted apart and never in the clean rate.",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_gate_windows_folded", "counter",
+               "Runs past the window bound: a version past gate.max_versions went to version 'other', an agent "
+               "past gate.max_agents was not gated.", (), "gate", external=True),
+    MetricSpec("faultgate_gate_luck_rate", "gauge",
+               "Luck Rate: passing runs whose path was not clean over passing runs (from faultgate_outcome_runs).",
+               ("agent",), "gate", external=True),
+    MetricSpec("faultgate_shadow_gate_verdict", "gauge",
+               "The gate as it would be with the shadow rules enforced, one-hot over pass, fail, inconclusive.",
+               ("agent", "version", "verdict"), "gate", external=True),
+    MetricSpec("faultgate_shadow_gate_clean_rate", "gauge", "The window's clean rate under the shadow rules.",
+               ("agent", "version"), "gate", external=True),
     MetricSpec("faultgate_label_values_folded", "counter",
                "Label values folded into 'other' because the label hit its cap.", ("label",), "export/metrics"),
 )
@@ -121,6 +160,11 @@ class Telemetry:
 
     def __getitem__(self, name: str) -> Counter | Histogram:
         return self.metrics[name]
+
+
+def describe(name: str) -> str:
+    """The help text of a declared metric, for collectors that build families at scrape time."""
+    return next(s.help for s in CATALOG if s.name == name)
 
 
 def reference_markdown() -> str:

@@ -72,6 +72,9 @@ class RunVerdict:
     released_span_ids: frozenset[str] = frozenset()
     early: tuple[EarlyFinding, ...] = field(default=())
     measures: dict[str, float | None] = field(default_factory=dict)
+    # Results of the run's shadow rules (a binding's ``shadow``): reported in their own
+    # series and never part of the verdict, which ``results`` alone makes.
+    shadow: tuple[CheckResult, ...] = field(default=())
 
     @property
     def fired(self) -> tuple[CheckResult, ...]:

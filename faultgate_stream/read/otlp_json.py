@@ -11,6 +11,7 @@ from typing import Any
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import events
 from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
@@ -89,7 +90,7 @@ def span(where: str, s: Any) -> SpanRecord:
     return _span(s, where, {}, {})
 
 
-def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str]) -> SpanRecord:
+def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str], version: Any = None) -> SpanRecord:
     """``span``, with the trace and parent ids already validated in this document: the same
     few repeat on every span of a trace."""
     if not isinstance(s, dict):
@@ -124,6 +125,8 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str])
             if not isinstance(kv, dict) or "key" not in kv:
                 raise InputError(f"{_where(place)}.attributes: expected {{key, value}} objects") from None
             attrs[kv["key"]] = value(kv.get("value"))
+    if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
+        attrs.setdefault(SERVICE_VERSION, version)
     if s.get("events"):
         evaluations = events.from_json(s["events"], value)
         if evaluations:
@@ -146,7 +149,13 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str])
 def read(doc: dict[str, Any]) -> list[SpanRecord]:
     traces: dict[str, str] = {}
     parents: dict[str, str] = {}
-    return [_span(s, place, traces, parents) for place, s in _located_spans(doc)]
+    versions: dict[int, Any] = {}
+    for i, rs in enumerate(doc.get("resourceSpans") or ()):
+        attrs = ((rs or {}).get("resource") or {}).get("attributes") if isinstance(rs, dict) else None
+        for kv in attrs if isinstance(attrs, list) else ():
+            if isinstance(kv, dict) and kv.get("key") == SERVICE_VERSION:
+                versions[i] = value(kv.get("value"))
+    return [_span(s, place, traces, parents, versions.get(place[0])) for place, s in _located_spans(doc)]
 
 
 def to_request(doc: Any) -> tuple[Any, int, str]:

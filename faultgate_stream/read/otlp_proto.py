@@ -15,6 +15,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import events
 from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
@@ -50,6 +51,7 @@ def read(request: ExportTraceServiceRequest) -> Decoded:
     rejected = 0
     first = ""
     for i, rs in enumerate(request.resource_spans):
+        version = next((value(kv.value) for kv in rs.resource.attributes if kv.key == SERVICE_VERSION), None)
         for j, ss in enumerate(rs.scope_spans):
             for k, s in enumerate(ss.spans):
                 tid = hex_id(s.trace_id, TRACE_ID_BYTES)
@@ -63,6 +65,8 @@ def read(request: ExportTraceServiceRequest) -> Decoded:
                     first = first or f"resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}"
                     continue
                 attrs = {kv.key: value(kv.value) for kv in s.attributes}
+                if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
+                    attrs.setdefault(SERVICE_VERSION, version)
                 if s.events:
                     evaluations = events.from_proto(s.events, value)
                     if evaluations:

@@ -112,6 +112,7 @@ class Evaluator:
             released_span_ids=frozenset(members) | run.outside_span_ids,
             early=tuple(f for f in st.early if f.span_id in members),
             measures={"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},
+            shadow=self._shadow(st.ruleset, run) if st.ruleset.has_shadow else (),
         ))
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
@@ -131,6 +132,21 @@ class Evaluator:
                 r = check.finish(state, view)
                 results.append(dataclasses.replace(r, agent=agent) if multi else r)
         return tuple(results)
+
+    def _shadow(self, rs: Ruleset, run: Run) -> tuple[CheckResult, ...]:
+        """Shadow checks judge each agent's view like bound ones, after the fact: they
+        report no early findings, since those reach the verdict's sinks."""
+        views = agent_views(run)
+        multi = len(views) > 1
+        out = []
+        for agent, view in views:
+            for check in rs.shadow_bound(agent):
+                state = check.start()
+                for s in view.spans:
+                    check.observe(state, s)
+                r = check.finish(state, view)
+                out.append(dataclasses.replace(r, agent=agent) if multi else r)
+        return tuple(out)
 
     def span_late(self, span: SpanRecord, decided: RunKey) -> None:
         """Late spans are counted by the assembler; their run's verdict is already out."""

@@ -29,6 +29,7 @@ class Binding:
     agents: tuple[str, ...]          # globs, matched case-sensitively
     checks: tuple[Check, ...]
     source: str = ""                 # the files it came from, for logs
+    shadow: tuple[Check, ...] = ()   # judged on the same runs, reported apart, never in a verdict
 
     def matches(self, agent: str) -> bool:
         return any(fnmatchcase(agent, g) for g in self.agents)
@@ -57,6 +58,14 @@ class Ruleset:
             hit = self._cache[agent] = next((b.checks for b in self.bindings if b.matches(agent)), ())
         return hit
 
+    def shadow_bound(self, agent: str) -> tuple[Check, ...]:
+        """The shadow checks of the binding that holds ``agent`` (the first match)."""
+        return next((b.shadow for b in self.bindings if b.matches(agent)), ())
+
+    @property
+    def has_shadow(self) -> bool:
+        return any(b.shadow for b in self.bindings)
+
     @property
     def names(self) -> list[str]:
         """Check names in report-column order: every run's, then the bound ones."""
@@ -76,17 +85,25 @@ def build(config: ChecksConfig, generation: int = 0) -> Ruleset:
     checks = tuple(select(list(config.enabled) if config.enabled else None, golden=golden, outcomes=outcomes))
     bindings, problems = [], []
     for i, b in enumerate(config.bindings):
-        bound: list[Check] = []
         try:
-            if b.policy:
-                bound += policy_checks(load_policy(b.policy))
-            if b.spec:
-                bound += checks_for(load_spec(b.spec))
+            bound = _checks_of(b.policy, b.spec)
+            shadow = _checks_of(b.shadow.policy, b.shadow.spec)
         except InputError as e:
             problems.append(f"checks.bindings[{i}]: {e}")
             continue
-        source = ", ".join(f"{k}={v}" for k, v in (("policy", b.policy), ("spec", b.spec)) if v)
-        bindings.append(Binding(tuple(b.agents), tuple(bound), source))
+        source = ", ".join(f"{k}={v}" for k, v in (("policy", b.policy), ("spec", b.spec),
+                                                    ("shadow.policy", b.shadow.policy),
+                                                    ("shadow.spec", b.shadow.spec)) if v)
+        bindings.append(Binding(tuple(b.agents), tuple(bound), source, tuple(shadow)))
     if problems:
         raise InputError("\n".join(problems))
     return Ruleset(checks, tuple(bindings), generation)
+
+
+def _checks_of(policy: str, spec: str) -> list[Check]:
+    out: list[Check] = []
+    if policy:
+        out += policy_checks(load_policy(policy))
+    if spec:
+        out += checks_for(load_spec(spec))
+    return out

@@ -30,6 +30,9 @@ class MetricsSink:
         t["faultgate_runs"].labels(agent, "clean" if v.clean else "failed", v.completion.value).inc(exemplar=ex)
         for r in v.fired:
             t["faultgate_check_fired"].labels(agent, r.check, r.severity.value).inc(exemplar=ex)
+        for r in v.shadow:
+            if r.fired:
+                t["faultgate_shadow_check_fired"].labels(agent, r.check).inc(exemplar=ex)
         latency = v.measures.get("latency_ms")
         if latency is not None:
             t["faultgate_run_duration_seconds"].labels(agent).observe(latency / 1000, exemplar=ex)
