@@ -124,7 +124,10 @@ def test_adding_a_replica_mid_replay_splits_runs_in_flight_and_counts_every_frag
     parts = [run_parts(i, now) for i in range(runs)]
     total_spans = sum(span_count(t) + span_count(r) for t, r in parts)
     with downstream(tmp_path) as (down, out):
-        config_path = replica_config(tmp_path, down)
+        # a root reaches its replica up to seconds late while the gateway reloads and the
+        # agent collector retries (more on a loaded machine): the fragment before it must not
+        # be closed as an orphan meanwhile, or the root would count as late, not as the run
+        config_path = replica_config(tmp_path, down, idle_timeout="15s")
         with cluster(tmp_path, 2, config_path) as c, agent(tmp_path, c.listen) as agent_endpoint:
             errors: list[BaseException] = []
 
