@@ -35,7 +35,7 @@ class MetricSpec:
 
 
 CATALOG: tuple[MetricSpec, ...] = (
-    MetricSpec("faultgate_runs", "counter", "Runs decided, by verdict (clean/failed) and completion state.",
+    MetricSpec("faultgate_runs", "counter", "Runs decided, by verdict (clean/failed/undecided) and completion state.",
                ("agent", "verdict", "completion"), "export/metrics"),
     MetricSpec("faultgate_check_fired", "counter", "Runs on which a check fired, at the final verdict.",
                ("agent", "check", "severity"), "export/metrics"),

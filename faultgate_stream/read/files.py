@@ -3,9 +3,15 @@
 OTLP/JSON and OTLP protobuf are what collectors write; the other formats are exports of
 vendors and frameworks, mapped onto the same records so that every check runs unchanged.
 A file no reader recognises is an error, never "0 steps, clean".
+
+OTLP logs (``{"resourceLogs": [...]}``, alone or beside ``resourceSpans`` in one document)
+carry GenAI content that ``event_only`` instrumentations put in log events: they are read
+into content records (``read.log_events``) that the assembler joins to their spans, so
+``check traces.json logs.json`` and a file holding both read alike.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +31,17 @@ def _readers() -> dict[str, Any]:
     return READERS
 
 
+@dataclass
+class Telemetry:
+    """What one file holds: its format, its spans, and content records from its log records."""
+
+    fmt: str
+    spans: list[SpanRecord]
+    contents: list[SpanRecord] = field(default_factory=list)
+
+
 def detect(doc: Any) -> str:
-    if isinstance(doc, dict) and "resourceSpans" in doc:
+    if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc):
         return "otlp"
     for name, reader in _readers().items():
         if reader.detect(doc):
@@ -36,12 +51,30 @@ def detect(doc: Any) -> str:
 
 
 def read_document(doc: Any, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:
+    found = read_document_all(doc, fmt)
+    return found.fmt, found.spans
+
+
+def _logs(doc: dict[str, Any]) -> list[SpanRecord]:
+    from faultgate_stream.read import otlp_logs
+
+    decoded = otlp_logs.read_json(doc)
+    if decoded.rejected:
+        raise InputError(decoded.first_problem)
+    return decoded.contents
+
+
+def read_document_all(doc: Any, fmt: str = "auto") -> Telemetry:
+    """The spans and log content of a parsed document. Raises ``InputError``."""
     if fmt == "auto":
         fmt = detect(doc)
+    contents: list[SpanRecord] = []
     if fmt == "otlp":
-        if not isinstance(doc, dict) or "resourceSpans" not in doc:
-            raise InputError("not OTLP/JSON: no resourceSpans")
-        spans = otlp_json.read(doc)
+        if not isinstance(doc, dict) or ("resourceSpans" not in doc and "resourceLogs" not in doc):
+            raise InputError("not OTLP/JSON: no resourceSpans or resourceLogs")
+        spans = otlp_json.read(doc) if "resourceSpans" in doc else []
+        if "resourceLogs" in doc:
+            contents = _logs(doc)
     elif fmt in VENDOR_FORMATS:
         reader = _readers()[fmt]
         if not reader.detect(doc):
@@ -52,11 +85,29 @@ def read_document(doc: Any, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:
             raise InputError(f"not a valid {fmt} export: {e!r}") from None
     else:
         raise InputError(f"unknown format {fmt!r}; available: {', '.join(FORMATS)}")
-    return fmt, spans
+    return Telemetry(fmt, spans, contents)
 
 
 def read_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:
     """(format read, spans) of a file. Raises ``InputError`` with a one-line reason."""
+    found = read_telemetry(path, fmt)
+    if not found.spans:
+        raise InputError(f"{Path(path)}: no spans found in this {found.fmt} file")
+    return found.fmt, found.spans
+
+
+def read_files(paths: list[str], fmt: str = "auto") -> list[Telemetry]:
+    """Every file of one check: spans in some, log content in others (``check traces.json
+    logs.json``). A file with neither is an error, and so is a set with no spans at all."""
+    found = [read_telemetry(p, fmt) for p in paths]
+    if not any(f.spans for f in found):
+        raise InputError(f"{paths[0]}: no spans found in this {found[0].fmt} file" if len(paths) == 1
+                         else "no spans found in any of the files (log records alone have no runs to join)")
+    return found
+
+
+def read_telemetry(path: str | Path, fmt: str = "auto") -> Telemetry:
+    """The spans and log content of a file. Raises ``InputError`` with a one-line reason."""
     p = Path(path)
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; available: {', '.join(FORMATS)}")
@@ -67,7 +118,7 @@ def read_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[SpanRecord
     if not data.strip():
         raise InputError(f"{p}: empty file")
     if fmt == "otlp-proto" or (fmt == "auto" and not data.lstrip()[:1] in (b"{", b"[")):
-        return "otlp-proto", _proto(p, data)
+        return Telemetry("otlp-proto", _proto(p, data))
     try:
         doc = payload.loads(data)
     except UnicodeDecodeError:
@@ -75,12 +126,13 @@ def read_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[SpanRecord
     except ValueError as e:
         raise InputError(f"{p}: not valid JSON ({e})") from None
     try:
-        found, spans = read_document(doc, fmt)
+        found = read_document_all(doc, fmt)
     except InputError as e:
         raise InputError(f"{p}: {e}") from None
-    if not spans:
-        raise InputError(f"{p}: no spans found in this {found} file")
-    return found, spans
+    if not found.spans and not found.contents:
+        what = "spans or GenAI log content" if isinstance(doc, dict) and "resourceLogs" in doc else "spans"
+        raise InputError(f"{p}: no {what} found in this {found.fmt} file")
+    return found
 
 
 def _proto(p: Path, data: bytes) -> list[SpanRecord]:
