@@ -137,7 +137,62 @@ def test_the_report_says_detected_null_and_verdict_undecided(with_content):
         assert all(r["detected"] is False for r in rows.values())
     else:
         assert run["verdict"] == "undecided" and not run["clean"]
-        assert run["undecided"] == ["policy", "unrecovered_tool_error", "abstention"] or \
-            set(run["undecided"]) == {"policy", "unrecovered_tool_error", "abstention"}
+        assert set(run["undecided"]) == {"policy", "unrecovered_tool_error", "abstention"}
         assert rows["abstention"]["detected"] is None and rows["context_overflow"]["detected"] is False
         assert d["failed_traces"] == [] and d["undecided_runs"] == 1
+
+
+def test_every_sink_says_undecided_and_the_evaluation_event_carries_error_type():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from faultgate_stream.export.log.sink import VerdictLog
+    from faultgate_stream.export.metrics.sink import MetricsSink
+    from faultgate_stream.export.spans.annotate import log_records, verdict_attributes
+    from faultgate_stream.export.stream.encode import encode
+    from faultgate_stream.export.stream.gen import verdict_pb2 as pb
+    from faultgate_stream.model.telemetry import Telemetry
+
+    (v,) = check_spans([tool_loop(content=False)], select(DEFAULT))
+    telemetry = Telemetry(CollectorRegistry())
+    MetricsSink(telemetry, 10).verdict(v)
+    text = generate_latest(telemetry.registry).decode()
+    assert 'faultgate_runs_total{agent="weather",completion="complete",verdict="undecided"} 1.0' in text
+
+    attrs = {kv.key: kv.value for kv in verdict_attributes(v, lambda s: s)}
+    assert attrs["faultgate.verdict"].string_value == "undecided"
+    assert [x.string_value for x in attrs["faultgate.checks.undecided"].array_value.values] == \
+        [r.check for r in v.undecided]
+    records = {r.attributes[0].value.string_value: {kv.key: kv.value for kv in r.attributes}
+               for r in log_records(v, lambda s: s, b"\1" * 16, b"\2" * 8)}
+    assert records["abstention"]["error.type"].string_value == "input_not_captured"
+    assert "gen_ai.evaluation.score.value" not in records["abstention"]
+    assert "error.type" not in records["context_overflow"]
+    assert records["context_overflow"]["gen_ai.evaluation.score.label"].string_value == "pass"
+
+    msg = encode(v, lambda s: s)
+    assert msg.verdict == pb.OUTCOME_UNDECIDED
+    assert {r.check for r in msg.results if r.undecided} == {r.check for r in v.undecided}
+
+    lines = []
+
+    class Logger:
+        def info(self, event, **kw):
+            lines.append(kw)
+
+    VerdictLog(Logger(), None).verdict(v)
+    assert lines[0]["verdict"] == "undecided" and set(lines[0]["undecided"]) == {r.check for r in v.undecided}
+
+
+def test_check_warns_and_exits_0_on_an_undecided_run_and_the_table_says_undecided(tmp_path, capsys):
+    from faultgate_stream.cli.main import main
+    from tests.genai_runs import tool_loop as written
+
+    traces, _ = written("no_content")
+    (tmp_path / "t.json").write_text(json.dumps(traces))
+    assert main(["check", str(tmp_path / "t.json"), "--json", str(tmp_path / "r.json")]) == 0
+    out, err = capsys.readouterr()
+    assert "undecided" in out.splitlines()[2]
+    (warning,) = err.strip().splitlines()
+    assert warning.startswith("warning: 1/1 run(s) undecided: a check could not see its input")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["runs"][0]["verdict"] == "undecided" and report["failed_traces"] == []
