@@ -17,7 +17,7 @@ from typing import Any
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
-from faultgate_stream.read import otlp_json, payload
+from faultgate_stream.read import containers, otlp_json, payload
 
 # The names of ``formats.READERS``, in its order (a test keeps the two equal): written out
 # so that reading OTLP, which most files are, does not import seven vendor readers first.
@@ -115,37 +115,86 @@ def read_telemetry(path: str | Path, fmt: str = "auto") -> Telemetry:
         data = p.read_bytes()
     except OSError as e:
         raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
-    if not data.strip():
-        raise InputError(f"{p}: empty file")
-    if fmt == "otlp-proto" or (fmt == "auto" and not data.lstrip()[:1] in (b"{", b"[")):
-        return Telemetry("otlp-proto", _proto(p, data))
     try:
-        doc = payload.loads(data)
-    except UnicodeDecodeError:
-        raise InputError(f"{p}: not UTF-8 text, and not an OTLP protobuf export") from None
-    except ValueError as e:
-        raise InputError(f"{p}: not valid JSON ({e})") from None
-    try:
-        found = read_document_all(doc, fmt)
+        data, compression = containers.decompress(data)
     except InputError as e:
         raise InputError(f"{p}: {e}") from None
-    if not found.spans and not found.contents:
-        what = "spans or GenAI log content" if isinstance(doc, dict) and "resourceLogs" in doc else "spans"
-        raise InputError(f"{p}: no {what} found in this {found.fmt} file")
+    if not data.strip():
+        raise InputError(f"{p}: empty file")
+    found = _read_bytes(p, data, fmt)
+    if compression:
+        found.fmt += f" ({compression})"
     return found
 
 
-def _proto(p: Path, data: bytes) -> list[SpanRecord]:
+def _read_bytes(p: Path, data: bytes, fmt: str) -> Telemetry:
+    if fmt == "otlp-proto" or (fmt == "auto" and not data.lstrip()[:1] in (b"{", b"[")):
+        spans, contents, shape = _proto(p, data)
+        return Telemetry(shape, spans, contents)
+    try:
+        docs, lines = [payload.loads(data)], False
+    except UnicodeDecodeError:
+        raise InputError(f"{p}: not UTF-8 text, and not an OTLP protobuf export") from None
+    except ValueError as e:
+        values = containers.json_values(data)
+        if values is None:
+            raise InputError(f"{p}: not valid JSON ({e})") from None
+        docs, lines = values, True
+    if lines and not all(isinstance(d, dict) and ("resourceSpans" in d or "resourceLogs" in d) for d in docs):
+        docs = [docs]  # lines of records (spans, events) rather than of export requests: one list
+    found = Telemetry(fmt, [], [])
+    for i, doc in enumerate(docs):
+        where = f"{p}: line {i + 1}" if lines and len(docs) > 1 else f"{p}"
+        try:
+            part = read_document_all(doc, fmt)
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
+        found.fmt = part.fmt
+        found.spans += part.spans
+        found.contents += part.contents
+    if lines:
+        found.fmt += " (json lines)"
+    if not found.spans and not found.contents:
+        logs = any(isinstance(d, dict) and "resourceLogs" in d for d in docs)
+        raise InputError(f"{p}: no {'spans or GenAI log content' if logs else 'spans'} found in this {found.fmt} file")
+    return found
+
+
+def _proto(p: Path, data: bytes) -> tuple[list[SpanRecord], list[SpanRecord], str]:
+    """(spans, contents, format) of a protobuf file: one ``ExportTraceServiceRequest``, or
+    the file exporter's length-prefixed stream of trace or logs requests."""
     # Only binary files need protobuf and the OTLP message classes, whose import is most of
     # what `check` imports: a JSON file is read without them.
-    from faultgate_stream.read import otlp_proto
+    from faultgate_stream.read import otlp_logs, otlp_proto
 
-    try:
-        decoded = otlp_proto.read(otlp_proto.parse(data))
-    except InputError as e:
-        raise InputError(f"{p}: not JSON, and {e}") from None
-    if decoded.rejected:
-        raise InputError(f"{p}: {decoded.first_problem}")
-    if not decoded.spans:
+    messages = containers.length_prefixed(data)
+    if messages and messages[0][:4] == containers.ZSTD_MAGIC:
+        # compression: zstd frames each request, behind the same length prefixes
+        raise InputError(f"{p}: length-prefixed zstd frames (the file exporter's compression: zstd); no zstd "
+                         "decoder is installed: re-export without compression, or decompress each frame with zstd -d")
+    spans: list[SpanRecord] = []
+    contents: list[SpanRecord] = []
+    for i, message in enumerate(messages or [data]):
+        where = f"{p}: message {i + 1}" if messages else f"{p}"
+        try:
+            decoded, problem = otlp_proto.read(otlp_proto.parse(message)), ""
+        except InputError as e:
+            decoded, problem = None, str(e)
+        if messages and (decoded is None or not decoded.spans):
+            # the file exporter writes one signal per file: a logs pipeline's requests do
+            # not parse as trace requests, or parse with no valid spans
+            try:
+                logs = otlp_logs.read_proto(otlp_logs.parse(message))
+            except InputError:
+                logs = None
+            if logs is not None and logs.records and not logs.rejected:
+                contents += logs.contents
+                continue
+        if decoded is None:
+            raise InputError(f"{where}: not JSON, and {problem}")
+        if decoded.rejected:
+            raise InputError(f"{where}: {decoded.first_problem}")
+        spans += decoded.spans
+    if not spans and not contents:
         raise InputError(f"{p}: not JSON, and no spans found reading it as OTLP protobuf")
-    return decoded.spans
+    return spans, contents, "otlp-proto (length-prefixed)" if messages else "otlp-proto"

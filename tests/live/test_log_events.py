@@ -7,7 +7,6 @@ import json
 
 import grpc
 import pytest
-from opentelemetry._logs import LogRecord
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
@@ -20,42 +19,8 @@ from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import set_span_in_context
 
-DETAILS = "gen_ai.client.inference.operation.details"
-
-
-def _event_only_run(tracer, logger, agent: str, repeats: int, answer: str) -> int:
-    """One tool loop as util-genai writes it with event_only content: no content on the
-    spans; one operation-details log record per model call. Returns log records emitted."""
-    history = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
-    emitted = 0
-
-    def chat(outputs, finish):
-        nonlocal emitted
-        with tracer.start_as_current_span("chat m", attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
-                "gen_ai.response.finish_reasons": [finish]}) as s:
-            logger.emit(LogRecord(event_name=DETAILS, context=set_span_in_context(s), attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": [finish],
-                "gen_ai.input.messages": [dict(m) for m in history], "gen_ai.output.messages": outputs}))
-            emitted += 1
-
-    with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}):
-        for i in range(repeats):
-            call = {"type": "tool_call", "id": f"call_{i}", "name": "get_weather",
-                    "arguments": json.dumps({"city": "Paris"})}
-            chat([{"role": "assistant", "parts": [call]}], "tool_calls")
-            history.append({"role": "assistant", "parts": [call]})
-            with tracer.start_as_current_span("execute_tool get_weather", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-                    "gen_ai.tool.call.id": f"call_{i}"}):
-                pass
-            history.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": f"call_{i}",
-                                                       "response": '{"temp": 21}'}]})
-        chat([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}], "stop")
-    return emitted
+from tests.genai_sdk import DETAILS, event_only_run
 
 
 @pytest.mark.parametrize("transport", ["grpc", "http"])
@@ -73,9 +38,9 @@ def test_the_sdk_log_exporters_deliver_content_that_decides_event_only_runs(live
     logger_provider = LoggerProvider(resource=resource)
     logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter, schedule_delay_millis=60_000))
     tracer, logger = tracer_provider.get_tracer("t"), logger_provider.get_logger("t")
-    records = _event_only_run(tracer, logger, "clean", 1, "21 degrees")
-    records += _event_only_run(tracer, logger, "looping", 3, "21 degrees")
-    records += _event_only_run(tracer, logger, "abstaining", 1, "I could not find the weather.")
+    records = event_only_run(tracer, logger, "clean", 1, "21 degrees")
+    records += event_only_run(tracer, logger, "looping", 3, "21 degrees")
+    records += event_only_run(tracer, logger, "abstaining", 1, "I could not find the weather.")
     # the logs first: content waits for its spans
     assert logger_provider.force_flush(10_000)
     assert tracer_provider.force_flush(10_000)
