@@ -21,7 +21,8 @@ from faultgate_stream.read import containers, otlp_json, payload
 
 # The names of ``formats.READERS``, in its order (a test keeps the two equal): written out
 # so that reading OTLP, which most files are, does not import seven vendor readers first.
-VENDOR_FORMATS = ("langfuse", "langsmith", "braintrust", "n8n", "langgraph", "crewai", "otel-sdk")
+VENDOR_FORMATS = ("tau2", "child-spans", "langfuse", "langsmith", "braintrust", "n8n", "langgraph", "crewai",
+                  "any-agent", "otel-sdk", "otel-js")
 FORMATS = ("auto", "otlp", "otlp-proto", *VENDOR_FORMATS)
 
 
@@ -43,11 +44,40 @@ class Telemetry:
 def detect(doc: Any) -> str:
     if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc):
         return "otlp"
-    for name, reader in _readers().items():
+    readers = _readers()
+    for name, reader in readers.items():
         if reader.detect(doc):
             return name
-    raise InputError("unrecognised trace format; expected OTLP/JSON or protobuf, Langfuse, LangSmith, Braintrust, "
-                     "n8n, LangGraph, CrewAI or OTel SDK span dumps (pass --format to force one)")
+    closest, shared = _closest(doc, readers)
+    hint = (f"; closest: {closest} (shares {', '.join(sorted(shared)[:4])}), try --format {closest} for its error"
+            if closest else "")
+    raise InputError(f"unrecognised trace format; tried otlp, {', '.join(readers)}{hint}")
+
+
+def _keys(doc: Any) -> set[str]:
+    """The field names a document shows: its own and those of its first record."""
+    keys: set[str] = set()
+    first: Any = doc[0] if isinstance(doc, list) and doc else None
+    if isinstance(doc, dict):
+        keys |= set(doc)
+        first = next((v[0] for v in doc.values() if isinstance(v, list) and v), None)
+    if isinstance(first, dict):
+        keys |= set(first)
+    return {str(k) for k in keys}
+
+
+def _closest(doc: Any, readers: dict[str, Any]) -> tuple[str, set[str]]:
+    """The reader whose format's field names (``SIGNATURE``) the document shares most."""
+    keys = _keys(doc)
+    best, shared = "", set()
+    otlp = {"resourceSpans", "resourceLogs", "scopeSpans", "spans", "traceId", "spanId"} & keys
+    if otlp:
+        best, shared = "otlp", otlp
+    for name, reader in readers.items():
+        common = keys & getattr(reader, "SIGNATURE", frozenset())
+        if len(common) > len(shared):
+            best, shared = name, common
+    return best, shared
 
 
 def read_document(doc: Any, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:

@@ -64,13 +64,12 @@ def read_json(doc: Any) -> DecodedLogs:
                     rejected += 1
                     first = first or f"{where}: {ids}"
                     continue
-                attrs: dict[str, Any] = {}
-                for kv in lr.get("attributes") or []:
-                    if not isinstance(kv, dict) or "key" not in kv:
-                        raise InputError(f"{where}.attributes: expected {{key, value}} objects")
-                    attrs[str(kv["key"])] = otlp_json.value(kv.get("value"))
+                try:
+                    attrs, body = _json_attributes(lr, where), otlp_json.value(lr.get("body"))
+                except (TypeError, AttributeError, KeyError, ValueError) as e:
+                    raise InputError(f"{where}: a malformed AnyValue ({type(e).__name__})") from None
                 name = log_events.event_name(str(lr.get("eventName") or ""), attrs)
-                content = log_events.content_attributes(name, attrs, otlp_json.value(lr.get("body")))
+                content = log_events.content_attributes(name, attrs, body)
                 if ids is None or content is None:
                     continue
                 try:
@@ -79,6 +78,18 @@ def read_json(doc: Any) -> DecodedLogs:
                     raise InputError(f"{where}.timeUnixNano: {lr.get('timeUnixNano')!r} is not an integer") from None
                 contents.append(log_events.content_record(ids[0], ids[1], t, content))
     return DecodedLogs(contents, n, rejected, first)
+
+
+def _json_attributes(lr: dict[str, Any], where: str) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    raw = lr.get("attributes") or []
+    if not isinstance(raw, list):
+        raise InputError(f"{where}.attributes: expected a list")
+    for kv in raw:
+        if not isinstance(kv, dict) or "key" not in kv:
+            raise InputError(f"{where}.attributes: expected {{key, value}} objects")
+        attrs[str(kv["key"])] = otlp_json.value(kv.get("value"))
+    return attrs
 
 
 def parse(data: bytes) -> Any:
