@@ -196,3 +196,10 @@ def test_check_warns_and_exits_0_on_an_undecided_run_and_the_table_says_undecide
     assert warning.startswith("warning: 1/1 run(s) undecided: a check could not see its input")
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["runs"][0]["verdict"] == "undecided" and report["failed_traces"] == []
+
+
+def test_loop_is_undecided_on_unrecorded_calls_and_still_fires_on_recorded_ones():
+    _, by = _results(tool_loop(content=False, repeats=4), ["loop"])
+    assert by["loop"].undecided and not by["loop"].fired
+    _, by = _results(tool_loop(content=True, repeats=4), ["loop"])
+    assert by["loop"].fired
