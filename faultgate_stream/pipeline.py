@@ -51,18 +51,24 @@ class RunList:
         """Offline input has no late spans: nothing completes before end of input."""
 
 
-def assemble_runs(spans: Iterable[SpanRecord]) -> list[Run]:
+def assemble_runs(spans: Iterable[SpanRecord], contents: Iterable[SpanRecord] = ()) -> list[Run]:
     sink = RunList()
     assembler = Assembler(sink, ManualClock(), OFFLINE_LIMITS)
     assembler.add(spans)
+    assembler.add_contents(contents)
     assembler.close_all(Completion.COMPLETE)
     return sink.runs
 
 
-def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check]) -> list[RunVerdict]:
+def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check],
+                contents: Iterable[Iterable[SpanRecord]] = ()) -> list[RunVerdict]:
+    """Verdicts of the runs in ``batches`` of spans; ``contents`` are batches of content
+    records from GenAI log events (``read.log_events``), joined to their spans by id."""
     sink = VerdictList()
     assembler = Assembler(Evaluator(checks, sink), ManualClock(), OFFLINE_LIMITS)
     for batch in batches:
         assembler.add(batch)
+    for batch in contents:
+        assembler.add_contents(batch)
     assembler.close_all(Completion.COMPLETE)
     return sink.verdicts

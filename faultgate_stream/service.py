@@ -147,7 +147,9 @@ class Service:
         rc = config.receive
         token = security.token_of(rc)
         if rc.http_endpoint:
-            self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token),
+            # GenAI content in log records goes straight to the assembler: logs are not forwarded
+            self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token,
+                                                  contents=self.assembler),
                           rc.http_endpoint, security.ssl_context(rc.tls))
         interceptors = (security.BearerTokenInterceptor(token),) if token else ()
         # each open Subscribe stream holds a worker thread of the sync server for its
@@ -155,7 +157,7 @@ class Service:
         self.grpc = GrpcReceiver(rc.grpc_endpoint, ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers + config.stream.max_subscribers,
                                  credentials=security.grpc_credentials(rc.tls),
-                                 interceptors=interceptors) if rc.grpc_endpoint else None
+                                 interceptors=interceptors, contents=self.assembler) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
             self.grpc.add_generic_rpc_handlers((self.stream.handler(),))
 

@@ -4,12 +4,17 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.checks.expectations import Golden
 from faultgate_stream.checks.registry import select
-from faultgate_stream.pipeline import check_spans
-from faultgate_stream.read.files import read_file
+from faultgate_stream.model.clock import ManualClock
+from faultgate_stream.model.verdict import Completion
+from faultgate_stream.pipeline import OFFLINE_LIMITS, VerdictList, check_spans
+from faultgate_stream.read.files import read_document_all, read_file
 from faultgate_stream.testing import agent, tool, trace_id
+from faultgate_stream.verdict.evaluate import Evaluator
 from tests.conftest import CORPUS
+from tests.genai_runs import merge, tool_loop
 
 FILES = [
     ("examples/traces.json", "examples/golden.json"),
@@ -65,3 +70,52 @@ def test_the_hand_made_trace_really_has_two_runs_and_fires():
     assert len(expected) == 2
     fired = {c for *_, results in expected for c, f, _ in results if f}
     assert {"search_loop", "policy", "unrecovered_tool_error"} <= fired
+
+
+def _load_with_logs():
+    """Runs whose content is in log events (event_only, and the per-message events), with
+    the verdicts of the same runs recorded with content on their spans."""
+    out = []
+    for kw in ({}, {"repeats": 3}, {"answer": "I could not find it."}, {"city": "../../etc/passwd"},
+               {"repeats": 12, "answer": "", "result": "[]"}):
+        for mode in ("event_only", "legacy"):
+            traces, logs = tool_loop(mode, **kw)
+            span_only, _ = tool_loop("span_only", **kw)
+            out.append((traces, logs, span_only))
+    traces = read_document_all(merge([t for t, _, _ in out], "resourceSpans")).spans
+    contents = read_document_all(merge([lg for _, lg, _ in out], "resourceLogs")).contents
+    reference = read_document_all(merge([s for _, _, s in out], "resourceSpans")).spans
+    checks = select()
+    return traces, contents, checks, reference
+
+
+TRACES, CONTENTS, LOG_CHECKS, REFERENCE = _load_with_logs()
+
+
+def _without_ids(summary):
+    # the event-recorded and span-recorded runs are different traces: compare what was said
+    return sorted((c, n, results) for _, c, n, results in summary)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rnd=st.randoms(use_true_random=False), max_batch=st.integers(1, 32))
+def test_shuffling_and_rebatching_spans_and_log_records_together_never_changes_a_verdict(rnd, max_batch):
+    items = [(True, s) for s in TRACES] + [(False, c) for c in CONTENTS]
+    rnd.shuffle(items)
+    sink = VerdictList()
+    assembler = Assembler(Evaluator(LOG_CHECKS, sink), ManualClock(), OFFLINE_LIMITS)
+    i = 0
+    while i < len(items):
+        n = rnd.randint(1, max_batch)
+        chunk = items[i:i + n]
+        i += n
+        # a batch is one signal, as an OTLP request is: spans and logs go in by their own calls
+        spans = [x for is_span, x in chunk if is_span]
+        contents = [x for is_span, x in chunk if not is_span]
+        for call, batch in rnd.sample([(assembler.add, spans), (assembler.add_contents, contents)], 2):
+            call(batch)
+    assembler.close_all(Completion.COMPLETE)
+    assert assembler.stats.contents_joined == len(CONTENTS)
+    expected = _without_ids(_summary(check_spans([REFERENCE], LOG_CHECKS)))
+    assert _without_ids(_summary(sink.verdicts)) == expected
+    assert {v.verdict for v in sink.verdicts} == {"clean", "failed"}

@@ -1,8 +1,8 @@
 """Parity with faultgate 0.4.1 over every reference report made without --policy or --band.
 
 For each (trace, check) faultgate reported, our ``detected`` must equal its. Deviations we
-are sure of live in PARITY_DEVIATIONS.md with a test pinning our behaviour; none are
-needed for these reports, so the table below is empty and every cell must match.
+are sure of live in PARITY_DEVIATIONS.md with a test pinning our behaviour; the table
+below lists each cell they change, and every other cell must match.
 """
 from __future__ import annotations
 
@@ -16,7 +16,11 @@ from faultgate_stream.cli.main import main
 
 README_ROW = re.compile(r"^\| `(?P<report>[^`]+)` \| `(?P<input>[^`]+)` \| `(?P<flags>[^`]*)` \| (?P<exit>\d) \|")
 # (report, trace id, check) -> our detected, where we knowingly differ from faultgate.
-DEVIATIONS: dict[tuple[str, str, str], bool] = {}
+# ``None`` is "undecided": the check could not see its input (PARITY_DEVIATIONS.md).
+DEVIATIONS: dict[tuple[str, str, str], bool | None] = {
+    # a Langfuse GENERATION with no output and no finish reason: a cut-off cannot be ruled out
+    ("faultgate-0.4.1__examples__formats__langfuse.faultgate.json", "t-lf-1", "context_overflow"): None,
+}
 
 
 def reference_rows(corpus: Path) -> list[dict[str, str]]:

@@ -6,6 +6,10 @@ arrives is closed as an orphan after ``idle_timeout`` without a new span. Offlin
 input (``close_all``) completes every run. Duplicates (OTLP retries) are dropped by
 (trace id, span id); spans that arrive after their run's verdict are reported as late.
 
+Content that came apart from its spans (GenAI log events, ``add_contents``) waits beside
+them and is merged into its span when the run completes (``content.merge``); content for a
+span already decided is late, content whose span never came is unjoined: both counted.
+
 Determinism: membership is decided when a run completes, from parent links, and a run's
 spans are sorted there, so arrival order and batching cannot change a verdict.
 """
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from faultgate_stream.assemble.config import AssembleConfig
+from faultgate_stream.assemble.content import merge
 from faultgate_stream.assemble.partition import partition
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.consumers import RunConsumer
@@ -48,6 +53,20 @@ class Stats:
     refused_batches: int = 0
     span_cap_hits: int = 0
     decision_cache_evictions: int = 0
+    # GenAI content from log records, by what became of it
+    contents_joined: int = 0     # merged into its span
+    contents_late: int = 0       # its span's run was already decided
+    contents_unjoined: int = 0   # its span never arrived before the trace was done
+    contents_capped: int = 0     # over max_spans_per_trace content records for one trace
+    contents_duplicates: int = 0  # the same record again (a retried export)
+
+
+@dataclass
+class ContentResult:
+    accepted: int = 0
+    late: int = 0
+    duplicates: int = 0
+    capped: int = 0
 
 
 @dataclass
@@ -57,6 +76,8 @@ class _Trace:
     spans: dict[str, SpanRecord] = field(default_factory=dict)
     root_arrivals: dict[str, int] = field(default_factory=dict)  # candidate root span id -> arrival
     bytes: int = 0
+    contents: dict[str, list[SpanRecord]] = field(default_factory=dict)  # span id -> its content records
+    content_count: int = 0
 
 
 class _Decided(NamedTuple):
@@ -145,6 +166,57 @@ class Assembler:
         self.stats.late += res.late
         return res
 
+    def add_contents(self, contents: Iterable[SpanRecord]) -> ContentResult:
+        """Take content records (``read.log_events``) to merge into their spans when their
+        run completes. Bounds and refusals as ``add``: the records count against
+        ``max_bytes`` and ``max_traces``, and up to ``max_spans_per_trace`` per trace."""
+        batch = list(contents)
+        self._make_room(batch)
+        now = self._clock.now_ns()
+        res = ContentResult()
+        for c in batch:
+            decided = self._decided.get(c.trace_id)
+            if decided is not None and c.span_id in decided.spans:
+                res.late += 1
+                continue
+            t = self._traces.get(c.trace_id)
+            if t is None:
+                t = self._traces[c.trace_id] = _Trace(now, now)
+            held = t.contents.setdefault(c.span_id, [])
+            if c in held:
+                res.duplicates += 1
+                continue
+            if t.content_count >= self.config.max_spans_per_trace:
+                res.capped += 1
+                continue
+            held.append(c)
+            t.content_count += 1
+            t.last_ns = now
+            t.bytes += c.size
+            self._bytes += c.size
+            res.accepted += 1
+        self.stats.contents_late += res.late
+        self.stats.contents_duplicates += res.duplicates
+        self.stats.contents_capped += res.capped
+        return res
+
+    def _merged(self, t: _Trace, members: list[SpanRecord]) -> list[SpanRecord]:
+        """``members`` with their content records merged in; the records leave the buffer."""
+        if not t.contents:
+            return members
+        out = []
+        for s in members:
+            held = t.contents.pop(s.span_id, None)
+            if held:
+                self.stats.contents_joined += len(held)
+                t.content_count -= len(held)
+                gone = sum(c.size for c in held)
+                t.bytes -= gone
+                self._bytes -= gone
+                s = merge(s, held)
+            out.append(s)
+        return out
+
     def _make_room(self, batch: list[SpanRecord]) -> None:
         new_traces = len({s.trace_id for s in batch if s.trace_id not in self._traces})
         new_bytes = sum(s.size for s in batch)
@@ -229,14 +301,16 @@ class Assembler:
             arrived = t.root_arrivals.get(root_id, 0)
             if only_due_before is not None and (not arrived or arrived > only_due_before):
                 continue
-            taken.append(Run(RunKey(tid, root_id), members, t.spans[root_id], completion,
+            members = self._merged(t, members)
+            root = next((s for s in members if s.span_id == root_id), t.spans[root_id])
+            taken.append(Run(RunKey(tid, root_id), members, root, completion,
                              root_arrival_ns=arrived, closed_ns=now))
         closing_all = only_due_before is None
         if closing_all and (p.unattached or (p.outside and not taken)):
             # what no root claimed closes as one orphan run (spans above every agent, when
             # every agent run was already decided, join it rather than linger)
             c = Completion.ORPHAN if completion in (Completion.GRACE, Completion.COMPLETE) else completion
-            members = p.unattached or p.outside
+            members = self._merged(t, p.unattached or p.outside)
             taken.append(Run(RunKey(tid, ""), members, None, c, closed_ns=now))
         gone = [s for r in taken for s in r.spans]
         if taken and p.outside and (closing_all or (len(taken) == len(p.runs) and not p.unattached)):
@@ -269,6 +343,9 @@ class Assembler:
         for sid in [sid for sid in t.root_arrivals if sid not in t.spans]:
             del t.root_arrivals[sid]
         if not t.spans:
+            # content whose span never came (or came in another request that was refused)
+            self.stats.contents_unjoined += t.content_count
+            self._bytes -= sum(c.size for held in t.contents.values() for c in held)
             del self._traces[tid]
         else:
             # what is left waits for its own root; a fragment is an orphan once idle

@@ -13,7 +13,7 @@ import time
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from faultgate_stream.assemble.assembler import AddResult, Assembler, Stats
+from faultgate_stream.assemble.assembler import AddResult, Assembler, ContentResult, Stats
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.errors import CapacityError
 from faultgate_stream.model.records import SpanRecord
@@ -51,6 +51,18 @@ class LiveAssembler:
             finally:
                 self._record()
 
+    def consume_contents(self, contents: list[SpanRecord], request: object = None) -> ContentResult:
+        """A ``ContentConsumer``: GenAI content from log records, held to join its spans."""
+        with self._lock:
+            if self._closing:
+                raise CapacityError("shutting down", bound="shutdown", retry_after_s=1.0)
+            if self._clock.now_ns() - self._last_scan >= self._tick_ns:
+                self._scan()
+            try:
+                return self._asm.add_contents(contents)
+            finally:
+                self._record()
+
     def _scan(self) -> None:
         started = time.perf_counter()
         self._asm.advance()
@@ -65,6 +77,13 @@ class LiveAssembler:
             delta = getattr(s, attr) - getattr(seen, attr)
             if delta:
                 self._t[metric].inc(delta)
+                setattr(seen, attr, getattr(s, attr))
+        for attr, outcome in (("contents_joined", "joined"), ("contents_late", "late"),
+                              ("contents_unjoined", "unjoined"), ("contents_capped", "capped"),
+                              ("contents_duplicates", "duplicate")):
+            delta = getattr(s, attr) - getattr(seen, attr)
+            if delta:
+                self._t["faultgate_log_contents"].labels(outcome).inc(delta)
                 setattr(seen, attr, getattr(s, attr))
 
     def start(self) -> None:

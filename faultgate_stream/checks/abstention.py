@@ -37,6 +37,8 @@ class Abstention(Check):
     def finish(self, state: Any, run: Run) -> CheckResult:
         answer = run.answer.strip()
         if not answer:
+            if run.answer_not_captured:
+                return self.undecided(run.answer_not_captured)
             return self.result(False, "no answer")
         m = ABSTAIN.search(answer)
         return self.result(m is not None, f"answer says {m.group(0)!r}" if m else "answer does not abstain")

@@ -38,3 +38,7 @@ class Check(ABC):
 
     def result(self, fired: bool, reason: str, confidence: float = 1.0) -> CheckResult:
         return CheckResult(self.name, fired, confidence, reason, self.severity, self.kind)
+
+    def undecided(self, missing: str) -> CheckResult:
+        """Neither fired nor passed: ``missing`` names the input the run did not capture."""
+        return CheckResult(self.name, False, 0.0, f"undecided: {missing}", self.severity, self.kind, undecided=True)

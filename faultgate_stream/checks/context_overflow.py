@@ -13,7 +13,7 @@ from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import step_errors
-from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.records import MISSING_FINISH, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
@@ -89,4 +89,7 @@ class ContextOverflow(Check):
         found = _overflow(run.termination)
         if found:
             return self.result(True, f"run terminated: {found!r}")
+        if run.missing & MISSING_FINISH:
+            n = sum(1 for s in run.spans if s.missing & MISSING_FINISH)
+            return self.undecided(f"finish reasons not recorded on {n} model span(s)")
         return self.result(False, "no context overflow or token cutoff")

@@ -38,12 +38,13 @@ from typing import Any, NamedTuple
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import span_error, structural_error
-from faultgate_stream.model.records import SpanRecord, Step
+from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, SpanRecord, Step
 from faultgate_stream.model.run import COST, USAGE_IN, USAGE_OUT, Run
 from faultgate_stream.model.verdict import CheckResult
 from faultgate_stream.read.payload import loads
 
 REPEATS = 3
+_TOOL_CONTENT = MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT
 STALL = 4
 OVERLAP = 0.8
 MAX_KEYS = 256
@@ -223,7 +224,9 @@ class Loop(Check):
 
     def observe(self, state: dict, span: SpanRecord) -> str | None:
         tool = span.tool
-        if tool is None or failed(not span_error(span), tool.result) or state.get("fired"):
+        # a call whose arguments or result were not recorded reads as blank, and blanks repeat
+        if (tool is None or span.missing & _TOOL_CONTENT or failed(not span_error(span), tool.result)
+                or state.get("fired")):
             return None
         key = call_key(tool.name, tool.arguments)
         members = state.get(key)
@@ -241,14 +244,22 @@ class Loop(Check):
         return _describe("repeat", loop)
 
     def finish(self, state: Any, run: Run) -> CheckResult:
+        blind = [st for st in run.steps if st.missing]
         calls = [Call(call_key(st.tool, st.arguments), words(st.result), st.span_id, st.start_ns, st.index,
                       words(f"{st.tool} {st.arguments}"))
-                 for st in run.steps if not failed(st.ok, st.result)]
+                 for st in run.steps if not st.missing and not failed(st.ok, st.result)]
         if len(calls) < REPEATS:
+            if len(blind) + len(calls) >= REPEATS and blind:
+                return self.undecided(run.steps_not_captured(_TOOL_CONTENT))
             return self.result(False, f"{len(calls)} successful tool calls: too few for a loop")
-        for shape, find in (("repeat", find_repeat), ("ping-pong", find_ping_pong), ("no-progress", find_stall)):
+        shapes = (("repeat", find_repeat), ("ping-pong", find_ping_pong), ("no-progress", find_stall))
+        # adjacency shapes need every call: with some unrecorded, only a repeat (a set) is sure
+        for shape, find in shapes[:1] if blind else shapes:
             loop = find(calls)
             if loop is not None:
                 wasted = loop[1:] if shape != "ping-pong" else loop[2:]
                 return self.result(True, f"{_describe(shape, loop)}; {waste(run.spans, wasted)}")
+        if blind:
+            # the unrecorded calls may sit inside a loop, or break one that seems to be there
+            return self.undecided(run.steps_not_captured(_TOOL_CONTENT))
         return self.result(False, "no repeat, ping-pong or stall among the tool calls")

@@ -10,7 +10,7 @@ from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import canonical_arguments, squash
-from faultgate_stream.model.records import Step
+from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, Step
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 from faultgate_stream.read.payload import loads
@@ -66,6 +66,11 @@ class RepeatedCall(Check):
         steps = run.steps
         if len(steps) < MIN_REPEATS:
             return self.result(False, "fewer than 3 tool calls")
+        # A step whose arguments or result were not recorded reads as "" and would repeat
+        # any other such step: its tool is judged only when all its calls were recorded.
+        blind = {st.tool for st in steps if st.missing}
+        if blind:
+            steps = tuple(st for st in steps if st.tool not in blind)
         folded = {r: squash(r) for r in {st.result for st in steps}}
         squashed = [folded[st.result] for st in steps]
         # Only those tools are grouped: the other tools' groups hold no triple, so leaving
@@ -87,4 +92,6 @@ class RepeatedCall(Check):
                         f"Tool '{tool}' with arguments {args[:60]} issued >= 3 times (steps {steps[a].index}, "
                         f"{steps[b].index}, {steps[c].index}) where all 3 responses are identical after "
                         "whitespace normalization."))
+        if blind and any(sum(st.tool == t for st in run.steps) >= MIN_REPEATS for t in blind):
+            return self.undecided(run.steps_not_captured(MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT))
         return self.result(False, "no repeated calls without progress")

@@ -11,6 +11,7 @@ from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import empty_result
+from faultgate_stream.model.records import MISSING_TOOL_RESULT
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
@@ -31,6 +32,11 @@ class SearchLoop(Check):
             return self.result(False, "no tool calls")
         termination = run.termination.lower()
         capped = any(w in termination for w in STEP_CAP_WORDS) or len(steps) >= STEP_CAP
+        if capped:
+            # at the cap, the verdict turns on an answer and results the run may not have recorded
+            gap = run.answer_not_captured or run.steps_not_captured(MISSING_TOOL_RESULT)
+            if gap:
+                return self.undecided(gap)
         # a looping run repeats its results: each distinct one is decoded once
         results = [s.result for s in steps]
         known = {r: empty_result(r) for r in set(results)}

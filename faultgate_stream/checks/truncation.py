@@ -29,6 +29,8 @@ class Truncation(Check):
             return self.result(False, "no golden answer for this scenario", 0.0)
         answer = run.answer.strip()
         if not answer:
+            if run.answer_not_captured:
+                return self.undecided(run.answer_not_captured)
             return self.result(False, "no answer to grade")
         if expected.lower() in answer.lower():
             return self.result(False, "expected answer present in full")

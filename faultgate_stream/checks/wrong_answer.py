@@ -23,6 +23,8 @@ class WrongAnswer(Check):
             return self.result(False, "no golden answer for this scenario", 0.0)
         answer = run.answer.strip()
         if not answer:
+            if run.answer_not_captured:
+                return self.undecided(run.answer_not_captured)
             return self.result(False, "no answer to grade")
         ok = expected.lower() in answer.lower()
         return self.result(not ok, f"expected {expected!r} {'found' if ok else 'not found'} in answer")

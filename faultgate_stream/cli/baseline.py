@@ -13,7 +13,7 @@ from pathlib import Path
 
 from faultgate_stream.cli.check import EXIT_BAD_INPUT, EXIT_CLEAN, checks_from_args
 from faultgate_stream.model.errors import InputError
-from faultgate_stream.read.files import FORMATS, read_file
+from faultgate_stream.read.files import FORMATS, read_files
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
         runs = []
         for path in args.traces:
             t0 = time.perf_counter()
-            _, spans = read_file(path, args.format)
-            these = [gate_run(v) for v in check_spans([spans], checks)]
+            (found,) = read_files([path], args.format)  # a run's file: spans, and content in logs
+            these = [gate_run(v) for v in check_spans([found.spans], checks, [found.contents])]
             rate = run_clean_rate(these)
             print(f"{path}: {len(these)} traces · clean rate "
                   f"{'n/a' if rate is None else f'{rate:.2f}'} · {time.perf_counter() - t0:.1f}s")

@@ -13,7 +13,7 @@ from faultgate_stream.checks.registry import select
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.verdict import RunVerdict, Severity
 from faultgate_stream.pipeline import check_spans
-from faultgate_stream.read.files import FORMATS, read_file
+from faultgate_stream.read.files import FORMATS, read_files
 from faultgate_stream.verdict.redact import get_redactor
 from faultgate_stream.verdict.report import Report
 
@@ -21,7 +21,8 @@ EXIT_CLEAN, EXIT_FIRED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("traces", nargs="+", help="trace files: OTLP/JSON or protobuf, or a vendor export (see --format)")
+    p.add_argument("traces", nargs="+", help="trace files: OTLP/JSON or protobuf, or a vendor export (see --format); "
+                                            "OTLP/JSON log files (resourceLogs) add the GenAI content of their log events")
     p.add_argument("--golden", help="golden.json: {scenario key or prompt: expected answer}; enables wrong_answer and truncation")
     p.add_argument("--outcomes", help="outcomes.json: {scenario key or prompt: true | false}; enables the outcome check")
     p.add_argument("--policy", help="policy file (faultgate's keys, JSON or YAML); replaces the default policy")
@@ -60,7 +61,8 @@ def table(report: Report) -> str:
     head = f"{'trace':<{width}}  " + "  ".join(f"{c:<16}" for c in report.checks)
     rows = [head, "-" * len(head)]
     for v in report.verdicts:
-        cells = [f"{('FAIL' if r.fired else 'ok'):<5}{r.confidence:.2f}".ljust(16) for r in v.results]
+        cells = [("undecided" if r.undecided else f"{('FAIL' if r.fired else 'ok'):<5}{r.confidence:.2f}").ljust(16)
+                 for r in v.results]
         rows.append(f"{v.key.trace_id[:12]:<{width}}  " + "  ".join(cells))
     return "\n".join(rows)
 
@@ -74,11 +76,8 @@ def run(args: argparse.Namespace) -> int:
             from faultgate_stream.gate.band import Band
             band = Band.load(args.band)
         redact = get_redactor(args.redact)
-        batches = []
-        for path in args.traces:
-            _, spans = read_file(path, args.format)
-            batches.append(spans)
-        verdicts = check_spans(batches, checks)
+        found = read_files(args.traces, args.format)
+        verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found])
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -95,6 +94,14 @@ def run(args: argparse.Namespace) -> int:
               f"structural clean rate {outcome['structural_clean_rate']:.2f}")
         luck = "undefined (no run passed)" if outcome["luck_rate"] is None else f"{outcome['luck_rate']:.0%}"
         print(f"luck rate {luck} · {outcome['lucky']} of {outcome['passed']} passing runs took a path that was not clean")
+    undecided = report.undecided_runs
+    if undecided:
+        # Not a failure (exit 0 unless a check fired), but never silently clean: the runs
+        # whose content was not captured are named, with what was missing.
+        first = undecided[0].undecided[0]
+        print(f"warning: {len(undecided)}/{len(report.verdicts)} run(s) undecided: a check could not see its input "
+              f"(e.g. {undecided[0].key.trace_id[:12]} {first.check}: {redact(first.reason) if redact else first.reason})",
+              file=sys.stderr)
     gate = None
     if band is not None:
         from faultgate_stream.cli import gate_report

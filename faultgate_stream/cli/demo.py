@@ -47,7 +47,7 @@ class _Printer:
 
     def verdict(self, v: RunVerdict) -> None:
         fired = ", ".join(r.check for r in v.fired) or "-"
-        print(f"  {'FAILED' if not v.clean else 'clean ':<6}  {v.agent:<16} {v.scenario[:22]:<22} "
+        print(f"  {v.verdict.upper() if v.failed else v.verdict:<9}  {v.agent:<16} {v.scenario[:22]:<22} "
               f"trace …{v.key.trace_id[-8:]}  {v.completion.value:<6} steps={v.steps:<3} fired: {fired}")
         with self.done:
             self.count += 1

@@ -40,6 +40,13 @@ class SpanConsumer(Protocol):
     def consume(self, spans: list[SpanRecord], request: Any = None) -> object: ...
 
 
+class ContentConsumer(Protocol):
+    """What a logs receiver feeds: content records from GenAI log events (``read.log_events``),
+    to be joined to their spans. Raises ``CapacityError`` (nothing taken) like ``SpanConsumer``."""
+
+    def consume_contents(self, contents: list[SpanRecord]) -> object: ...
+
+
 class VerdictFanout:
     """One ``VerdictConsumer`` that hands every event to several independent sinks."""
 

@@ -22,6 +22,18 @@ from typing import Any, NamedTuple
 INVOKE_AGENT = "invoke_agent"
 EXECUTE_TOOL = "execute_tool"
 
+# What a span should have carried and did not (``SpanRecord.missing``, bit flags): content
+# capture is opt-in in every convention, so an absent attribute means "not recorded", not
+# "empty". Checks that need the missing input report "undecided" instead of passing.
+MISSING_INPUT = 1          # a model span without its input messages
+MISSING_OUTPUT = 2         # a model span without its output messages
+MISSING_FINISH = 4         # a model span without gen_ai.response.finish_reasons
+MISSING_TOOL_ARGUMENTS = 8  # a tool span without its arguments
+MISSING_TOOL_RESULT = 16   # a tool span without its result
+MISSING_WHAT = ((MISSING_INPUT, "input messages"), (MISSING_OUTPUT, "output messages"),
+                (MISSING_FINISH, "finish reasons"), (MISSING_TOOL_ARGUMENTS, "tool arguments"),
+                (MISSING_TOOL_RESULT, "tool results"))
+
 # The default ``attrs``: shared by every record built without attributes, so read-only.
 NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
 
@@ -66,6 +78,7 @@ class SpanRecord(NamedTuple):
     # id to pair them by: when a run has tool spans, these message calls are not steps.
     calls_shadowed_by_tool_spans: bool = False
     size: int = 0                 # approximate bytes held, for the assembler's memory bound
+    missing: int = 0              # MISSING_* flags: what this span should carry and does not
 
     @property
     def is_agent(self) -> bool:
@@ -96,6 +109,7 @@ class Step(NamedTuple):
     call_id: str = ""
     start_ns: int = 0
     ok: bool = True  # the span said it failed (status error); results may also say so in text
+    missing: int = 0  # MISSING_TOOL_ARGUMENTS / MISSING_TOOL_RESULT: its span did not record them
 
 
 class RunKey(NamedTuple):

@@ -10,7 +10,9 @@ from functools import cached_property
 from operator import attrgetter, itemgetter
 from typing import Any
 
-from faultgate_stream.model.records import RunKey, SpanRecord, Step
+from faultgate_stream.model.records import (
+    MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, MISSING_WHAT, RunKey, SpanRecord, Step,
+)
 from faultgate_stream.model.verdict import Completion
 
 AGENT_NAME = "gen_ai.agent.name"
@@ -30,6 +32,7 @@ span_order = attrgetter("start_ns", "span_id")
 
 
 _ROW_ORDER = itemgetter(0, 1, 2, 3)
+_STEP_MISSING = MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT
 
 
 class Run:
@@ -114,13 +117,22 @@ class Run:
         ran_ids = {s.tool.call_id for s in tool_spans if s.tool.call_id}
         # A call's result is the last tool_call_response carrying its id.
         responses = {cid: res for s in self.spans for cid, res in s.responses}
+        # What a tool span did not record, the model's messages may hold under its call id
+        # (content captured only in log events, util-genai's event_only mode).
+        named = {c.call_id: c for s in self.spans for c in s.calls if c.call_id} if tool_spans else {}
         # (start, tool span before message call, span id, call's place in its span) orders a
         # row; the rest are the step's fields after its index.
         rows: list[tuple] = []
         for s in tool_spans:
             t = s.tool
-            rows.append((s.start_ns, 0, s.span_id, 0,
-                         t.name, t.arguments, t.result, s.span_id, t.call_id, s.start_ns, s.status_code != 2))
+            args, result, missing = t.arguments, t.result, s.missing & _STEP_MISSING
+            if missing and t.call_id:
+                if missing & MISSING_TOOL_ARGUMENTS and t.call_id in named:
+                    args, missing = named[t.call_id].arguments, missing & ~MISSING_TOOL_ARGUMENTS
+                if missing & MISSING_TOOL_RESULT and t.call_id in responses:
+                    result, missing = responses[t.call_id], missing & ~MISSING_TOOL_RESULT
+            rows.append((s.start_ns, 0, s.span_id, 0, t.name, args, result, s.span_id, t.call_id,
+                         s.start_ns, s.status_code != 2, missing))
         for s in self.spans:
             if not s.calls or (tool_spans and s.calls_shadowed_by_tool_spans):
                 continue
@@ -129,7 +141,7 @@ class Run:
                     continue
                 result = responses.get(c.call_id, "")
                 rows.append((s.start_ns, 1, s.span_id, n, c.name, c.arguments, result, s.span_id, c.call_id,
-                             s.start_ns, not result.startswith("Error: ")))
+                             s.start_ns, not result.startswith("Error: "), 0))
         if len(rows) > len(tool_spans):
             # Tool spans alone come in span order, which is already row order: only message
             # calls need the sort.
@@ -169,3 +181,30 @@ class Run:
     @cached_property
     def has_content(self) -> bool:
         return bool(self.prompt or self.answer or any(st.arguments or st.result for st in self.steps))
+
+    # ------------------------------------------------------------ what was not captured
+    @cached_property
+    def missing(self) -> int:
+        """The ``MISSING_*`` flags of every span of the run, together."""
+        out = 0
+        for s in self.spans:
+            out |= s.missing
+        return out
+
+    @cached_property
+    def answer_not_captured(self) -> str:
+        """Why the run's answer cannot be read ("" when it can): no span carries an answer and
+        some model span recorded no output messages, so an answer may exist unseen."""
+        if self.answer.strip() or not self.missing & MISSING_OUTPUT:
+            return ""
+        n = sum(1 for s in self.spans if s.missing & MISSING_OUTPUT)
+        return f"the final answer was not captured (no output messages on {n} model span(s))"
+
+    def steps_not_captured(self, flags: int) -> str:
+        """Why some steps' arguments or results (``flags``) cannot be read; "" when all can."""
+        idx = [st.index for st in self.steps if st.missing & flags]
+        if not idx:
+            return ""
+        what = " or ".join(w for f, w in MISSING_WHAT if f & flags)
+        shown = ", ".join(map(str, idx[:5])) + (f" and {len(idx) - 5} more" if len(idx) > 5 else "")
+        return f"{what} not captured on step(s) {shown}"

@@ -35,7 +35,7 @@ class MetricSpec:
 
 
 CATALOG: tuple[MetricSpec, ...] = (
-    MetricSpec("faultgate_runs", "counter", "Runs decided, by verdict (clean/failed) and completion state.",
+    MetricSpec("faultgate_runs", "counter", "Runs decided, by verdict (clean/failed/undecided) and completion state.",
                ("agent", "verdict", "completion"), "export/metrics"),
     MetricSpec("faultgate_check_fired", "counter", "Runs on which a check fired, at the final verdict.",
                ("agent", "check", "severity"), "export/metrics"),
@@ -62,6 +62,19 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_receiver_rejected_requests", "counter",
                "Requests rejected whole: undecodable, oversized, or of an unsupported content type.",
                ("transport", "reason"), "receive"),
+    MetricSpec("faultgate_receiver_accepted_log_records", "counter",
+               "Log records acknowledged to the sender (GenAI content among them is joined to its spans).",
+               ("transport",), "receive"),
+    MetricSpec("faultgate_receiver_refused_log_records", "counter",
+               "Log records refused with a retryable status (the sender retries them).", ("transport", "reason"),
+               "receive"),
+    MetricSpec("faultgate_receiver_rejected_log_records", "counter",
+               "Log records rejected as invalid (not retried): malformed ids, undecodable or oversized requests.",
+               ("transport", "reason"), "receive"),
+    MetricSpec("faultgate_log_contents", "counter",
+               "GenAI content records from log events, by what became of them: joined to their span, late (the "
+               "run was decided), unjoined (the span never came), capped (over max_spans_per_trace), duplicate.",
+               ("outcome",), "assemble"),
     MetricSpec("faultgate_completion_scan_seconds", "histogram", "Time one completion scan took.",
                (), "assemble", (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1)),
     MetricSpec("faultgate_late_spans", "counter", "Spans that arrived after their run's verdict; they carry it.",

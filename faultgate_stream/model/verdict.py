@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from faultgate_stream.model.records import RunKey
 
 
+# A run's verdict: the value of ``RunVerdict.verdict`` and of every sink's "verdict".
+CLEAN, FAILED, UNDECIDED = "clean", "failed", "undecided"
+VERDICTS = (CLEAN, FAILED, UNDECIDED)
+
+
 class Severity(enum.Enum):
     """luckrate's severities: hard fails a build, soft is a budget, warn is worth a look."""
 
@@ -39,6 +44,9 @@ class CheckResult:
     severity: Severity = Severity.HARD
     kind: str = "rule"
     agent: str = ""  # set when the check was bound to one agent of a multi-agent run
+    # The check could not see its input (content not captured): neither fired nor passed.
+    # ``fired`` is False and ``confidence`` 0, so code that only knows "fired" stays right.
+    undecided: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,5 +89,22 @@ class RunVerdict:
         return tuple(r for r in self.results if r.fired)
 
     @property
+    def failed(self) -> bool:
+        """A check fired (faultgate's "failed")."""
+        return any(r.fired for r in self.results)
+
+    @property
+    def undecided(self) -> tuple[CheckResult, ...]:
+        return tuple(r for r in self.results if r.undecided)
+
+    @property
+    def verdict(self) -> str:
+        """``failed`` when a check fired; else ``undecided`` when a check could not see its
+        input; else ``clean``. An undecided run is never reported clean."""
+        if self.failed:
+            return FAILED
+        return UNDECIDED if any(r.undecided for r in self.results) else CLEAN
+
+    @property
     def clean(self) -> bool:
-        return not any(r.fired for r in self.results)
+        return self.verdict == CLEAN

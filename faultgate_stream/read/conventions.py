@@ -19,7 +19,8 @@ import re
 from typing import Any
 
 from faultgate_stream.model.records import (
-    EXECUTE_TOOL, INVOKE_AGENT, SpanRecord, ToolCall, ToolExecution,
+    EXECUTE_TOOL, INVOKE_AGENT, MISSING_FINISH, MISSING_INPUT, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS,
+    MISSING_TOOL_RESULT, SpanRecord, ToolCall, ToolExecution,
 )
 from faultgate_stream.read import payload
 
@@ -46,6 +47,8 @@ CONTENT_KEYS = frozenset({
 })
 TOOL_CONTENT_KEYS = frozenset({"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters"})
 USER_KEYS = ("enduser.id", "user.id", "user_id", "userId")
+# Operations of a model call: the spans whose messages and finish reasons checks read.
+MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 
 
 def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
@@ -69,14 +72,31 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     inputs, prompt = payload.messages_and_text(raw_in, "user") if raw_in is not None else ((), "")
     outputs, answer = payload.messages_and_text(raw_out, "assistant") if raw_out is not None else ((), "")
     finish = attrs.get("gen_ai.response.finish_reasons")
+    missing = 0
+    if tool is not None:
+        missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+    elif operation in MODEL_OPERATIONS:
+        missing = _model_missing(raw_in is not None or "gen_ai.prompt" in attrs,
+                                 raw_out is not None or "gen_ai.completion" in attrs, finish is not None)
     # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
     return SpanRecord(
         trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
         operation, _kept(attrs, tool is not None), prompt or _str(attrs.get("gen_ai.prompt")),
         answer or _str(attrs.get("gen_ai.completion")), tool,
         _calls(outputs) if outputs else (), _responses(inputs) if inputs else (),
-        _finish_reasons(finish) if finish is not None else (), False, _size(name, attrs),
+        _finish_reasons(finish) if finish is not None else (), False, _size(name, attrs), missing,
     )
+
+
+def _tool_missing(attrs: dict[str, Any], arguments: str, result: str) -> int:
+    """What a tool span did not record: an absent attribute, not an empty one (a tool may
+    take no arguments or return nothing)."""
+    return (0 if arguments in attrs else MISSING_TOOL_ARGUMENTS) | (0 if result in attrs else MISSING_TOOL_RESULT)
+
+
+def _model_missing(has_input: bool, has_output: bool, has_finish: bool) -> int:
+    return ((0 if has_input else MISSING_INPUT) | (0 if has_output else MISSING_OUTPUT)
+            | (0 if has_finish else MISSING_FINISH))
 
 
 def _str(v: Any) -> str:
@@ -221,12 +241,22 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
     finish = _finish_reasons(a.get("gen_ai.response.finish_reasons"))
     if a.get("llm.finish_reason"):
         finish = (str(a["llm.finish_reason"]),)
+    missing = 0
+    if tool is not None:
+        missing = _tool_missing(a, "input.value", "output.value")
+        if missing & MISSING_TOOL_ARGUMENTS and "tool.parameters" in a:
+            missing &= ~MISSING_TOOL_ARGUMENTS
+    elif kind == "LLM":
+        # Finish reasons are not flagged: OpenInference has no required attribute for them,
+        # so their absence says nothing about what the instrumentation captured.
+        missing = _model_missing("input.value" in a or _has_key_starting(a, ("llm.input_messages.",)),
+                                 "output.value" in a or _has_key_starting(a, ("llm.output_messages.",)), True)
     return SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
         start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,
         operation=operation, attrs=_kept(a, tool is not None), prompt=prompt, answer=answer, tool=tool,
         calls=calls, responses=responses, finish_reasons=finish,
-        calls_shadowed_by_tool_spans=kind == "LLM", size=_size(name, attrs),
+        calls_shadowed_by_tool_spans=kind == "LLM", size=_size(name, attrs), missing=missing,
     )
 
 

@@ -3,19 +3,26 @@
 OTLP/JSON and OTLP protobuf are what collectors write; the other formats are exports of
 vendors and frameworks, mapped onto the same records so that every check runs unchanged.
 A file no reader recognises is an error, never "0 steps, clean".
+
+OTLP logs (``{"resourceLogs": [...]}``, alone or beside ``resourceSpans`` in one document)
+carry GenAI content that ``event_only`` instrumentations put in log events: they are read
+into content records (``read.log_events``) that the assembler joins to their spans, so
+``check traces.json logs.json`` and a file holding both read alike.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
-from faultgate_stream.read import otlp_json, payload
+from faultgate_stream.read import containers, otlp_json, payload
 
 # The names of ``formats.READERS``, in its order (a test keeps the two equal): written out
 # so that reading OTLP, which most files are, does not import seven vendor readers first.
-VENDOR_FORMATS = ("langfuse", "langsmith", "braintrust", "n8n", "langgraph", "crewai", "otel-sdk")
+VENDOR_FORMATS = ("tau2", "child-spans", "langfuse", "langsmith", "braintrust", "n8n", "langgraph", "crewai",
+                  "any-agent", "otel-sdk", "otel-js")
 FORMATS = ("auto", "otlp", "otlp-proto", *VENDOR_FORMATS)
 
 
@@ -25,23 +32,79 @@ def _readers() -> dict[str, Any]:
     return READERS
 
 
+@dataclass
+class Telemetry:
+    """What one file holds: its format, its spans, and content records from its log records."""
+
+    fmt: str
+    spans: list[SpanRecord]
+    contents: list[SpanRecord] = field(default_factory=list)
+
+
 def detect(doc: Any) -> str:
-    if isinstance(doc, dict) and "resourceSpans" in doc:
+    if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc):
         return "otlp"
-    for name, reader in _readers().items():
+    readers = _readers()
+    for name, reader in readers.items():
         if reader.detect(doc):
             return name
-    raise InputError("unrecognised trace format; expected OTLP/JSON or protobuf, Langfuse, LangSmith, Braintrust, "
-                     "n8n, LangGraph, CrewAI or OTel SDK span dumps (pass --format to force one)")
+    closest, shared = _closest(doc, readers)
+    hint = (f"; closest: {closest} (shares {', '.join(sorted(shared)[:4])}), try --format {closest} for its error"
+            if closest else "")
+    raise InputError(f"unrecognised trace format; tried otlp, {', '.join(readers)}{hint}")
+
+
+def _keys(doc: Any) -> set[str]:
+    """The field names a document shows: its own and those of its first record."""
+    keys: set[str] = set()
+    first: Any = doc[0] if isinstance(doc, list) and doc else None
+    if isinstance(doc, dict):
+        keys |= set(doc)
+        first = next((v[0] for v in doc.values() if isinstance(v, list) and v), None)
+    if isinstance(first, dict):
+        keys |= set(first)
+    return {str(k) for k in keys}
+
+
+def _closest(doc: Any, readers: dict[str, Any]) -> tuple[str, set[str]]:
+    """The reader whose format's field names (``SIGNATURE``) the document shares most."""
+    keys = _keys(doc)
+    best, shared = "", set()
+    otlp = {"resourceSpans", "resourceLogs", "scopeSpans", "spans", "traceId", "spanId"} & keys
+    if otlp:
+        best, shared = "otlp", otlp
+    for name, reader in readers.items():
+        common = keys & getattr(reader, "SIGNATURE", frozenset())
+        if len(common) > len(shared):
+            best, shared = name, common
+    return best, shared
 
 
 def read_document(doc: Any, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:
+    found = read_document_all(doc, fmt)
+    return found.fmt, found.spans
+
+
+def _logs(doc: dict[str, Any]) -> list[SpanRecord]:
+    from faultgate_stream.read import otlp_logs
+
+    decoded = otlp_logs.read_json(doc)
+    if decoded.rejected:
+        raise InputError(decoded.first_problem)
+    return decoded.contents
+
+
+def read_document_all(doc: Any, fmt: str = "auto") -> Telemetry:
+    """The spans and log content of a parsed document. Raises ``InputError``."""
     if fmt == "auto":
         fmt = detect(doc)
+    contents: list[SpanRecord] = []
     if fmt == "otlp":
-        if not isinstance(doc, dict) or "resourceSpans" not in doc:
-            raise InputError("not OTLP/JSON: no resourceSpans")
-        spans = otlp_json.read(doc)
+        if not isinstance(doc, dict) or ("resourceSpans" not in doc and "resourceLogs" not in doc):
+            raise InputError("not OTLP/JSON: no resourceSpans or resourceLogs")
+        spans = otlp_json.read(doc) if "resourceSpans" in doc else []
+        if "resourceLogs" in doc:
+            contents = _logs(doc)
     elif fmt in VENDOR_FORMATS:
         reader = _readers()[fmt]
         if not reader.detect(doc):
@@ -52,11 +115,29 @@ def read_document(doc: Any, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:
             raise InputError(f"not a valid {fmt} export: {e!r}") from None
     else:
         raise InputError(f"unknown format {fmt!r}; available: {', '.join(FORMATS)}")
-    return fmt, spans
+    return Telemetry(fmt, spans, contents)
 
 
 def read_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:
     """(format read, spans) of a file. Raises ``InputError`` with a one-line reason."""
+    found = read_telemetry(path, fmt)
+    if not found.spans:
+        raise InputError(f"{Path(path)}: no spans found in this {found.fmt} file")
+    return found.fmt, found.spans
+
+
+def read_files(paths: list[str], fmt: str = "auto") -> list[Telemetry]:
+    """Every file of one check: spans in some, log content in others (``check traces.json
+    logs.json``). A file with neither is an error, and so is a set with no spans at all."""
+    found = [read_telemetry(p, fmt) for p in paths]
+    if not any(f.spans for f in found):
+        raise InputError(f"{paths[0]}: no spans found in this {found[0].fmt} file" if len(paths) == 1
+                         else "no spans found in any of the files (log records alone have no runs to join)")
+    return found
+
+
+def read_telemetry(path: str | Path, fmt: str = "auto") -> Telemetry:
+    """The spans and log content of a file. Raises ``InputError`` with a one-line reason."""
     p = Path(path)
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}; available: {', '.join(FORMATS)}")
@@ -64,36 +145,86 @@ def read_file(path: str | Path, fmt: str = "auto") -> tuple[str, list[SpanRecord
         data = p.read_bytes()
     except OSError as e:
         raise InputError(f"{p}: cannot read ({e.strerror or e})") from None
+    try:
+        data, compression = containers.decompress(data)
+    except InputError as e:
+        raise InputError(f"{p}: {e}") from None
     if not data.strip():
         raise InputError(f"{p}: empty file")
+    found = _read_bytes(p, data, fmt)
+    if compression:
+        found.fmt += f" ({compression})"
+    return found
+
+
+def _read_bytes(p: Path, data: bytes, fmt: str) -> Telemetry:
     if fmt == "otlp-proto" or (fmt == "auto" and not data.lstrip()[:1] in (b"{", b"[")):
-        return "otlp-proto", _proto(p, data)
+        spans, contents, shape = _proto(p, data)
+        return Telemetry(shape, spans, contents)
     try:
-        doc = payload.loads(data)
+        docs, lines = [payload.loads(data)], False
     except UnicodeDecodeError:
         raise InputError(f"{p}: not UTF-8 text, and not an OTLP protobuf export") from None
     except ValueError as e:
-        raise InputError(f"{p}: not valid JSON ({e})") from None
-    try:
-        found, spans = read_document(doc, fmt)
-    except InputError as e:
-        raise InputError(f"{p}: {e}") from None
-    if not spans:
-        raise InputError(f"{p}: no spans found in this {found} file")
-    return found, spans
+        values = containers.json_values(data)
+        if values is None:
+            raise InputError(f"{p}: not valid JSON ({e})") from None
+        docs, lines = values, True
+    if lines and not all(isinstance(d, dict) and ("resourceSpans" in d or "resourceLogs" in d) for d in docs):
+        docs = [docs]  # lines of records (spans, events) rather than of export requests: one list
+    found = Telemetry(fmt, [], [])
+    for i, doc in enumerate(docs):
+        where = f"{p}: line {i + 1}" if lines and len(docs) > 1 else f"{p}"
+        try:
+            part = read_document_all(doc, fmt)
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
+        found.fmt = part.fmt
+        found.spans += part.spans
+        found.contents += part.contents
+    if lines:
+        found.fmt += " (json lines)"
+    if not found.spans and not found.contents:
+        logs = any(isinstance(d, dict) and "resourceLogs" in d for d in docs)
+        raise InputError(f"{p}: no {'spans or GenAI log content' if logs else 'spans'} found in this {found.fmt} file")
+    return found
 
 
-def _proto(p: Path, data: bytes) -> list[SpanRecord]:
+def _proto(p: Path, data: bytes) -> tuple[list[SpanRecord], list[SpanRecord], str]:
+    """(spans, contents, format) of a protobuf file: one ``ExportTraceServiceRequest``, or
+    the file exporter's length-prefixed stream of trace or logs requests."""
     # Only binary files need protobuf and the OTLP message classes, whose import is most of
     # what `check` imports: a JSON file is read without them.
-    from faultgate_stream.read import otlp_proto
+    from faultgate_stream.read import otlp_logs, otlp_proto
 
-    try:
-        decoded = otlp_proto.read(otlp_proto.parse(data))
-    except InputError as e:
-        raise InputError(f"{p}: not JSON, and {e}") from None
-    if decoded.rejected:
-        raise InputError(f"{p}: {decoded.first_problem}")
-    if not decoded.spans:
+    messages = containers.length_prefixed(data)
+    if messages and messages[0][:4] == containers.ZSTD_MAGIC:
+        # compression: zstd frames each request, behind the same length prefixes
+        raise InputError(f"{p}: length-prefixed zstd frames (the file exporter's compression: zstd); no zstd "
+                         "decoder is installed: re-export without compression, or decompress each frame with zstd -d")
+    spans: list[SpanRecord] = []
+    contents: list[SpanRecord] = []
+    for i, message in enumerate(messages or [data]):
+        where = f"{p}: message {i + 1}" if messages else f"{p}"
+        try:
+            decoded, problem = otlp_proto.read(otlp_proto.parse(message)), ""
+        except InputError as e:
+            decoded, problem = None, str(e)
+        if messages and (decoded is None or not decoded.spans):
+            # the file exporter writes one signal per file: a logs pipeline's requests do
+            # not parse as trace requests, or parse with no valid spans
+            try:
+                logs = otlp_logs.read_proto(otlp_logs.parse(message))
+            except InputError:
+                logs = None
+            if logs is not None and logs.records and not logs.rejected:
+                contents += logs.contents
+                continue
+        if decoded is None:
+            raise InputError(f"{where}: not JSON, and {problem}")
+        if decoded.rejected:
+            raise InputError(f"{where}: {decoded.first_problem}")
+        spans += decoded.spans
+    if not spans and not contents:
         raise InputError(f"{p}: not JSON, and no spans found reading it as OTLP protobuf")
-    return decoded.spans
+    return spans, contents, "otlp-proto (length-prefixed)" if messages else "otlp-proto"

@@ -7,11 +7,13 @@ Individually bad spans are counted in ``Decoded.rejected`` for a partial-success
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from faultgate_stream.model.errors import InputError
-from faultgate_stream.read import otlp_json, otlp_proto
+from faultgate_stream.read import otlp_json, otlp_logs, otlp_proto
+from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded
 
 class PayloadTooLarge(InputError):
@@ -22,6 +24,29 @@ class PayloadTooLarge(InputError):
 def protobuf(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
     request = otlp_proto.parse(body)
     return request, otlp_proto.read(request)
+
+
+def logs_protobuf(body: bytes) -> tuple[Any, DecodedLogs]:
+    request = otlp_logs.parse(body)
+    return request, otlp_logs.read_proto(request)
+
+
+def logs_json(body: bytes) -> tuple[Any, DecodedLogs]:
+    doc = _json(body)
+    doc.setdefault("resourceLogs", [])
+    return None, otlp_logs.read_json(doc)
+
+
+def _json(body: bytes) -> dict[str, Any]:
+    try:
+        doc = json.loads(body)
+    except UnicodeDecodeError:
+        raise InputError("body is not UTF-8 JSON") from None
+    except ValueError as e:
+        raise InputError(f"body is not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise InputError("body is not an OTLP export request: expected a JSON object")
+    return doc
 
 
 def json_body(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:

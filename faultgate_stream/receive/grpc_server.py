@@ -1,4 +1,5 @@
-"""OTLP/gRPC ``TraceService/Export``.
+"""OTLP/gRPC ``TraceService/Export``, and ``LogsService/Export`` for GenAI content in log
+events (same port, same status rules: partial success names rejected log records).
 
 A sync ``grpc.server`` with a raw-bytes handler: measured fastest of the Python shapes
 (python-otlp-performance.md: ~1.0 M spans/s null receiver vs 0.8 M for aio), and it lets
@@ -14,20 +15,26 @@ import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess, ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess, ExportTraceServiceResponse,
 )
 
-from faultgate_stream.model.consumers import SpanConsumer
+from faultgate_stream.model.consumers import ContentConsumer, SpanConsumer
 from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded
 from faultgate_stream.receive import decode
 from faultgate_stream.receive.outcome import Refusal
-from faultgate_stream.receive.take import take
-from faultgate_stream.receive.telemetry import ReceiverTelemetry
+from faultgate_stream.receive.take import take, take_logs
+from faultgate_stream.receive.telemetry import LogsTelemetry, ReceiverTelemetry
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 _EMPTY = ExportTraceServiceResponse().SerializeToString()
+_EMPTY_LOGS = ExportLogsServiceResponse().SerializeToString()
 
 
 def partial_success(decoded: Decoded) -> ExportTraceServiceResponse:
@@ -35,6 +42,13 @@ def partial_success(decoded: Decoded) -> ExportTraceServiceResponse:
         return ExportTraceServiceResponse()
     return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
         rejected_spans=decoded.rejected, error_message=decoded.first_problem))
+
+
+def logs_partial_success(decoded: DecodedLogs) -> ExportLogsServiceResponse:
+    if not decoded.rejected:
+        return ExportLogsServiceResponse()
+    return ExportLogsServiceResponse(partial_success=ExportLogsPartialSuccess(
+        rejected_log_records=decoded.rejected, error_message=decoded.first_problem))
 
 
 def status_of(refusal: Refusal) -> status_pb2.Status:
@@ -62,9 +76,23 @@ class TraceExport:
         return partial_success(decoded).SerializeToString() if decoded.rejected else _EMPTY
 
 
+class LogsExport:
+    def __init__(self, consumer: ContentConsumer, telemetry: Telemetry) -> None:
+        self._next = consumer
+        self._t = LogsTelemetry(telemetry, "grpc")
+
+    def __call__(self, body: bytes, context: grpc.ServicerContext) -> bytes:
+        decoded, refusal = take_logs(lambda: decode.logs_protobuf(body), self._next, self._t)
+        if refusal is not None:
+            context.abort_with_status(rpc_status.to_status(status_of(refusal)))
+        assert decoded is not None
+        return logs_partial_success(decoded).SerializeToString() if decoded.rejected else _EMPTY_LOGS
+
+
 class GrpcReceiver:
     def __init__(self, endpoint: str, consumer: SpanConsumer, telemetry: Telemetry, *, max_request_bytes: int,
-                 workers: int, credentials: Any = None, interceptors: tuple[Any, ...] = ()) -> None:
+                 workers: int, credentials: Any = None, interceptors: tuple[Any, ...] = (),
+                 contents: ContentConsumer | None = None) -> None:
         self.endpoint = endpoint
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otlp-grpc"),
@@ -75,6 +103,11 @@ class GrpcReceiver:
         handler = grpc.unary_unary_rpc_method_handler(TraceExport(consumer, telemetry),
                                                       request_deserializer=None, response_serializer=None)
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),))
+        if contents is not None:
+            logs = grpc.unary_unary_rpc_method_handler(LogsExport(contents, telemetry),
+                                                       request_deserializer=None, response_serializer=None)
+            self._server.add_generic_rpc_handlers(
+                (grpc.method_handlers_generic_handler(LOGS_SERVICE, {"Export": logs}),))
         if credentials is None:
             self.port = self._server.add_insecure_port(endpoint)
         else:

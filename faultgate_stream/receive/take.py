@@ -7,10 +7,11 @@ from typing import Any
 
 import structlog
 
-from faultgate_stream.model.consumers import SpanConsumer
+from faultgate_stream.model.consumers import ContentConsumer, SpanConsumer
+from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded
 from faultgate_stream.receive.outcome import Refusal, classify
-from faultgate_stream.receive.telemetry import ReceiverTelemetry
+from faultgate_stream.receive.telemetry import LogsTelemetry, ReceiverTelemetry
 
 log = structlog.get_logger("faultgate_stream.receive")
 
@@ -29,7 +30,22 @@ def take(decode: Callable[[], tuple[Any, Decoded]], consumer: SpanConsumer,
     return decoded, None
 
 
-def refuse(error: Exception, telemetry: ReceiverTelemetry, decoded: Decoded | None = None) -> Refusal:
+def take_logs(decode: Callable[[], tuple[Any, DecodedLogs]], consumer: ContentConsumer,
+              telemetry: LogsTelemetry) -> tuple[DecodedLogs | None, Refusal | None]:
+    """``take`` for a logs request: its GenAI content goes to ``consumer``, the rest of its
+    records are acknowledged and counted (they are not ours to keep)."""
+    decoded = None
+    try:
+        _, decoded = decode()
+        if decoded.contents:
+            consumer.consume_contents(decoded.contents)
+    except Exception as e:  # classified in one place: receive/outcome.py
+        return decoded, refuse(e, telemetry, decoded)
+    telemetry.accepted(decoded)
+    return decoded, None
+
+
+def refuse(error: Exception, telemetry: ReceiverTelemetry | LogsTelemetry, decoded: Any = None) -> Refusal:
     """How to refuse after ``error``, counted (and logged when it is our own fault)."""
     refusal = classify(error)
     if refusal.reason == "internal_error":

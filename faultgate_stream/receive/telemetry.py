@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded
 from faultgate_stream.receive.outcome import Refusal
 
@@ -35,5 +36,35 @@ class ReceiverTelemetry:
             self._refused.labels(self.transport, refusal.reason).inc(spans)
         elif decoded is not None:
             self._rejected.labels(self.transport, refusal.reason).inc(spans)
+        else:
+            self.rejected_request(refusal.reason)
+
+
+class LogsTelemetry:
+    """``ReceiverTelemetry`` for log records: accepted + refused + rejected = received."""
+
+    def __init__(self, telemetry: Telemetry, transport: str) -> None:
+        self.transport = transport
+        self._accepted = telemetry["faultgate_receiver_accepted_log_records"].labels(transport)
+        self._refused = telemetry["faultgate_receiver_refused_log_records"]
+        self._rejected = telemetry["faultgate_receiver_rejected_log_records"]
+        self._rejected_requests = telemetry["faultgate_receiver_rejected_requests"]
+
+    def accepted(self, decoded: DecodedLogs) -> None:
+        self._accepted.inc(decoded.records - decoded.rejected)
+        if decoded.rejected:
+            self._rejected.labels(self.transport, "invalid_log_record").inc(decoded.rejected)
+
+    def rejected_request(self, reason: str) -> None:
+        self._rejected_requests.labels(self.transport, reason).inc()
+
+    def refused(self, refusal: Refusal, decoded: DecodedLogs | None) -> None:
+        records = decoded.records - decoded.rejected if decoded is not None else 0
+        if decoded is not None and decoded.rejected:
+            self._rejected.labels(self.transport, "invalid_log_record").inc(decoded.rejected)
+        if refusal.retryable:
+            self._refused.labels(self.transport, refusal.reason).inc(records)
+        elif decoded is not None:
+            self._rejected.labels(self.transport, refusal.reason).inc(records)
         else:
             self.rejected_request(refusal.reason)

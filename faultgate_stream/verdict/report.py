@@ -3,8 +3,11 @@
 faultgate's: ``judge``, ``checks``, ``redaction``, ``traces``, ``failed_traces``,
 ``fired``, ``measures`` and ``results`` as ``{trace_id, scenario, check, detected,
 confidence, reason}``. Ours, added to each result: ``run_id``, ``completion``, ``steps``,
-``severity``; and a ``runs`` list with one entry per run. Every reason and scenario key
-is masked by the redactor before it is written.
+``severity``; and a ``runs`` list with one entry per run, each with its ``verdict``
+(clean / failed / undecided) and the ``undecided`` checks. A check that could not see its
+input (content not captured) has ``detected: null``: faultgate's field keeps its meaning
+("the check found its failure"), and null says the check could not tell. Every reason and
+scenario key is masked by the redactor before it is written.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faultgate_stream import __version__
-from faultgate_stream.model.verdict import RunVerdict
+from faultgate_stream.model.verdict import UNDECIDED, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
 
 Redact = Callable[[str], str]
@@ -31,7 +34,7 @@ class Report:
 
     @property
     def failed_traces(self) -> list[str]:
-        failed = {v.key.trace_id for v in self.verdicts if not v.clean}
+        failed = {v.key.trace_id for v in self.verdicts if v.failed}
         return [t for t in self.trace_ids if t in failed]
 
     @property
@@ -41,6 +44,11 @@ class Report:
             for r in v.results:
                 counts[r.check] += r.fired
         return counts
+
+    @property
+    def undecided_runs(self) -> list[RunVerdict]:
+        """Runs on which nothing fired but some check could not see its input."""
+        return [v for v in self.verdicts if v.verdict == UNDECIDED]
 
     @property
     def passed(self) -> bool:
@@ -56,7 +64,7 @@ class Report:
         true = sum(not r.fired for r in judged)
         n = len(self.verdicts)
         structural = sum(any(r.fired for r in v.results if r.check != "outcome") for v in self.verdicts)
-        failed = sum(not v.clean for v in self.verdicts)
+        failed = sum(v.failed for v in self.verdicts)
         # Luck Rate (luckrate): of the runs whose output passed, the share whose path was not
         # clean (any other check fired, warnings included). Undefined, not 0, when none passed.
         lucky = sum(1 for v, r in rows if r.confidence > 0 and not r.fired
@@ -77,13 +85,14 @@ class Report:
             scenario = safe_key(v.scenario, mask if redact else None)
             for r in v.results:
                 results.append({"trace_id": trace_id, "scenario": scenario, "check": r.check,
-                                "detected": r.fired, "confidence": round(r.confidence, 4), "reason": mask(r.reason),
+                                "detected": None if r.undecided else r.fired, "confidence": round(r.confidence, 4), "reason": mask(r.reason),
                                 "run_id": run_id, "completion": completion, "steps": v.steps,
                                 "severity": r.severity.value})
             runs.append({"run_id": run_id, "trace_id": trace_id, "root_span_id": v.key.root_span_id,
                          "scenario": scenario, "agent": v.agent, "agent_version": v.agent_version,
-                         "completion": completion, "clean": v.clean, "steps": v.steps, "spans": v.spans,
-                         "fired": [r.check for r in v.fired]})
+                         "completion": completion, "clean": v.clean, "verdict": v.verdict,
+                         "steps": v.steps, "spans": v.spans,
+                         "fired": [r.check for r in v.fired], "undecided": [r.check for r in v.undecided]})
         out: dict[str, Any] = {
             "judge": "none",
             "checks": self.checks,
@@ -94,6 +103,7 @@ class Report:
             "measures": {v.key.trace_id: v.measures for v in self.verdicts},
             "results": results,
             "runs": runs,
+            "undecided_runs": len(self.undecided_runs),
             "faultgate_stream_version": __version__,
         }
         outcome = self.outcome()

@@ -33,7 +33,7 @@ from faultgate_stream.checks.policy.requires import Requires
 from faultgate_stream.checks.policy.rule import CallRule
 from faultgate_stream.checks.policy.schema import Policy
 from faultgate_stream.checks.signals import step_errors
-from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
@@ -230,6 +230,9 @@ class PolicyCheck(Check):
             bad = self._violations(memo, run)
         if bad:
             return self.result(True, "; ".join(bad))
+        gap = run.steps_not_captured(MISSING_TOOL_ARGUMENTS)
+        if gap:
+            return self.undecided(gap)
         return self.result(False, f"{len(steps)} calls within policy")
 
     def _violations(self, memo: dict[str, str | None], run: Run) -> list[str]:

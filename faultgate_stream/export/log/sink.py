@@ -24,7 +24,7 @@ class VerdictLog:
         self.log.info(
             "verdict", run_id=str(v.key), trace_id=v.key.trace_id, root_span_id=v.root_span_id,
             scenario=safe_key(v.scenario, self._redactor), agent=v.agent, agent_version=v.agent_version,
-            verdict="clean" if v.clean else "failed", completion=v.completion.value, steps=v.steps, spans=v.spans,
+            verdict=v.verdict, undecided={r.check: self.redact(r.reason) for r in v.undecided}, completion=v.completion.value, steps=v.steps, spans=v.spans,
             fired={r.check: {"severity": r.severity.value, "reason": self.redact(r.reason)} for r in v.fired},
             early=[f.check for f in v.early],
         )

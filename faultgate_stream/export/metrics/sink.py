@@ -27,7 +27,7 @@ class MetricsSink:
         if v.root_span_id:
             ex["span_id"] = v.root_span_id
         t = self.t
-        t["faultgate_runs"].labels(agent, "clean" if v.clean else "failed", v.completion.value).inc(exemplar=ex)
+        t["faultgate_runs"].labels(agent, v.verdict, v.completion.value).inc(exemplar=ex)
         for r in v.fired:
             t["faultgate_check_fired"].labels(agent, r.check, r.severity.value).inc(exemplar=ex)
         for r in v.shadow:

@@ -4,11 +4,13 @@ Transforms applied on the export path, in this order: ``strip_content`` (when co
 then ``write_verdict`` on the run's root. Every reason is masked by the redactor before it
 is written; checks saw the raw values.
 
-On the root: ``faultgate.verdict`` (clean/failed), ``faultgate.checks.fired`` (the fired
-checks), ``faultgate.completion``, ``faultgate.run_id``, ``faultgate.scenario``,
-``faultgate.reason.<check>`` per fired check; and one ``gen_ai.evaluation.result`` event
-per check that ran (``gen_ai.evaluation.name``, ``.score.label`` pass/fail, ``.score.value``
-1.0 pass / 0.0 fail, ``.explanation``). The same events go out as OTLP log records,
+On the root: ``faultgate.verdict`` (clean/failed/undecided), ``faultgate.checks.fired`` (the
+fired checks), ``faultgate.checks.undecided``, ``faultgate.completion``, ``faultgate.run_id``,
+``faultgate.scenario``, ``faultgate.reason.<check>`` per fired check; and one
+``gen_ai.evaluation.result`` event per check that ran (``gen_ai.evaluation.name``,
+``.score.label`` pass/fail, ``.score.value`` 1.0 pass / 0.0 fail, ``.explanation``). A check
+that could not see its input has no score: ``error.type`` says why, as the conventions
+have an evaluator that failed say it. The same events go out as OTLP log records,
 parented to the root's trace and span, when a logs endpoint is configured.
 """
 from __future__ import annotations
@@ -66,8 +68,9 @@ def strip_content(span: Span) -> None:
 
 
 def verdict_attributes(v: RunVerdict, redact: Redact) -> list[KeyValue]:
-    attrs = [_kv("faultgate.verdict", "clean" if v.clean else "failed"),
+    attrs = [_kv("faultgate.verdict", v.verdict),
              _kv("faultgate.checks.fired", [r.check for r in v.fired]),
+             _kv("faultgate.checks.undecided", [r.check for r in v.undecided]),
              _kv("faultgate.completion", v.completion.value),
              _kv("faultgate.run_id", str(v.key)),
              _kv("faultgate.scenario", safe_key(v.scenario, redact))]
@@ -75,7 +78,17 @@ def verdict_attributes(v: RunVerdict, redact: Redact) -> list[KeyValue]:
     return attrs
 
 
+# ``error.type`` of an evaluation that could not be made: its input was not captured.
+UNDECIDED_ERROR = "input_not_captured"
+
+
 def _evaluation_attributes(r: CheckResult, redact: Redact) -> list[KeyValue]:
+    if r.undecided:
+        return [_kv("gen_ai.evaluation.name", r.check),
+                _kv("gen_ai.evaluation.score.label", "undecided"),
+                _kv("error.type", UNDECIDED_ERROR),
+                _kv("gen_ai.evaluation.explanation", redact(r.reason)),
+                _kv("faultgate.severity", r.severity.value)]
     return [_kv("gen_ai.evaluation.name", r.check),
             _kv("gen_ai.evaluation.score.label", "fail" if r.fired else "pass"),
             _kv("gen_ai.evaluation.score.value", 0.0 if r.fired else 1.0),

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from faultgate_stream.export.stream.gen import verdict_pb2 as pb
-from faultgate_stream.model.verdict import Completion, RunVerdict, Severity
+from faultgate_stream.model.verdict import VERDICTS, Completion, RunVerdict, Severity
 from faultgate_stream.verdict.redact import safe_key
 
 # Mapped by name, so a Completion or Severity added to the model without a proto value
 # fails at import (and in the tests), instead of going out as UNSPECIFIED.
 _COMPLETION = {c: pb.Completion.Value(f"COMPLETION_{c.name}") for c in Completion}
 _SEVERITY = {s: pb.Severity.Value(f"SEVERITY_{s.name}") for s in Severity}
+_OUTCOME = {name: pb.Outcome.Value(f"OUTCOME_{name.upper()}") for name in VERDICTS}
 
 
 def encode(v: RunVerdict, redact: Callable[[str], str]) -> pb.Verdict:
@@ -22,13 +23,13 @@ def encode(v: RunVerdict, redact: Callable[[str], str]) -> pb.Verdict:
     msg = pb.Verdict(
         run_id=str(v.key), trace_id=v.key.trace_id, root_span_id=v.root_span_id,
         scenario=safe_key(v.scenario, redact), agent=v.agent, agent_version=v.agent_version,
-        verdict=pb.OUTCOME_CLEAN if v.clean else pb.OUTCOME_FAILED,
+        verdict=_OUTCOME[v.verdict],
         completion=_COMPLETION[v.completion], steps=v.steps, spans=v.spans,
         decided_time_unix_nano=v.decided_ns,
     )
     msg.results.extend(
         pb.CheckResult(check=r.check, fired=r.fired, confidence=r.confidence, severity=_SEVERITY[r.severity],
-                       reason=redact(r.reason), kind=r.kind)
+                       reason=redact(r.reason), kind=r.kind, undecided=r.undecided)
         for r in v.results
     )
     msg.early.extend(pb.EarlyFinding(check=f.check, span_id=f.span_id, reason=redact(f.reason)) for f in v.early)

@@ -55,7 +55,7 @@ class _Subscriber:
         self._open = True
 
     def wants(self, v: RunVerdict) -> bool:
-        return (not self.agents or v.agent in self.agents) and not (self.only_failed and v.clean)
+        return (not self.agents or v.agent in self.agents) and not (self.only_failed and not v.failed)
 
     def offer(self, payload: bytes) -> bool:
         """Queue one verdict; False, and nothing queued, when the queue is full. Never waits."""

@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from faultgate_stream.read.formats import braintrust, crewai, langfuse, langgraph, langsmith, n8n, otel_sdk
+from faultgate_stream.read.formats import (
+    any_agent, braintrust, child_spans, crewai, langfuse, langgraph, langsmith, n8n, otel_js, otel_sdk, tau2,
+)
 
 READERS: dict[str, ModuleType] = {
+    "tau2": tau2,
+    "child-spans": child_spans,
     "langfuse": langfuse,
     "langsmith": langsmith,
     "braintrust": braintrust,
     "n8n": n8n,
     "langgraph": langgraph,
     "crewai": crewai,
+    "any-agent": any_agent,
     "otel-sdk": otel_sdk,
+    "otel-js": otel_js,
 }

@@ -16,6 +16,9 @@ from faultgate_stream.read.formats.shared import (
     agent_root, error_text, first_object, measures, objects, records, required, span, to_ns, tool_span,
 )
 
+# The field names this format's records carry: how close an unrecognised file came to it.
+SIGNATURE = frozenset({"span_attributes", "root_span_id", "span_id", "span_parents", "input", "output", "metrics", "metadata", "error"})
+
 
 def detect(doc: Any) -> bool:
     first = first_object(records(doc, "events"))

@@ -17,6 +17,9 @@ from faultgate_stream.read.formats.shared import (
     agent_root, derived_trace_id, error_text, objects, records, strictly_increasing, to_ns, tool_span,
 )
 
+# The field names this format's records carry: how close an unrecognised file came to it.
+SIGNATURE = frozenset({"type", "tool_name", "tool_args", "timestamp", "agent_role", "task_name", "output"})
+
 STARTED = "tool_usage_started"
 
 

@@ -21,6 +21,9 @@ from faultgate_stream.read.formats.shared import (
     required, seconds_ns, span, to_ns, tool_span,
 )
 
+# The field names this format's records carry: how close an unrecognised file came to it.
+SIGNATURE = frozenset({"observations", "traceId", "parentObservationId", "startTime", "endTime", "type", "input", "output", "metadata", "userId", "latency"})
+
 TYPES = frozenset({"SPAN", "GENERATION", "EVENT", "TOOL", "AGENT", "CHAIN", "RETRIEVER", "EVALUATOR",
                    "EMBEDDING", "GUARDRAIL"})
 

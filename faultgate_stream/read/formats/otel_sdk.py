@@ -1,9 +1,12 @@
 """OpenTelemetry SDK span dumps -> spans: ``json.loads(span.to_json())`` of each span, as a
-list (or one span alone).
+list, one span alone, a ``{"spans": [...]}`` wrapper, or what ``ConsoleSpanExporter``
+prints (the spans one after another, read by ``containers``).
 
-This is the SDK's own shape, not OTLP: ids are ``0x``-prefixed hex under ``context``,
-``parent_id`` is the parent's span id, ``attributes`` a plain object, ``status.status_code``
-``UNSET`` / ``OK`` / ``ERROR`` and times ISO-8601. Each dict is handed to ``build_span`` as
+This is the SDK's own shape, not OTLP: ids are ``0x``-prefixed hex under ``context``
+(integers in dumps that serialise the SDK's ``SpanContext`` fields as they are),
+``parent_id`` is the parent's span id (or ``parent.span_id``, a parent context),
+``attributes`` a plain object, ``status.status_code`` ``UNSET`` / ``OK`` / ``ERROR`` (any
+case, ``StatusCode.`` prefix or not) and times ISO-8601 or epoch numbers. Each dict is handed to ``build_span`` as
 it is, so whatever convention the attributes follow (OpenInference, GenAI, OpenLLMetry) is
 mapped by ``conventions`` exactly as for OTLP.
 """
@@ -17,6 +20,9 @@ from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.formats.shared import objects, records, to_ns
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
+# The field names this format's records carry: how close an unrecognised file came to it.
+SIGNATURE = frozenset({"context", "parent_id", "parent", "name", "kind", "start_time", "end_time", "status", "attributes", "events", "links", "resource"})
+
 STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
 
 
@@ -26,7 +32,7 @@ def _is_span(x: Any) -> bool:
 
 
 def _spans(doc: Any) -> list[Any]:
-    return [doc] if isinstance(doc, dict) and _is_span(doc) else records(doc)
+    return [doc] if isinstance(doc, dict) and _is_span(doc) else records(doc, "spans")
 
 
 def detect(doc: Any) -> bool:
@@ -39,7 +45,9 @@ def read(doc: Any) -> list[SpanRecord]:
 
 
 def _id(raw: Any, nbytes: int, where: str) -> str:
-    h = hex_id(str(raw).removeprefix("0x"), nbytes) if isinstance(raw, str) else None
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw < 1 << (8 * nbytes):
+        return f"{raw:0{2 * nbytes}x}"
+    h = hex_id(raw.removeprefix("0x"), nbytes) if isinstance(raw, str) else None
     if h is None:
         raise InputError(f"{where}: {raw!r} is not a {2 * nbytes}-digit hex id")
     return h
@@ -48,7 +56,7 @@ def _id(raw: Any, nbytes: int, where: str) -> str:
 def _status_message(s: dict[str, Any], code: int) -> str:
     """The status description; for a failure without one, the recorded exception's message, so
     that a failed tool's result says what went wrong (and, failing that, just ``error``)."""
-    st = s.get("status") or {}
+    st = s.get("status") if isinstance(s.get("status"), dict) else {}
     if st.get("description"):
         return str(st["description"])
     if code != 2:
@@ -62,19 +70,40 @@ def _status_message(s: dict[str, Any], code: int) -> str:
     return "error"
 
 
-def _span(s: dict[str, Any], where: str) -> SpanRecord:
+def is_span(x: Any) -> bool:
+    """An SDK span object: ``context.trace_id`` / ``span_id`` and a name."""
+    return _is_span(x)
+
+
+def span(s: dict[str, Any], where: str, attrs: dict[str, Any] | None = None) -> SpanRecord:
+    """One SDK span object -> record; ``attrs`` replaces its attributes (a dump whose
+    attribute names another reader has mapped)."""
+    return _span(s, where, attrs)
+
+
+def _span(s: dict[str, Any], where: str, mapped: dict[str, Any] | None = None) -> SpanRecord:
     if not _is_span(s):
         raise InputError(f"{where}: not an OTel SDK span (no context.trace_id / span_id)")
     ctx = s["context"]
     tid = _id(ctx["trace_id"], TRACE_ID_BYTES, f"{where}.context.trace_id")
     sid = _id(ctx["span_id"], SPAN_ID_BYTES, f"{where}.context.span_id")
-    parent = _id(s["parent_id"], SPAN_ID_BYTES, f"{where}.parent_id") if s.get("parent_id") else None
-    attrs = s.get("attributes") or {}
+    parent_ctx = s.get("parent") if isinstance(s.get("parent"), dict) else {}
+    if s.get("parent_id"):
+        parent = _id(s["parent_id"], SPAN_ID_BYTES, f"{where}.parent_id")
+    elif parent_ctx.get("span_id"):
+        parent = _id(parent_ctx["span_id"], SPAN_ID_BYTES, f"{where}.parent.span_id")
+    else:
+        parent = None
+    attrs = mapped if mapped is not None else s.get("attributes") or {}
     if not isinstance(attrs, dict):
         raise InputError(f"{where}.attributes: expected an object")
-    raw_code = str((s.get("status") or {}).get("status_code") or "UNSET").removeprefix("StatusCode.")
+    st = s.get("status") if isinstance(s.get("status"), dict) else {}
+    raw_code = str(st.get("status_code") or "UNSET").removeprefix("StatusCode.").upper()
     if raw_code not in STATUS:
         raise InputError(f"{where}.status.status_code: {raw_code!r} is not UNSET, OK or ERROR")
     code = STATUS[raw_code]
-    return build_span(tid, sid, parent, str(s["name"]), to_ns(s.get("start_time")), to_ns(s.get("end_time")),
-                      code, _status_message(s, code), dict(attrs))
+    try:
+        start, end = to_ns(s.get("start_time")), to_ns(s.get("end_time"))
+    except ValueError as e:
+        raise InputError(f"{where}.start_time/end_time: {e}") from None
+    return build_span(tid, sid, parent, str(s["name"]), start, end, code, _status_message(s, code), dict(attrs))

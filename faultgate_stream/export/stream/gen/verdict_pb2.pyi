@@ -29,6 +29,7 @@ class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OUTCOME_UNSPECIFIED: _ClassVar[Outcome]
     OUTCOME_CLEAN: _ClassVar[Outcome]
     OUTCOME_FAILED: _ClassVar[Outcome]
+    OUTCOME_UNDECIDED: _ClassVar[Outcome]
 COMPLETION_UNSPECIFIED: Completion
 COMPLETION_COMPLETE: Completion
 COMPLETION_GRACE: Completion
@@ -43,22 +44,25 @@ SEVERITY_WARN: Severity
 OUTCOME_UNSPECIFIED: Outcome
 OUTCOME_CLEAN: Outcome
 OUTCOME_FAILED: Outcome
+OUTCOME_UNDECIDED: Outcome
 
 class CheckResult(_message.Message):
-    __slots__ = ("check", "fired", "confidence", "severity", "reason", "kind")
+    __slots__ = ("check", "fired", "confidence", "severity", "reason", "kind", "undecided")
     CHECK_FIELD_NUMBER: _ClassVar[int]
     FIRED_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     SEVERITY_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    UNDECIDED_FIELD_NUMBER: _ClassVar[int]
     check: str
     fired: bool
     confidence: float
     severity: Severity
     reason: str
     kind: str
-    def __init__(self, check: _Optional[str] = ..., fired: _Optional[bool] = ..., confidence: _Optional[float] = ..., severity: _Optional[_Union[Severity, str]] = ..., reason: _Optional[str] = ..., kind: _Optional[str] = ...) -> None: ...
+    undecided: bool
+    def __init__(self, check: _Optional[str] = ..., fired: _Optional[bool] = ..., confidence: _Optional[float] = ..., severity: _Optional[_Union[Severity, str]] = ..., reason: _Optional[str] = ..., kind: _Optional[str] = ..., undecided: _Optional[bool] = ...) -> None: ...
 
 class EarlyFinding(_message.Message):
     __slots__ = ("check", "span_id", "reason")

@@ -1,0 +1,128 @@
+"""OTLP logs (``ExportLogsServiceRequest``, or its JSON form ``{"resourceLogs": [...]}``) ->
+the content records of GenAI log events (``log_events``).
+
+As with spans, a record whose ids are malformed is rejected (partial success names the
+first); a record that is valid but carries no GenAI content, or names no span, is passed
+over: it is accepted and counted, not an error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from faultgate_stream.model.errors import InputError
+from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.read import log_events, otlp_json
+from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedLogs:
+    contents: list[SpanRecord]
+    records: int         # log records read, content or not
+    rejected: int
+    first_problem: str   # "" when nothing was rejected
+
+    @property
+    def passed_over(self) -> int:
+        return self.records - self.rejected - len(self.contents)
+
+
+def _ids(raw_trace: Any, raw_span: Any) -> tuple[str, str] | str | None:
+    """(trace id, span id); None when the record names no span; a problem when malformed."""
+    if not raw_trace and not raw_span:
+        return None
+    tid = hex_id(raw_trace, TRACE_ID_BYTES) if raw_trace else None
+    if tid is None:
+        return "traceId is not a 16-byte trace id"
+    sid = hex_id(raw_span, SPAN_ID_BYTES) if raw_span else None
+    if sid is None:
+        return "spanId is not an 8-byte span id"
+    return tid, sid
+
+
+def read_json(doc: Any) -> DecodedLogs:
+    """OTLP/JSON logs. Raises ``InputError`` when the document is not that shape at all."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("resourceLogs"), list):
+        raise InputError("not OTLP/JSON logs: no resourceLogs list")
+    contents: list[SpanRecord] = []
+    n = rejected = 0
+    first = ""
+    for i, rl in enumerate(doc["resourceLogs"]):
+        if not isinstance(rl, dict):
+            raise InputError(f"resourceLogs[{i}]: expected an object")
+        for j, sl in enumerate(rl.get("scopeLogs") or []):
+            if not isinstance(sl, dict):
+                raise InputError(f"resourceLogs[{i}].scopeLogs[{j}]: expected an object")
+            for k, lr in enumerate(sl.get("logRecords") or []):
+                where = f"resourceLogs[{i}].scopeLogs[{j}].logRecords[{k}]"
+                if not isinstance(lr, dict):
+                    raise InputError(f"{where}: expected an object")
+                n += 1
+                ids = _ids(str(lr.get("traceId") or ""), str(lr.get("spanId") or ""))
+                if isinstance(ids, str):
+                    rejected += 1
+                    first = first or f"{where}: {ids}"
+                    continue
+                try:
+                    attrs, body = _json_attributes(lr, where), otlp_json.value(lr.get("body"))
+                except (TypeError, AttributeError, KeyError, ValueError) as e:
+                    raise InputError(f"{where}: a malformed AnyValue ({type(e).__name__})") from None
+                name = log_events.event_name(str(lr.get("eventName") or ""), attrs)
+                content = log_events.content_attributes(name, attrs, body)
+                if ids is None or content is None:
+                    continue
+                try:
+                    t = int(lr.get("timeUnixNano") or lr.get("observedTimeUnixNano") or 0)
+                except (TypeError, ValueError):
+                    raise InputError(f"{where}.timeUnixNano: {lr.get('timeUnixNano')!r} is not an integer") from None
+                contents.append(log_events.content_record(ids[0], ids[1], t, content))
+    return DecodedLogs(contents, n, rejected, first)
+
+
+def _json_attributes(lr: dict[str, Any], where: str) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    raw = lr.get("attributes") or []
+    if not isinstance(raw, list):
+        raise InputError(f"{where}.attributes: expected a list")
+    for kv in raw:
+        if not isinstance(kv, dict) or "key" not in kv:
+            raise InputError(f"{where}.attributes: expected {{key, value}} objects")
+        attrs[str(kv["key"])] = otlp_json.value(kv.get("value"))
+    return attrs
+
+
+def parse(data: bytes) -> Any:
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    try:
+        return ExportLogsServiceRequest.FromString(data)
+    except DecodeError as e:
+        raise InputError(f"payload is not an ExportLogsServiceRequest: {e}") from None
+
+
+def read_proto(request: Any) -> DecodedLogs:
+    from faultgate_stream.read.otlp_proto import value
+
+    contents: list[SpanRecord] = []
+    n = rejected = 0
+    first = ""
+    for i, rl in enumerate(request.resource_logs):
+        for j, sl in enumerate(rl.scope_logs):
+            for k, lr in enumerate(sl.log_records):
+                n += 1
+                ids = _ids(lr.trace_id, lr.span_id)
+                if isinstance(ids, str):
+                    rejected += 1
+                    first = first or f"resource_logs[{i}].scope_logs[{j}].log_records[{k}]: {ids.replace('Id', '_id')}"
+                    continue
+                attrs = {kv.key: value(kv.value) for kv in lr.attributes}
+                name = log_events.event_name(lr.event_name, attrs)
+                body = value(lr.body) if lr.HasField("body") else None
+                content = log_events.content_attributes(name, attrs, body)
+                if ids is None or content is None:
+                    continue
+                contents.append(log_events.content_record(ids[0], ids[1], lr.time_unix_nano or lr.observed_time_unix_nano,
+                                                          content))
+    return DecodedLogs(contents, n, rejected, first)
