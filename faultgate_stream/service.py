@@ -154,8 +154,10 @@ class Service:
         # lifetime: without room for them, subscribers would starve OTLP Export
         self.grpc = GrpcReceiver(rc.grpc_endpoint, ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers + config.stream.max_subscribers,
-                                 credentials=security.grpc_credentials(rc.tls),
-                                 interceptors=interceptors) if rc.grpc_endpoint else None
+                                 credentials=security.grpc_credentials(rc.tls), interceptors=interceptors,
+                                 request_timeout=rc.request_timeout,
+                                 max_streams_per_connection=rc.grpc_max_streams_per_connection,
+                                 ) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
             self.grpc.add_generic_rpc_handlers((self.stream.handler(),))
 

@@ -16,15 +16,17 @@ import grpc
 from aiohttp import web
 
 from faultgate_stream.model.errors import InputError
-from faultgate_stream.receive.config import ReceiveConfig, ServerTLS
+from faultgate_stream.receive.config import ReceiveConfig, ServerTLS, token_file_problem
 
 
 def token_of(config: ReceiveConfig) -> str:
+    """The token to require ("" = none). A token file that is unreadable or blank is an
+    error, never "no token": a failed secret mount must not turn authentication off."""
     if config.bearer_token_file:
-        try:
-            return Path(config.bearer_token_file).read_text(encoding="utf-8").strip()
-        except OSError as e:
-            raise InputError(f"receive.bearer_token_file: cannot read ({e.strerror or e})") from None
+        problem = token_file_problem(config.bearer_token_file)
+        if problem:
+            raise InputError(f"receive.bearer_token_file: {problem}")
+        return Path(config.bearer_token_file).read_text(encoding="utf-8").strip()
     return config.bearer_token
 
 
@@ -67,10 +69,12 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):
     def __init__(self, token: str) -> None:
         self._token = token
 
-        def deny(request: Any, context: grpc.ServicerContext) -> Any:
+        def deny(requests: Any, context: grpc.ServicerContext) -> Any:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
 
-        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+        # request-streaming, so a call without the token is refused before its message
+        # is read: an unauthenticated sender never holds a worker waiting for it
+        self._deny = grpc.stream_unary_rpc_method_handler(deny)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: grpc.HandlerCallDetails) -> Any:
         header = dict(details.invocation_metadata or ()).get("authorization")
