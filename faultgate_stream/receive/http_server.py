@@ -3,6 +3,8 @@ the request's content type (the OTLP spec). Errors carry a ``google.rpc.Status``
 """
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -11,6 +13,9 @@ from faultgate_stream.model.consumers import SpanConsumer
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.receive import decode
 from faultgate_stream.receive.grpc_server import partial_success, status_of
+from faultgate_stream.model.errors import InputError
+from faultgate_stream.receive.config import DEFAULT_REQUEST_TIMEOUT
+from faultgate_stream.receive.inflate import ENCODINGS, inflate
 from faultgate_stream.receive.outcome import Refusal
 from faultgate_stream.receive.take import refuse, take
 from faultgate_stream.receive.security import bearer_middleware
@@ -27,10 +32,12 @@ def _encode(msg: Message, content_type: str) -> bytes:
 
 
 class TracesHandler:
-    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int) -> None:
+    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int,
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
         self._next = consumer
         self._t = ReceiverTelemetry(telemetry, "http")
         self._limit = max_request_bytes
+        self._timeout = request_timeout
 
     async def __call__(self, request: web.Request) -> web.Response:
         content_type = request.content_type
@@ -38,9 +45,21 @@ class TracesHandler:
             self._t.rejected_request("unsupported_media_type")
             return web.Response(status=415, text=f"unsupported content type {content_type!r}; "
                                                  f"send {PROTOBUF} or {JSON}")
+        encoding = request.headers.get("Content-Encoding", "")
+        if encoding.strip().lower() not in ENCODINGS:
+            self._t.rejected_request("unsupported_encoding")
+            return web.Response(status=415, text=f"unsupported Content-Encoding {encoding!r}; "
+                                                 f"send gzip, deflate or identity")
         try:
-            body = await _read(request, self._limit)
-        except decode.PayloadTooLarge as e:
+            async with asyncio.timeout(self._timeout):
+                raw = await _read(request, self._limit)
+            body = inflate(raw, encoding, self._limit)
+        except TimeoutError:
+            # a body trickling in holds a connection and memory; the sender may try again
+            self._t.rejected_request("request_timeout")
+            return web.Response(status=408, text=f"the request body did not arrive within {self._timeout:g}s",
+                                headers={"Connection": "close"})
+        except InputError as e:  # over the limit, or a body that does not inflate
             return _refusal(refuse(e, self._t), content_type)
         parse = decode.json_body if content_type == JSON else decode.protobuf
         decoded, refusal = take(lambda: parse(body), self._next, self._t)
@@ -58,18 +77,21 @@ def _refusal(refusal: Refusal, content_type: str) -> web.Response:
 
 
 async def _read(request: web.Request, limit: int) -> bytes:
-    """The body, inflated: aiohttp decompresses ``Content-Encoding: gzip`` itself while it
-    reads, and stops at ``client_max_size`` counted on the inflated bytes, so the limit
-    holds after decompression and a small gzip bomb cannot fill memory."""
+    """The body as sent: the host runs this app with aiohttp's own decompression off
+    (``HttpHost.add(..., raw_body=True)``) and ``inflate`` undoes the encoding, counting
+    the limit on the inflated bytes. ``client_max_size`` stops a compressed body already
+    over the limit while it is read."""
     try:
         return await request.read()
     except web.HTTPRequestEntityTooLarge:
-        raise decode.PayloadTooLarge(f"request is over the {limit}-byte limit (after decompression)") from None
+        raise decode.PayloadTooLarge(f"request is over the {limit}-byte limit") from None
 
 
-def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int, bearer_token: str = "") -> web.Application:
-    # client_max_size counts the inflated body: see _read
+def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int, bearer_token: str = "",
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> web.Application:
+    # host it with raw_body=True: inflating is ours (receive/inflate.py)
     middlewares = [bearer_middleware(bearer_token)] if bearer_token else []
     application = web.Application(client_max_size=max_request_bytes, middlewares=middlewares)
-    application.router.add_post("/v1/traces", TracesHandler(consumer, telemetry, max_request_bytes).__call__)
+    application.router.add_post("/v1/traces",
+                                TracesHandler(consumer, telemetry, max_request_bytes, request_timeout).__call__)
     return application
