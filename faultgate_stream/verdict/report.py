@@ -14,6 +14,7 @@ from typing import Any
 
 from faultgate_stream import __version__
 from faultgate_stream.model.verdict import RunVerdict
+from faultgate_stream.model.reason import Reason
 from faultgate_stream.verdict.redact import safe_key
 
 Redact = Callable[[str], str]
@@ -81,7 +82,7 @@ class Report:
                                 "run_id": run_id, "completion": completion, "steps": v.steps,
                                 "severity": r.severity.value})
             runs.append({"run_id": run_id, "trace_id": trace_id, "root_span_id": v.key.root_span_id,
-                         "scenario": scenario, "agent": v.agent, "agent_version": v.agent_version,
+                         "scenario": scenario, "agent": mask(v.agent), "agent_version": mask(v.agent_version),
                          "completion": completion, "clean": v.clean, "steps": v.steps, "spans": v.spans,
                          "fired": [r.check for r in v.fired]})
         out: dict[str, Any] = {
@@ -113,6 +114,8 @@ def _once_per_text(redact: Redact) -> Redact:
     masked: dict[str, str] = {}
 
     def mask(text: str) -> str:
+        if isinstance(text, Reason):
+            return redact(text)  # equal text, other quoted values: not the same to mask
         m = masked.get(text)
         if m is None:
             m = masked[text] = redact(text)
