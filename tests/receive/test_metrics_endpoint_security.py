@@ -68,7 +68,8 @@ def test_a_blank_metrics_token_file_is_a_config_error(tmp_path):
     (tmp_path / "c.yaml").write_text(f"metrics: {{bearer_token_file: {str(tmp_path / 'token')!r}}}\n")
     with pytest.raises(ConfigError) as e:
         load(tmp_path / "c.yaml")
-    assert any(p.startswith("metrics.bearer_token_file:") for p in e.value.problems)
+    assert any(p.startswith("metrics.bearer_token_file:") and "empty" in p for p in e.value.problems), \
+        e.value.problems
 
 
 def test_a_receive_side_bug_is_logged_as_such_once_per_interval_and_each_refusal_counted():
