@@ -21,9 +21,12 @@ RUN python -m venv /opt/venv \
 FROM python:3.12-slim-bookworm
 RUN useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin faultgate
 COPY --from=build /opt/venv /opt/venv
+# metrics and probes bind to loopback by default; inside a container that is the
+# container's own, so they listen on every interface here for -p 9464 and the probes
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    FAULTGATE_STREAM__METRICS__ENDPOINT=0.0.0.0:9464
 USER 10001:10001
 # OTLP/gRPC (and the verdict stream), OTLP/HTTP, /metrics /healthz /readyz
 EXPOSE 4317 4318 9464

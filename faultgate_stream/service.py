@@ -38,7 +38,7 @@ from faultgate_stream.model.telemetry import CATALOG, Telemetry
 from faultgate_stream.model.verdict import Completion
 from faultgate_stream.receive import http_server, security
 from faultgate_stream.receive.grpc_server import GrpcReceiver
-from faultgate_stream.receive.http_host import HttpHost
+from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
 from faultgate_stream.verdict import ruleset
 from faultgate_stream.verdict.evaluate import Evaluator
 from faultgate_stream.verdict.redact import get_redactor
@@ -78,7 +78,8 @@ class Service:
 
     def _build_sinks(self, redact: Callable[[str], str]) -> list[VerdictConsumer]:
         config = self.config
-        sinks: list[VerdictConsumer] = [MetricsSink(self.telemetry, config.metrics.max_agents)]
+        sinks: list[VerdictConsumer] = [MetricsSink(self.telemetry, config.metrics.max_agents,
+                                                     config.metrics.max_label_length, redact)]
         if config.log.verdicts:
             sinks.append(VerdictLog(structlog.get_logger("faultgate_stream.verdict"), redact))
         self.stream = self._build_stream(redact)
@@ -141,29 +142,36 @@ class Service:
 
     def _build_receive(self, ingest: SpanConsumer) -> None:
         config = self.config
-        self.http = HttpHost()
-        self.http.add("metrics", metrics_endpoint.app(self.telemetry.registry, self._ready.is_set),
-                      config.metrics.endpoint)
-        rc = config.receive
+        rc, mc = config.receive, config.metrics
+        refused = self.telemetry["faultgate_http_refused_connections"]
+        limits = ConnectionLimits(rc.http_idle_timeout, rc.http_max_connections)
+        # two hosts, two event loops: probes and scrapes never wait behind a request's parse
+        self.http = HttpHost("http", limits, lambda site: refused.labels(site).inc())
+        self.metrics_http = HttpHost("metrics-http", limits, lambda site: refused.labels(site).inc())
+        self.metrics_http.add("metrics", metrics_endpoint.app(self.telemetry.registry, self._ready.is_set,
+                                                              security.token_of(mc, "metrics")),
+                              mc.endpoint, security.ssl_context(mc.tls, "metrics"))
         token = security.token_of(rc)
         if rc.http_endpoint:
             # GenAI content in log records goes straight to the assembler: logs are not forwarded
             self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token,
-                                                  contents=self.assembler),
-                          rc.http_endpoint, security.ssl_context(rc.tls))
+                                                  contents=self.assembler, request_timeout=rc.request_timeout),
+                          rc.http_endpoint, security.ssl_context(rc.tls), raw_body=True)
         interceptors = (security.BearerTokenInterceptor(token),) if token else ()
         # each open Subscribe stream holds a worker thread of the sync server for its
         # lifetime: without room for them, subscribers would starve OTLP Export
         self.grpc = GrpcReceiver(rc.grpc_endpoint, ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers + config.stream.max_subscribers,
-                                 credentials=security.grpc_credentials(rc.tls),
-                                 interceptors=interceptors, contents=self.assembler) if rc.grpc_endpoint else None
+                                 credentials=security.grpc_credentials(rc.tls), interceptors=interceptors,
+                                 contents=self.assembler, request_timeout=rc.request_timeout,
+                                 max_streams_per_connection=rc.grpc_max_streams_per_connection,
+                                 ) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
             self.grpc.add_generic_rpc_handlers((self.stream.handler(),))
 
     @property
     def ports(self) -> dict[str, int]:
-        out = dict(self.http.ports)
+        out = {**self.metrics_http.ports, **self.http.ports}
         if self.grpc is not None:
             out["grpc"] = self.grpc.port
         return out
@@ -172,6 +180,7 @@ class Service:
         if self.exporter is not None:
             self.exporter.start()
         self.assembler.start()
+        self.metrics_http.start()
         self.http.start()
         if self.grpc is not None:
             self.grpc.start()
@@ -223,6 +232,7 @@ class Service:
         if self.grpc is not None:
             self.grpc.stop(min(grace, 1.0))
         self.http.stop()
+        self.metrics_http.stop()
         self.log.info("stopped", **out)
         return out
 

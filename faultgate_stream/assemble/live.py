@@ -38,6 +38,12 @@ class LiveAssembler:
         telemetry.registry.register(_InMemory(assembler))
 
     def consume(self, spans: list[SpanRecord], request: object = None) -> AddResult:
+        # Checked before the lock too: shutdown holds the lock while it completes every run
+        # and hands the verdicts to the sinks, which may wait on a full stdout pipe or a
+        # slow subscriber; a request must be refused at once meanwhile, not wait its
+        # deadline out (a SIGTERM drain once held one for 5 s).
+        if self._closing:
+            raise CapacityError("shutting down", bound="shutdown", retry_after_s=1.0)
         with self._lock:
             if self._closing:
                 # the sender keeps the data and retries: another replica, or us after a restart

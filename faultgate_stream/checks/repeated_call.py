@@ -10,6 +10,7 @@ from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import canonical_arguments, squash
+from faultgate_stream.model.reason import quoted, reason
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, Step
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
@@ -88,10 +89,11 @@ class RepeatedCall(Check):
         for (tool, args), idx in same_call.items():
             for a, b, c in zip(idx, idx[1:], idx[2:]):
                 if squashed[a] == squashed[b] == squashed[c]:
-                    return self.result(True, (
-                        f"Tool '{tool}' with arguments {args[:60]} issued >= 3 times (steps {steps[a].index}, "
-                        f"{steps[b].index}, {steps[c].index}) where all 3 responses are identical after "
-                        "whitespace normalization."))
+                    # the arguments are masked whole before they are cut (model/reason.py)
+                    return self.result(True, reason(
+                        f"Tool '{tool}' with arguments ", quoted(args, 60), f" issued >= 3 times (steps "
+                        f"{steps[a].index}, {steps[b].index}, {steps[c].index}) where all 3 responses are "
+                        "identical after whitespace normalization."))
         if blind and any(sum(st.tool == t for st in run.steps) >= MIN_REPEATS for t in blind):
             return self.undecided(run.steps_not_captured(MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT))
         return self.result(False, "no repeated calls without progress")

@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+from faultgate_stream.model.reason import quoted, reason
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.read.payload import loads
@@ -70,7 +71,7 @@ def structural_error(result: str) -> str:
         return ""
     for obj in _json_objects(s):
         if obj.get("error"):
-            return f"JSON top-level error: {str(obj['error'])[:80]}"
+            return reason("JSON top-level error: ", quoted(str(obj["error"]), 80))
         for k in EXIT_CODE_KEYS:
             if k in obj:
                 try:

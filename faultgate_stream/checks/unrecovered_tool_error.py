@@ -19,6 +19,7 @@ from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import span_error, step_errors
+from faultgate_stream.model.reason import reason
 from faultgate_stream.model.records import MISSING_TOOL_RESULT
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
@@ -43,8 +44,8 @@ class UnrecoveredToolError(Check):
                 last_ok[st.tool] = j
         for i, st in enumerate(steps):
             if failed[i] and max(last_ok.get(t, -1) for t in {st.tool, *self.alternatives.get(st.tool, ())}) < i:
-                return self.result(True, f"Tool '{st.tool}' failed at step {st.index} ({failed[i]}) and no "
-                                         f"subsequent call to '{st.tool}' succeeded.")
+                return self.result(True, reason(f"Tool '{st.tool}' failed at step {st.index} (", failed[i],
+                                                f") and no subsequent call to '{st.tool}' succeeded."))
         spans = run.spans
         errors = [span_error(s) for s in spans]
         if not any(errors):

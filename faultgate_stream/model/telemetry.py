@@ -152,6 +152,12 @@ CATALOG: tuple[MetricSpec, ...] = (
                ("agent", "version"), "gate", external=True),
     MetricSpec("faultgate_label_values_folded", "counter",
                "Label values folded into 'other' because the label hit its cap.", ("label",), "export/metrics"),
+    MetricSpec("faultgate_label_values_shortened", "counter",
+               "Label values cut to metrics.max_label_length (a hash of the whole kept), by label.",
+               ("label",), "export/metrics"),
+    MetricSpec("faultgate_http_refused_connections", "counter",
+               "HTTP connections answered 503 and closed because receive.http_max_connections were open, "
+               "by site (http: the OTLP receiver; metrics: /metrics and the probes).", ("site",), "receive"),
 )
 
 

@@ -27,6 +27,8 @@ from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded
 from faultgate_stream.receive import decode
+from faultgate_stream.receive.arrival import ArrivalDeadline, ArrivalWatchdog
+from faultgate_stream.receive.config import DEFAULT_GRPC_MAX_STREAMS, DEFAULT_REQUEST_TIMEOUT
 from faultgate_stream.receive.outcome import Refusal
 from faultgate_stream.receive.take import take, take_logs
 from faultgate_stream.receive.telemetry import LogsTelemetry, ReceiverTelemetry
@@ -92,12 +94,17 @@ class LogsExport:
 class GrpcReceiver:
     def __init__(self, endpoint: str, consumer: SpanConsumer, telemetry: Telemetry, *, max_request_bytes: int,
                  workers: int, credentials: Any = None, interceptors: tuple[Any, ...] = (),
-                 contents: ContentConsumer | None = None) -> None:
+                 contents: ContentConsumer | None = None, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                 max_streams_per_connection: int = DEFAULT_GRPC_MAX_STREAMS) -> None:
         self.endpoint = endpoint
+        slow = telemetry["faultgate_receiver_rejected_requests"].labels("grpc", "request_timeout")
+        self._watchdog = ArrivalWatchdog(request_timeout, slow.inc)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otlp-grpc"),
-            interceptors=interceptors,
+            # first: the handlers the others return are bounded too (see receive/arrival.py)
+            interceptors=(ArrivalDeadline(self._watchdog), *interceptors),
             options=[("grpc.max_receive_message_length", max_request_bytes),
+                     ("grpc.max_concurrent_streams", max_streams_per_connection),
                      ("grpc.so_reuseport", 0)],  # one process per port: SO_REUSEPORT would split traces
         )
         handler = grpc.unary_unary_rpc_method_handler(TraceExport(consumer, telemetry),
@@ -124,4 +131,5 @@ class GrpcReceiver:
 
     def stop(self, grace: float | None = None) -> None:
         self._server.stop(grace).wait()
+        self._watchdog.stop()
 

@@ -4,6 +4,9 @@ spec). Errors carry a ``google.rpc.Status`` body.
 """
 from __future__ import annotations
 
+import asyncio
+from abc import ABC, abstractmethod
+
 from aiohttp import web
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -11,7 +14,10 @@ from google.protobuf.message import Message
 from faultgate_stream.model.consumers import ContentConsumer, SpanConsumer
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.receive import decode
+from faultgate_stream.model.errors import InputError
+from faultgate_stream.receive.config import DEFAULT_REQUEST_TIMEOUT
 from faultgate_stream.receive.grpc_server import logs_partial_success, partial_success, status_of
+from faultgate_stream.receive.inflate import ENCODINGS, inflate
 from faultgate_stream.receive.outcome import Refusal
 from faultgate_stream.receive.take import refuse, take, take_logs
 from faultgate_stream.receive.security import bearer_middleware
@@ -27,11 +33,20 @@ def _encode(msg: Message, content_type: str) -> bytes:
     return msg.SerializeToString()
 
 
-class TracesHandler:
-    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int) -> None:
-        self._next = consumer
-        self._t = ReceiverTelemetry(telemetry, "http")
+class _OtlpHandler(ABC):
+    """One OTLP/HTTP export path: content type and encoding checked, the body read within
+    the request timeout and inflated here (the limit counts inflated bytes), then decoded
+    and handed on by ``take`` or ``take_logs`` (receive/take.py), which classify the outcome."""
+
+    def __init__(self, telemetry: ReceiverTelemetry | LogsTelemetry, max_request_bytes: int,
+                 request_timeout: float) -> None:
+        self._t = telemetry
         self._limit = max_request_bytes
+        self._timeout = request_timeout
+
+    @abstractmethod
+    def _handle(self, body: bytes, content_type: str) -> web.Response:
+        """Decode ``body`` and hand it on; the answer in ``content_type``."""
 
     async def __call__(self, request: web.Request) -> web.Response:
         content_type = request.content_type
@@ -39,10 +54,32 @@ class TracesHandler:
             self._t.rejected_request("unsupported_media_type")
             return web.Response(status=415, text=f"unsupported content type {content_type!r}; "
                                                  f"send {PROTOBUF} or {JSON}")
+        encoding = request.headers.get("Content-Encoding", "")
+        if encoding.strip().lower() not in ENCODINGS:
+            self._t.rejected_request("unsupported_encoding")
+            return web.Response(status=415, text=f"unsupported Content-Encoding {encoding!r}; "
+                                                 f"send gzip, deflate or identity")
         try:
-            body = await _read(request, self._limit)
-        except decode.PayloadTooLarge as e:
+            async with asyncio.timeout(self._timeout):
+                raw = await _read(request, self._limit)
+            body = inflate(raw, encoding, self._limit)
+        except TimeoutError:
+            # a body trickling in holds a connection and memory; the sender may try again
+            self._t.rejected_request("request_timeout")
+            return web.Response(status=408, text=f"the request body did not arrive within {self._timeout:g}s",
+                                headers={"Connection": "close"})
+        except InputError as e:  # over the limit, or a body that does not inflate
             return _refusal(refuse(e, self._t), content_type)
+        return self._handle(body, content_type)
+
+
+class TracesHandler(_OtlpHandler):
+    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int,
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
+        super().__init__(ReceiverTelemetry(telemetry, "http"), max_request_bytes, request_timeout)
+        self._next = consumer
+
+    def _handle(self, body: bytes, content_type: str) -> web.Response:
         parse = decode.json_body if content_type == JSON else decode.protobuf
         decoded, refusal = take(lambda: parse(body), self._next, self._t)
         if refusal is not None:
@@ -50,24 +87,15 @@ class TracesHandler:
         return web.Response(status=200, body=_encode(partial_success(decoded), content_type), content_type=content_type)
 
 
-class LogsHandler:
+class LogsHandler(_OtlpHandler):
     """``/v1/logs``: the traces handler's rules, for an ``ExportLogsServiceRequest``."""
 
-    def __init__(self, consumer: ContentConsumer, telemetry: Telemetry, max_request_bytes: int) -> None:
+    def __init__(self, consumer: ContentConsumer, telemetry: Telemetry, max_request_bytes: int,
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
+        super().__init__(LogsTelemetry(telemetry, "http"), max_request_bytes, request_timeout)
         self._next = consumer
-        self._t = LogsTelemetry(telemetry, "http")
-        self._limit = max_request_bytes
 
-    async def __call__(self, request: web.Request) -> web.Response:
-        content_type = request.content_type
-        if content_type not in (PROTOBUF, JSON):
-            self._t.rejected_request("unsupported_media_type")
-            return web.Response(status=415, text=f"unsupported content type {content_type!r}; "
-                                                 f"send {PROTOBUF} or {JSON}")
-        try:
-            body = await _read(request, self._limit)
-        except decode.PayloadTooLarge as e:
-            return _refusal(refuse(e, self._t), content_type)
+    def _handle(self, body: bytes, content_type: str) -> web.Response:
         parse = decode.logs_json if content_type == JSON else decode.logs_protobuf
         decoded, refusal = take_logs(lambda: parse(body), self._next, self._t)
         if refusal is not None:
@@ -85,21 +113,25 @@ def _refusal(refusal: Refusal, content_type: str) -> web.Response:
 
 
 async def _read(request: web.Request, limit: int) -> bytes:
-    """The body, inflated: aiohttp decompresses ``Content-Encoding: gzip`` itself while it
-    reads, and stops at ``client_max_size`` counted on the inflated bytes, so the limit
-    holds after decompression and a small gzip bomb cannot fill memory."""
+    """The body as sent: the host runs this app with aiohttp's own decompression off
+    (``HttpHost.add(..., raw_body=True)``) and ``inflate`` undoes the encoding, counting
+    the limit on the inflated bytes. ``client_max_size`` stops a compressed body already
+    over the limit while it is read."""
     try:
         return await request.read()
     except web.HTTPRequestEntityTooLarge:
-        raise decode.PayloadTooLarge(f"request is over the {limit}-byte limit (after decompression)") from None
+        raise decode.PayloadTooLarge(f"request is over the {limit}-byte limit") from None
 
 
 def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int, bearer_token: str = "",
-        contents: ContentConsumer | None = None) -> web.Application:
-    # client_max_size counts the inflated body: see _read
+        contents: ContentConsumer | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> web.Application:
+    # host it with raw_body=True: inflating is ours (receive/inflate.py)
     middlewares = [bearer_middleware(bearer_token)] if bearer_token else []
     application = web.Application(client_max_size=max_request_bytes, middlewares=middlewares)
-    application.router.add_post("/v1/traces", TracesHandler(consumer, telemetry, max_request_bytes).__call__)
+    application.router.add_post("/v1/traces",
+                                TracesHandler(consumer, telemetry, max_request_bytes, request_timeout).__call__)
     if contents is not None:
-        application.router.add_post("/v1/logs", LogsHandler(contents, telemetry, max_request_bytes).__call__)
+        application.router.add_post("/v1/logs",
+                                    LogsHandler(contents, telemetry, max_request_bytes, request_timeout).__call__)
     return application

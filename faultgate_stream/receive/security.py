@@ -16,15 +16,17 @@ import grpc
 from aiohttp import web
 
 from faultgate_stream.model.errors import InputError
-from faultgate_stream.receive.config import ReceiveConfig, ServerTLS
+from faultgate_stream.receive.config import ServerTLS, token_file_problem
 
 
-def token_of(config: ReceiveConfig) -> str:
+def token_of(config: Any, section: str = "receive") -> str:
+    """The token to require ("" = none). A token file that is unreadable or blank is an
+    error, never "no token": a failed secret mount must not turn authentication off."""
     if config.bearer_token_file:
-        try:
-            return Path(config.bearer_token_file).read_text(encoding="utf-8").strip()
-        except OSError as e:
-            raise InputError(f"receive.bearer_token_file: cannot read ({e.strerror or e})") from None
+        problem = token_file_problem(config.bearer_token_file)
+        if problem:
+            raise InputError(f"{section}.bearer_token_file: {problem}")
+        return Path(config.bearer_token_file).read_text(encoding="utf-8").strip()
     return config.bearer_token
 
 
@@ -43,7 +45,7 @@ def grpc_credentials(tls: ServerTLS) -> grpc.ServerCredentials | None:
                                        root_certificates=ca, require_client_auth=ca is not None)
 
 
-def ssl_context(tls: ServerTLS) -> ssl.SSLContext | None:
+def ssl_context(tls: ServerTLS, section: str = "receive") -> ssl.SSLContext | None:
     if not tls.enabled:
         return None
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -53,7 +55,7 @@ def ssl_context(tls: ServerTLS) -> ssl.SSLContext | None:
             ctx.load_verify_locations(tls.client_ca_file)
             ctx.verify_mode = ssl.CERT_REQUIRED
     except (OSError, ssl.SSLError) as e:
-        raise InputError(f"receive.tls: cannot load certificates ({e})") from None
+        raise InputError(f"{section}.tls: cannot load certificates ({e})") from None
     return ctx
 
 
@@ -67,20 +69,23 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):
     def __init__(self, token: str) -> None:
         self._token = token
 
-        def deny(request: Any, context: grpc.ServicerContext) -> Any:
+        def deny(requests: Any, context: grpc.ServicerContext) -> Any:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
 
-        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+        # request-streaming, so a call without the token is refused before its message
+        # is read: an unauthenticated sender never holds a worker waiting for it
+        self._deny = grpc.stream_unary_rpc_method_handler(deny)
 
     def intercept_service(self, continuation: Callable[[Any], Any], details: grpc.HandlerCallDetails) -> Any:
         header = dict(details.invocation_metadata or ()).get("authorization")
         return continuation(details) if _authorized(header, self._token) else self._deny
 
 
-def bearer_middleware(token: str) -> Callable[..., Awaitable[web.StreamResponse]]:
+def bearer_middleware(token: str, open_paths: frozenset[str] = frozenset()) -> Callable[..., Awaitable[web.StreamResponse]]:
+    """Requires the token on every path but ``open_paths``."""
     @web.middleware
     async def check(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
-        if not _authorized(request.headers.get("Authorization"), token):
+        if request.path not in open_paths and not _authorized(request.headers.get("Authorization"), token):
             return web.Response(status=401, text="missing or invalid bearer token",
                                 headers={"WWW-Authenticate": "Bearer"})
         return await handler(request)

@@ -10,10 +10,14 @@ import structlog
 from faultgate_stream.model.consumers import ContentConsumer, SpanConsumer
 from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded
+from faultgate_stream.receive.log_throttle import Throttle
 from faultgate_stream.receive.outcome import Refusal, classify
 from faultgate_stream.receive.telemetry import LogsTelemetry, ReceiverTelemetry
 
 log = structlog.get_logger("faultgate_stream.receive")
+# one traceback per kind of bug per interval: a storm of one bad input must not become a
+# storm of identical tracebacks (each is still counted in the refusal metrics)
+_internal_errors = Throttle()
 
 
 def take(decode: Callable[[], tuple[Any, Decoded]], consumer: SpanConsumer,
@@ -49,6 +53,11 @@ def refuse(error: Exception, telemetry: ReceiverTelemetry | LogsTelemetry, decod
     """How to refuse after ``error``, counted (and logged when it is our own fault)."""
     refusal = classify(error)
     if refusal.reason == "internal_error":
-        log.exception("export_failed", transport=telemetry.transport)
+        suppressed = _internal_errors.allow((telemetry.transport, type(error).__name__, str(error)[:200]))
+        if suppressed is not None:
+            # what happened: a request we received could not be taken because of a bug of
+            # ours (not an export, which is the exporter's event)
+            log.exception("receive_internal_error", transport=telemetry.transport,
+                          error_type=type(error).__name__, similar_suppressed=suppressed)
     telemetry.refused(refusal, decoded)
     return refusal

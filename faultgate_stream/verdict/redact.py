@@ -47,6 +47,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from faultgate_stream.model.reason import CLOSE, OPEN, Reason
+
 __all__ = ["NAMES", "Redactor", "builtin", "get_redactor", "off", "safe_key"]
 
 NAMES = ("builtin", "off")
@@ -60,7 +62,39 @@ class Redactor:
     mask: Callable[[str], str] = field(repr=False)
 
     def __call__(self, text: str) -> str:
-        return self.mask(text) if text else text
+        if not text:
+            return text
+        if isinstance(text, Reason):
+            return _mask_then_cut(text, self.mask)
+        return self.mask(text)
+
+
+# --- reasons that quote a value cut short -----------------------------------------------
+
+_MARKED = re.compile(OPEN + "([^" + OPEN + CLOSE + "]*)" + CLOSE)
+TAGS = ("<SECRET>", "<EMAIL>", "<US_SSN>", "<CREDIT_CARD>", "<IP_ADDRESS>", "<PHONE>")
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text[:limit]``, but a tag the cut would split is kept whole."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    start = head.rfind("<")
+    if start != -1 and ">" not in head[start:]:
+        for tag in TAGS:
+            if text.startswith(tag, start):
+                return text[:start + len(tag)]
+    return head
+
+
+def _mask_then_cut(r: Reason, mask: Callable[[str], str]) -> str:
+    """Mask the reason with every quoted value whole, then cut each value to its limit:
+    cutting first would hand the mask half a secret, which no pattern recognises."""
+    masked = mask(r.marked())
+    limits = iter(r.limits)
+    out = _MARKED.sub(lambda m: _cut(m.group(1), next(limits, len(m.group(1)))), masked)
+    return out.replace(OPEN, "").replace(CLOSE, "")
 
 
 # --- kinds that need more than a regex to decide -------------------------------------
@@ -233,7 +267,43 @@ _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 # apart. SSNs go before cards, so an SSN written beside a card is not read as more card
 # digits. Cards go before the looser IP and phone shapes, and IPv4 before IPv6, so the
 # IPv4 tail of "::ffff:192.0.2.1" is already masked when the IPv6 rule looks at it.
+def _keep_name(match: re.Match[str], tag: str) -> str:
+    # "aws_secret_access_key = <SECRET>": the key's name stays, so the reason still reads
+    return match.group(1) + tag
+
+
+def _mask_aws_secret(match: re.Match[str], tag: str) -> str:
+    # 40 characters of AWS's alphabet with both cases, a digit and a "/" or "+": a git
+    # hash (hex, one case) or a long word is not one
+    v = match.group()
+    if ("/" in v or "+" in v) and any(c.isupper() for c in v) and any(c.islower() for c in v) \
+            and any(c.isdigit() for c in v):
+        return tag
+    return v
+
+
 _RULES = (
+    _Rule(
+        "SECRET",
+        # a PEM private key, whole or cut short; newlines may be written as "\n" (JSON)
+        re.compile(r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\[nr]){0,16384}"
+                   r"(?:-----END[A-Z0-9 ]{0,40} PRIVATE KEY-----)?"),
+        lambda text, digits: "PRIVATE KEY-----" in text,
+    ),
+    _Rule(
+        "SECRET",
+        # an AWS secret access key after its name, in config, env or JSON shape
+        re.compile(r"((?i:aws)?[_ .-]?(?i:secret)[_ .-]?(?i:access)?[_ .-]?(?i:key)[\"']?\s{0,4}[:=]\s{0,4}[\"']?)"
+                   r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        lambda text, digits: "ecret" in text or "ECRET" in text,
+        _keep_name,
+    ),
+    _Rule(
+        "SECRET",
+        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        lambda text, digits: digits > 0 and len(text) >= 40 and ("/" in text or "+" in text),
+        _mask_aws_secret,
+    ),
     _Rule(
         "SECRET",
         re.compile(r"(?<![\w.-])eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}"),
@@ -252,9 +322,10 @@ _RULES = (
     ),
     _Rule(
         "EMAIL",
+        # letters of any script (RFC 6531): "josé@exämple.de", "用户@例子.广告"
         re.compile(
-            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}"
-            r"@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"
+            r"(?<![\w.%+-])[\w.%+-]{1,64}"
+            r"@[\w-]{1,63}(?:\.[\w-]{1,63}){0,8}\.[^\W\d_]{2,24}(?![\w-])"
         ),
         lambda text, digits: "@" in text,
     ),
@@ -272,6 +343,14 @@ _RULES = (
         # count, so a card followed by "1200.50" is not let through.
         re.compile(r"(?<![\w.])\d{3,19}(?:[ -]\d{3,19}){0,15}(?!\w)(?!\.\d)"),
         lambda text, digits: digits >= 13,
+        _mask_cards,
+    ),
+    _Rule(
+        "CREDIT_CARD",
+        # written with dots, "4111.1111.1111.1111": groups of four, so a version or an
+        # IPv4 address (groups of one to three) is not read as one
+        re.compile(r"(?<![\w.])\d{4}(?:\.\d{4}){2,3}(?:\.\d{1,4})?(?![\w]|\.\d)"),
+        lambda text, digits: digits >= 13 and "." in text,
         _mask_cards,
     ),
     _Rule(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faultgate_stream import __version__
+from faultgate_stream.model.reason import Reason
 from faultgate_stream.model.verdict import UNDECIDED, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
 
@@ -89,7 +90,7 @@ class Report:
                                 "run_id": run_id, "completion": completion, "steps": v.steps,
                                 "severity": r.severity.value})
             runs.append({"run_id": run_id, "trace_id": trace_id, "root_span_id": v.key.root_span_id,
-                         "scenario": scenario, "agent": v.agent, "agent_version": v.agent_version,
+                         "scenario": scenario, "agent": mask(v.agent), "agent_version": mask(v.agent_version),
                          "completion": completion, "clean": v.clean, "verdict": v.verdict,
                          "steps": v.steps, "spans": v.spans,
                          "fired": [r.check for r in v.fired], "undecided": [r.check for r in v.undecided]})
@@ -123,6 +124,8 @@ def _once_per_text(redact: Redact) -> Redact:
     masked: dict[str, str] = {}
 
     def mask(text: str) -> str:
+        if isinstance(text, Reason):
+            return redact(text)  # equal text, other quoted values: not the same to mask
         m = masked.get(text)
         if m is None:
             m = masked[text] = redact(text)

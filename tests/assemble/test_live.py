@@ -57,3 +57,46 @@ def test_assembler_counters_reach_the_self_metrics():
     assert reg.get_sample_value("faultgate_late_spans_total") == 1
     assert reg.get_sample_value("faultgate_runs_in_memory") == 0
     assert reg.get_sample_value("faultgate_completion_scan_seconds_count") >= 1
+
+
+def test_a_request_during_shutdown_is_refused_at_once_while_the_sinks_are_still_busy():
+    """Shutdown holds the lock while it completes runs and hands them on; the sinks may be
+    slow (a full stdout pipe held a SIGTERM drain's request for 5 s). A request arriving
+    then is refused at once. The sink is held on an event the test controls."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Held(RunList):
+        def run_completed(self, run):
+            entered.set()
+            release.wait(60)
+            super().run_completed(run)
+
+    clock = ManualClock(10**18)
+    held = Held()
+    live = LiveAssembler(Assembler(held, clock, AssembleConfig(root_grace=60)), clock, Telemetry(), tick=0.1)
+    t = trace_id()
+    live.consume([agent(t)])
+    closer = threading.Thread(target=live.shutdown)
+    closer.start()
+    outcome: list[BaseException | None] = []
+
+    def send() -> None:
+        try:
+            live.consume([agent(trace_id())])
+            outcome.append(None)
+        except CapacityError as e:
+            outcome.append(e)
+
+    try:
+        assert entered.wait(30)
+        sender = threading.Thread(target=send)
+        sender.start()
+        sender.join(30)  # not a timing bound: with the bug it stays blocked until release
+        assert not sender.is_alive(), "the request waited for shutdown to finish"
+        assert isinstance(outcome[0], CapacityError) and outcome[0].retry_after_s == 1.0
+    finally:
+        release.set()
+        closer.join(30)
+    assert [r.key.trace_id for r in held.runs] == [t]

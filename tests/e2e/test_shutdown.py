@@ -32,8 +32,14 @@ shutdown_grace: 20s
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert json.loads(proc.stdout.readline())["event"] == "started"
+            # stdout is read while the service runs: a pipe nobody reads fills and blocks
+            # the service's verdict log (that is how a request once waited 5 s here)
+            out_lines: list[str] = []
+            reader = threading.Thread(target=lambda: out_lines.extend(proc.stdout), daemon=True)
+            reader.start()
             acked: set[tuple[str, str]] = set()
             runs_acked: set[str] = set()
+            refusals: list[grpc.StatusCode] = []   # what the load saw; asserted below, in this thread
             refused = threading.Event()
 
             def load() -> None:
@@ -45,7 +51,7 @@ shutdown_grace: 20s
                     try:
                         stub.Export(req, timeout=5)
                     except grpc.RpcError as e:
-                        assert e.code() == grpc.StatusCode.UNAVAILABLE  # retryable: the sender keeps it
+                        refusals.append(e.code())
                         refused.set()
                         break
                     acked.update(span_keys(req))
@@ -58,11 +64,16 @@ shutdown_grace: 20s
             eventually(lambda: len(runs_acked) >= 50, what="some load")
             proc.send_signal(signal.SIGTERM)
             th.join(timeout=60)
-            stdout, stderr = proc.communicate(timeout=60)
+            assert not th.is_alive()
+            proc.wait(timeout=60)
+            reader.join(timeout=30)
+            stderr = proc.stderr.read()
         finally:
             proc.kill()
+        # refused at once and retryably (the sender keeps the data), never left to time out
+        assert refusals == [grpc.StatusCode.UNAVAILABLE], refusals
         assert proc.returncode == 0, stderr
-        lines = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
+        lines = [json.loads(x) for x in out_lines if x.startswith("{")]
         verdicts = [x for x in lines if x.get("event") == "verdict"]
         assert {v["trace_id"] for v in verdicts} == runs_acked
         assert {v["completion"] for v in verdicts} == {"shutdown"}

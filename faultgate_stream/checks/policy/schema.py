@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 
-from faultgate_stream.checks.policy.deny_patterns import DEFAULT_DENY_PATTERNS
+from faultgate_stream.checks.policy.deny_patterns import DEFAULT_DENY_PATTERNS, compile_pattern
 from faultgate_stream.checks.documents import load_document
 from faultgate_stream.model.errors import InputError
 
@@ -146,6 +146,11 @@ def patterns(where: str, v: Any, problems: list[str]) -> Any:
             re.compile(p, re.I)
         except re.error as e:
             _bad(problems, f"{where}[{i}]", f"is not a valid regular expression ({e})")
+            continue
+        try:
+            compile_pattern(p)  # what the check runs: see deny_patterns.py
+        except ValueError as e:
+            _bad(problems, f"{where}[{i}]", str(e))
     return tuple(v) if len(problems) == before else _INVALID
 
 

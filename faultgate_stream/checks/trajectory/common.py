@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from faultgate_stream.model.reason import joined, reason
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.read.payload import loads
 
@@ -45,9 +46,9 @@ def arguments(text: str) -> list[tuple[str, Any]]:
 
 def listing(items: list[str]) -> str:
     """Findings joined for a reason: the first ``MAX_LISTED``, then how many more."""
-    shown = "; ".join(items[:MAX_LISTED])
+    shown = joined("; ", items[:MAX_LISTED])  # keeps what is quoted in them (model/reason.py)
     more = len(items) - MAX_LISTED
-    return f"{shown}; and {more} more" if more > 0 else shown
+    return reason(shown, f"; and {more} more") if more > 0 else shown
 
 
 def steps_word(n: int) -> str:

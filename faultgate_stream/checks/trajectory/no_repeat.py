@@ -18,6 +18,7 @@ from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import canonical_arguments, step_errors
 from faultgate_stream.checks.trajectory.common import listing
 from faultgate_stream.checks.trajectory.secrets import shapes_in
+from faultgate_stream.model.reason import quoted, reason
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult, Severity
 
@@ -40,8 +41,9 @@ class NoRepeat(Check):
             key = (st.tool, args)
             if key in done:
                 # arguments are quoted, unless they hold a credential: that stays out of reasons
-                shown = "<arguments withheld: credential-shaped>" if shapes_in(args) else args[:60]
-                repeats.append(f"step {st.index}: {st.tool}({shown}) repeats step {done[key]}, which succeeded")
+                shown = "<arguments withheld: credential-shaped>" if shapes_in(args) else quoted(args, 60)
+                repeats.append(reason(f"step {st.index}: {st.tool}(", shown, f") repeats step {done[key]}, "
+                                      "which succeeded"))
             elif st.ok and not error:
                 done[key] = st.index
         if repeats:

@@ -1,4 +1,5 @@
-"""One JSON line per verdict (structlog), every reason and scenario key masked."""
+"""One JSON line per verdict (structlog), every reason, scenario key and agent name masked:
+an agent names itself, so its name is text from outside like any other."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -18,13 +19,15 @@ class VerdictLog:
 
     def early(self, finding: EarlyFinding) -> None:
         self.log.info("early_finding", trace_id=finding.trace_id, span_id=finding.span_id, check=finding.check,
-                      agent=finding.agent, reason=self.redact(finding.reason))
+                      agent=self.redact(finding.agent), reason=self.redact(finding.reason))
 
     def verdict(self, v: RunVerdict) -> None:
         self.log.info(
             "verdict", run_id=str(v.key), trace_id=v.key.trace_id, root_span_id=v.root_span_id,
-            scenario=safe_key(v.scenario, self._redactor), agent=v.agent, agent_version=v.agent_version,
-            verdict=v.verdict, undecided={r.check: self.redact(r.reason) for r in v.undecided}, completion=v.completion.value, steps=v.steps, spans=v.spans,
+            scenario=safe_key(v.scenario, self._redactor), agent=self.redact(v.agent),
+            agent_version=self.redact(v.agent_version), verdict=v.verdict,
+            undecided={r.check: self.redact(r.reason) for r in v.undecided}, completion=v.completion.value,
+            steps=v.steps, spans=v.spans,
             fired={r.check: {"severity": r.severity.value, "reason": self.redact(r.reason)} for r in v.fired},
             early=[f.check for f in v.early],
         )

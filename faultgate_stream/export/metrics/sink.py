@@ -5,6 +5,9 @@ two ids take 63 of the 128 characters OpenMetrics allows.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from faultgate_stream.export.metrics.config import DEFAULT_MAX_LABEL_LENGTH
 from faultgate_stream.export.metrics.labels import BoundedLabel
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
@@ -13,9 +16,14 @@ from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 class MetricsSink:
     """A ``VerdictConsumer``."""
 
-    def __init__(self, telemetry: Telemetry, max_agents: int) -> None:
+    def __init__(self, telemetry: Telemetry, max_agents: int, max_label_length: int = DEFAULT_MAX_LABEL_LENGTH,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.t = telemetry
-        self.agent = BoundedLabel("agent", max_agents, telemetry["faultgate_label_values_folded"])
+        bounded = BoundedLabel("agent", max_agents, telemetry["faultgate_label_values_folded"],
+                               telemetry["faultgate_label_values_shortened"], max_label_length)
+        mask = redact or (lambda s: s)
+        # masked before it is cut: an email or a key in an agent name must not leave half-masked
+        self.agent = lambda name: bounded(mask(name))
 
     def early(self, finding: EarlyFinding) -> None:
         self.t["faultgate_check_early_fired"].labels(self.agent(finding.agent), finding.check).inc(

@@ -22,7 +22,8 @@ def encode(v: RunVerdict, redact: Callable[[str], str]) -> pb.Verdict:
     """The verdict as subscribers receive it; ``redact`` masks each reason and the scenario key."""
     msg = pb.Verdict(
         run_id=str(v.key), trace_id=v.key.trace_id, root_span_id=v.root_span_id,
-        scenario=safe_key(v.scenario, redact), agent=v.agent, agent_version=v.agent_version,
+        # an agent names itself: its name is masked like any text from outside
+        scenario=safe_key(v.scenario, redact), agent=redact(v.agent), agent_version=redact(v.agent_version),
         verdict=_OUTCOME[v.verdict],
         completion=_COMPLETION[v.completion], steps=v.steps, spans=v.spans,
         decided_time_unix_nano=v.decided_ns,
