@@ -86,3 +86,18 @@ def test_render_keeps_the_head_and_the_tail_within_the_budget():
     assert lines[7].endswith("steps left out ...") and lines[-1].startswith("Step 40: search")
     assert render(run).count("\nStep ") == 40  # no budget: every step
     assert json.dumps(render(run, budget=200))  # a tiny budget still renders
+
+
+def test_check_judge_asks_once_per_run_offline():
+    from faultgate_stream.judge.check import JudgeCheck
+    from faultgate_stream.pipeline import check_spans
+
+    runs = [simple_run([("search", {"q": i}, "r")], prompt=f"q{i}") for i in range(3)]
+    replies = ['{"detected": true, "confidence": 0.7, "reason": "backwards"}',
+               '{"detected": false, "confidence": 0.9, "reason": "forwards"}', 503]
+    with ScriptedModel(replies) as m:
+        judge = get_judge(m.spec())
+        verdicts = check_spans(runs, [JudgeCheck(judge, WRONG_DIRECTION)])
+        judge.close()
+    got = sorted((v.results[0].fired, v.results[0].confidence) for v in verdicts)
+    assert got == [(False, 0.0), (False, 0.9), (True, 0.7)] and len(m.requests) == 3
