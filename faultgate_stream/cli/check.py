@@ -32,6 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", help="also write the full report to this path")
     p.add_argument("--redact", default="builtin", choices=("builtin", "off"),
                    help="mask PII and secrets in every reason written out (default builtin)")
+    p.add_argument("--judge", help="also ask the judge checks (wrong_direction) of this judge: "
+                                   "openai:http(s)://HOST[:PORT]/PATH/MODEL, any OpenAI-compatible chat endpoint "
+                                   "(a key, if it needs one, from FAULTGATE_JUDGE_API_KEY); what it reads is masked "
+                                   "unless --redact off")
+    p.add_argument("--judge-timeout", type=float, default=30.0, help="seconds to wait for each answer (default 30)")
     p.add_argument("--band", help="band.json from `baseline`: gate PASS / FAIL / INCONCLUSIVE against it "
                                   "(exit 1 only on FAIL)")
     p.add_argument("--markdown", help="write a PR summary (Markdown) to this path")
@@ -69,23 +74,34 @@ def table(report: Report) -> str:
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    judge = None
     try:
         checks = checks_from_args(args)
+        redact = get_redactor(args.redact)
+        if args.judge:
+            from faultgate_stream.judge.check import JudgeCheck
+            from faultgate_stream.judge.contract import QUESTIONS
+            from faultgate_stream.judge.openai import get_judge
+            judge = get_judge(args.judge, timeout=args.judge_timeout)
+            checks += [JudgeCheck(judge, q, redact) for q in QUESTIONS.values()]
         band = None
         if args.band:
             from faultgate_stream.gate.band import Band
             band = Band.load(args.band)
-        redact = get_redactor(args.redact)
         found = read_files(args.traces, args.format)
         verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found])
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    report = Report([c.name for c in checks], verdicts, redact.name if redact else "off")
+    finally:
+        if judge is not None:
+            judge.close()
+    report = Report([c.name for c in checks], verdicts, redact.name if redact else "off",
+                    judge.name if judge is not None else "none")
     elapsed = time.perf_counter() - t0
     print(table(report))
     fired = ", ".join(f"{k}={v}" for k, v in report.fired.items())
-    print(f"\n{len(report.failed_traces)}/{len(report.trace_ids)} traces failed · {fired} · judge none · {elapsed:.1f}s")
+    print(f"\n{len(report.failed_traces)}/{len(report.trace_ids)} traces failed · {fired} · judge {report.judge} · {elapsed:.1f}s")
     outcome = report.outcome()
     if outcome is not None:
         rate = (f"{outcome['true']}/{outcome['judged']} true ({outcome['outcome_rate']:.2f})"

@@ -21,8 +21,9 @@ def judge_run(run: Run, judge: Judge, questions: list[Question],
         try:
             a = judge.ask(state, q.text)
         except JudgeError as e:
-            # no answer is not "not detected": confidence 0 marks it undecided
-            out.append(CheckResult(q.check, False, 0.0, f"judge gave no answer: {e}", kind="judge"))
+            # no answer is not "not detected": the question stays undecided
+            out.append(CheckResult(q.check, False, 0.0, f"undecided: judge gave no answer: {e}", kind="judge",
+                                   undecided=True))
             continue
         out.append(CheckResult(q.check, a.detected, a.confidence, f"{judge.name}: {a.reason}", kind="judge"))
     return out

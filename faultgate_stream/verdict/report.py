@@ -28,6 +28,7 @@ class Report:
     checks: list[str]
     verdicts: list[RunVerdict]
     redaction: str = "builtin"
+    judge: str = "none"  # the judge's name when judge checks ran (``check --judge``)
 
     @property
     def trace_ids(self) -> list[str]:
@@ -95,7 +96,7 @@ class Report:
                          "steps": v.steps, "spans": v.spans,
                          "fired": [r.check for r in v.fired], "undecided": [r.check for r in v.undecided]})
         out: dict[str, Any] = {
-            "judge": "none",
+            "judge": self.judge,
             "checks": self.checks,
             "redaction": self.redaction if redact else "off",
             "traces": len(self.trace_ids),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -52,7 +53,7 @@ def test_no_usable_answer_is_undecided_not_a_pass(reply):
         judge = get_judge(m.spec())
         (r,) = judge_run(_run(), judge, [WRONG_DIRECTION])
         judge.close()
-    assert not r.fired and r.confidence == 0.0 and r.reason.startswith("judge gave no answer: ")
+    assert r.undecided and not r.fired and r.reason.startswith("undecided: judge gave no answer: ")
 
 
 def test_a_judge_that_does_not_answer_in_time_is_undecided():
@@ -60,7 +61,7 @@ def test_a_judge_that_does_not_answer_in_time_is_undecided():
         judge = get_judge(m.spec(), timeout=0.5)
         (r,) = judge_run(_run(), judge, [WRONG_DIRECTION])
         judge.close()
-    assert r.confidence == 0.0 and "no answer from" in r.reason and "ReadTimeoutError" in r.reason
+    assert r.undecided and "no answer from" in r.reason and "ReadTimeoutError" in r.reason
 
 
 def test_a_fenced_json_answer_is_read():
@@ -99,5 +100,40 @@ def test_check_judge_asks_once_per_run_offline():
         judge = get_judge(m.spec())
         verdicts = check_spans(runs, [JudgeCheck(judge, WRONG_DIRECTION)])
         judge.close()
-    got = sorted((v.results[0].fired, v.results[0].confidence) for v in verdicts)
-    assert got == [(False, 0.0), (False, 0.9), (True, 0.7)] and len(m.requests) == 3
+    got = sorted((v.verdict, v.results[0].confidence) for v in verdicts)
+    assert got == [("clean", 0.9), ("failed", 0.7), ("undecided", 0.0)] and len(m.requests) == 3
+
+
+def test_check_with_a_judge_reports_its_answers_and_names_it(tmp_path, capsys):
+    from faultgate_stream.cli.main import main
+
+    traces = tmp_path / "t.json"
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    src = next(p for p in sorted(examples.rglob("*.json")) if "resourceSpans" in p.read_text()[:2000])
+    traces.write_bytes(src.read_bytes())
+    n = len(json.loads(traces.read_text())["resourceSpans"])
+    replies = ['{"detected": false, "confidence": 0.9, "reason": "follows the chain"}'] * 200
+    with ScriptedModel(replies) as m:
+        code = main(["check", str(traces), "--check", "abstention", "--judge", m.spec("qwen"), "--json",
+                     str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["judge"] == "openai:qwen" and "judge openai:qwen" in out
+    judged = [r for r in report["results"] if r["check"] == "wrong_direction"]
+    assert judged and all(r["detected"] is False and r["confidence"] == 0.9 for r in judged)
+    assert len(m.requests) == len(judged) and n >= 1 and code in (0, 1)
+
+
+def test_check_with_an_unreachable_judge_leaves_its_question_undecided(tmp_path, capsys):
+    from faultgate_stream.cli.main import main
+
+    with ScriptedModel([]) as m:
+        dead = m.spec()
+    traces = Path(__file__).resolve().parents[2] / "examples"
+    src = next(p for p in sorted(traces.rglob("*.json")) if "resourceSpans" in p.read_text()[:2000])
+    code = main(["check", str(src), "--check", "abstention", "--judge", dead, "--judge-timeout", "2",
+                 "--json", str(tmp_path / "r.json")])
+    report = json.loads((tmp_path / "r.json").read_text())
+    judged = [r for r in report["results"] if r["check"] == "wrong_direction"]
+    assert judged and all(r["detected"] is None for r in judged)
+    assert "undecided" in capsys.readouterr().err and code in (0, 1)
