@@ -28,7 +28,10 @@ OI_KIND = "openinference.span.kind"
 TL_KIND = "traceloop.span.kind"
 
 # OpenInference kinds onto GenAI operations, as the collector's genainormalizer maps them.
-OI_OPERATION = {"AGENT": INVOKE_AGENT, "CHAIN": INVOKE_AGENT, "LLM": "chat", "TOOL": EXECUTE_TOOL,
+# A CHAIN is not an agent: LangGraph writes every graph node (``agent``, ``tools``,
+# ``call_model``, ``should_continue``) as one, and taking each for an agent split one run
+# into a view per node. A parentless CHAIN is still its trace's run (below).
+OI_OPERATION = {"AGENT": INVOKE_AGENT, "CHAIN": "invoke_workflow", "LLM": "chat", "TOOL": EXECUTE_TOOL,
                 "EMBEDDING": "embeddings", "RETRIEVER": "retrieval", "RERANKER": "retrieval",
                 "PROMPT": "text_completion"}
 # Deliberately not ``task -> invoke_agent`` (the collector's mapping): a traceloop task is a
@@ -66,8 +69,9 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     # span name does (``execute_tool`` / ``execute_tool {gen_ai.tool.name}``).
     if operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool "))):
         tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
-        tool = ToolExecution(str(tool_name), _str(attrs.get("gen_ai.tool.call.arguments")),
-                             _str(attrs.get("gen_ai.tool.call.result")), _str(attrs.get("gen_ai.tool.call.id")))
+        tool = ToolExecution(str(tool_name), _tool_arguments(_str(attrs.get("gen_ai.tool.call.arguments"))),
+                             _tool_result(_str(attrs.get("gen_ai.tool.call.result"))),
+                             _str(attrs.get("gen_ai.tool.call.id")))
     raw_in, raw_out = attrs.get("gen_ai.input.messages"), attrs.get("gen_ai.output.messages")
     inputs, prompt = payload.messages_and_text(raw_in, "user") if raw_in is not None else ((), "")
     outputs, answer = payload.messages_and_text(raw_out, "assistant") if raw_out is not None else ((), "")
@@ -78,6 +82,8 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     elif operation in MODEL_OPERATIONS:
         missing = _model_missing(raw_in is not None or "gen_ai.prompt" in attrs,
                                  raw_out is not None or "gen_ai.completion" in attrs, finish is not None)
+    if answer and answer.strip() in BUDGET_ANSWERS:
+        attrs, answer = _budget_ended(attrs, answer)
     # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
     return SpanRecord(
         trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
@@ -97,6 +103,39 @@ def _tool_missing(attrs: dict[str, Any], arguments: str, result: str) -> int:
 def _model_missing(has_input: bool, has_output: bool, has_finish: bool) -> int:
     return ((0 if has_input else MISSING_INPUT) | (0 if has_output else MISSING_OUTPUT)
             | (0 if has_finish else MISSING_FINISH))
+# What a framework writes as the answer when its own step budget ended the run: the run
+# ended at its step limit without an answer (LangGraph's prebuilt agent at recursion_limit).
+BUDGET_ANSWERS = frozenset({"Sorry, need more steps to process this request."})
+
+
+def _budget_ended(attrs: dict[str, Any], answer: str) -> tuple[dict[str, Any], str]:
+    a = dict(attrs)
+    a.setdefault("faultgate.termination", f"step limit: {answer.strip()}")
+    return a, ""
+
+
+# Framework payloads are recognised by a marker before anything is decoded: most tool
+# spans carry plain arguments and results, and pay one substring test each.
+_CALLBACK_MARKERS = ('"input_str"', '"kwargs"')
+_LC_MARKERS = ('"lc"', '"data"')
+
+
+def _tool_arguments(raw: str) -> str:
+    """Arguments as the tool got them, when the span holds a framework's callback payload."""
+    if raw[:1] == "{" and any(m in raw for m in _CALLBACK_MARKERS):
+        unwrapped = payload.call_arguments(payload.load_json(raw))
+        if unwrapped is not None:
+            return unwrapped
+    return raw
+
+
+def _tool_result(raw: str) -> str:
+    """A result as the tool returned it, when the span holds a serialised LangChain message."""
+    if raw[:1] == "{" and any(m in raw for m in _LC_MARKERS):
+        content = payload.lc_tool_result(payload.load_json(raw))
+        if content is not None:
+            return content
+    return raw
 
 
 def _str(v: Any) -> str:
@@ -214,15 +253,26 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
         user = a.get("user.id") or next((md[k] for k in USER_KEYS if md.get(k)), None)
         if user:
             a.setdefault("enduser.id", str(user))
-        prompt = payload.plain_text(a.get("input.value"), "user")
-        answer = payload.plain_text(a.get("output.value"), "assistant")
+        prompt = payload.agent_text(a.get("input.value"), "user")
+        answer = payload.agent_text(a.get("output.value"), "assistant")
+    elif kind == "AGENT":
+        # An AGENT under a server, function or harness span is still the run's agent: its
+        # input and output are the run's prompt and answer, as a root's are.
+        prompt = payload.agent_text(a.get("input.value"), "user")
+        answer = payload.agent_text(a.get("output.value"), "assistant")
     elif kind == "TOOL":
         # Arguments are in input.value (the spec); tool.parameters is the parameter
-        # definition, read only when an exporter put the arguments there instead.
+        # definition (a JSON schema), read only when an exporter put the arguments there.
         args = a.get("input.value")
-        if args is None:
+        if args is None and not payload.is_parameter_schema(payload.load_json(a.get("tool.parameters"))):
             args = a.get("tool.parameters")
-        result = payload.tool_payload(a.get("output.value"))
+        decoded = payload.load_json(args)
+        unwrapped = payload.call_arguments(decoded)
+        if unwrapped is not None:
+            args = unwrapped
+        out = payload.load_json(a.get("output.value"))
+        lc = payload.lc_tool_result(out)
+        result = lc if lc is not None else payload.tool_payload(a.get("output.value"))
         if status_message:
             result = "Error: " + (status_message if not result else f"{status_message} {result}")
         tool = ToolExecution(str(a.get("tool.name") or name), payload.tool_payload(args), result,
@@ -238,6 +288,8 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
         v = a.get(src)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             a[dst] = int(v)
+    if answer and answer.strip() in BUDGET_ANSWERS:
+        a, answer = _budget_ended(a, answer)
     finish = _finish_reasons(a.get("gen_ai.response.finish_reasons"))
     if a.get("llm.finish_reason"):
         finish = (str(a["llm.finish_reason"]),)
