@@ -94,9 +94,25 @@ class Run:
 
     @cached_property
     def answer(self) -> str:
-        """The final answer: the root's, else the last span's that has one."""
+        """The final answer: the root's, else the last span's that has one, not counting
+        what was said inside an agent that ended in error: a nested ``invoke_agent`` that
+        failed (``Max turns exceeded``) did not answer, whatever its model said last."""
         if self.root is not None and self.root.answer.strip():
             return self.root.answer
+        failed = {s.span_id for s in self.spans if s.is_agent and s.status_code == 2}
+        if failed:
+            parent_of = {s.span_id: s.parent_id for s in self.spans}
+
+            def inside_failed(sid: str | None) -> bool:
+                for _ in range(len(parent_of) + 1):
+                    if sid is None:
+                        return False
+                    if sid in failed:
+                        return True
+                    sid = parent_of.get(sid)
+                return False
+            return next((s.answer for s in reversed(self.spans) if s.answer.strip() and not inside_failed(s.span_id)),
+                        "")
         return next((s.answer for s in reversed(self.spans) if s.answer.strip()), "")
 
     @cached_property

@@ -75,6 +75,10 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     raw_in, raw_out = attrs.get("gen_ai.input.messages"), attrs.get("gen_ai.output.messages")
     inputs, prompt = payload.messages_and_text(raw_in, "user") if raw_in is not None else ((), "")
     outputs, answer = payload.messages_and_text(raw_out, "assistant") if raw_out is not None else ((), "")
+    if answer.startswith("{'"):
+        # a Python repr of the whole assistant message is not an answer: read what it holds
+        outputs = payload.unrepr_messages(outputs)
+        answer = payload.role_text_of(outputs, "assistant")
     finish = attrs.get("gen_ai.response.finish_reasons")
     missing = 0
     if tool is not None:

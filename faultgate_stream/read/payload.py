@@ -259,3 +259,45 @@ def is_parameter_schema(v: Any) -> bool:
     if isinstance(v, dict) and isinstance(v.get("parameters"), dict):
         v = v["parameters"]
     return isinstance(v, dict) and v.get("type") == "object" and isinstance(v.get("properties"), dict)
+
+
+def repr_message(text: str) -> list[dict[str, Any]] | None:
+    """The parts of an assistant message written as a Python repr in a text part
+    (``"{'content': None, 'role': 'assistant', 'tool_calls': [...]}"``, as
+    opentelemetry-instrumentation-openai-agents-v2 0.1 writes it): its text, if any, and its
+    tool calls. None when ``text`` is not such a repr."""
+    if not text.startswith("{'") or "'role': 'assistant'" not in text:
+        return None
+    v = python_literal(text)
+    if not isinstance(v, dict) or v.get("role") != "assistant":
+        return None
+    parts: list[dict[str, Any]] = []
+    if isinstance(v.get("content"), str) and v["content"]:
+        parts.append({"type": "text", "content": v["content"]})
+    for c in v.get("tool_calls") or ():
+        fn = c.get("function") if isinstance(c, dict) else None
+        if isinstance(fn, dict):
+            parts.append({"type": "tool_call", "id": str(c.get("id", "")), "name": str(fn.get("name", "unknown")),
+                          "arguments": fn.get("arguments", "")})
+    return parts
+
+
+def unrepr_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with each text part that is an assistant message's repr replaced by
+    what that message holds."""
+    out = []
+    for m in messages:
+        parts = m.get("parts")
+        if isinstance(parts, list):
+            new: list[Any] = []
+            for p in parts:
+                text = p.get("content") if isinstance(p, dict) and p.get("type") == "text" else None
+                inner = repr_message(text) if isinstance(text, str) else None
+                new.extend(inner if inner is not None else [p])
+            m = dict(m, parts=new)
+        out.append(m)
+    return out
+
+
+def role_text_of(messages: list[dict[str, Any]], role: str) -> str:
+    return _role_text(messages, role)

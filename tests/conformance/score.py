@@ -70,7 +70,12 @@ class Score:
 
     @property
     def right(self) -> int:
-        return sum(o.right for o in self.outcomes)
+        return sum(o.right for o in self.outcomes if o.want_verdict)
+
+    @property
+    def setup_traces(self) -> int:
+        """Traces that only built an agent: they must give no run at all."""
+        return sum(not o.want_verdict for o in self.outcomes)
 
     @property
     def failures(self) -> int:
@@ -109,10 +114,10 @@ def score(family: Path, verdicts: Iterable[RunVerdict]) -> Score:
 
 
 def table(scores: list[Score]) -> str:
-    rows = [f"{'family':34} {'runs':>4} {'right':>5} {'failures':>8} {'caught':>6} {'false alarms':>12} {'undecided':>9}"]
+    rows = [f"{'family':34} {'runs':>4} {'right':>5} {'failures':>8} {'caught':>6} {'false alarms':>12} {'undecided':>9} {'setup traces':>12}"]
     for s in scores:
         rows.append(f"{s.family:34} {s.runs:4} {s.right:5} {s.failures:8} {s.caught:6} {s.false_alarms:12} "
-                    f"{s.undecided:9}")
+                    f"{s.undecided:9} {s.setup_traces:12}")
     for s in scores:
         for o in s.wrong():
             rows.append(f"  WRONG {s.family}/{o.scenario} ({o.trace_id[:12]}): want {o.want_verdict or 'no run'} "
