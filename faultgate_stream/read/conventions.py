@@ -236,6 +236,11 @@ def _oi_messages(attrs: dict[str, Any], direction: str) -> list[dict[str, Any]]:
     return out
 
 
+def _graph_node(a: dict[str, Any]) -> bool:
+    md = a.get("metadata")
+    return isinstance(md, str) and '"langgraph_node"' in md
+
+
 def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
                    end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any]) -> SpanRecord:
     a = dict(attrs)
@@ -259,6 +264,10 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
             a.setdefault("enduser.id", str(user))
         prompt = payload.agent_text(a.get("input.value"), "user")
         answer = payload.agent_text(a.get("output.value"), "assistant")
+    elif kind == "AGENT" and _graph_node(a):
+        # openinference-instrumentation-langchain marks LangGraph's ``agent`` node AGENT on
+        # every model turn: a node of the run's graph, not an agent of its own.
+        operation = "invoke_workflow"
     elif kind == "AGENT":
         # An AGENT under a server, function or harness span is still the run's agent: its
         # input and output are the run's prompt and answer, as a root's are.
