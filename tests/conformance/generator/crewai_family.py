@@ -55,4 +55,5 @@ def setup_crewai(c: Capture) -> None:
 
 
 FAMILY = Family("crewai-openinference", "crewai", "openinference-instrumentation-crewai", setup_crewai, play_crewai,
-                supports=frozenset({"parallel", "budget"}))
+                supports=frozenset({"parallel", "budget"}),
+                captures=frozenset({"content"}))  # writes no finish reason on any span

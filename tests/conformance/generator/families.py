@@ -34,6 +34,9 @@ class Family:
     why_skipped: str = ""
     # how the framework expects a turn: smolagents answers by calling its final_answer tool
     adapt: Callable[[Turn], Turn] | None = None
+    # what the instrumentation records, known from its source: message content (prompts,
+    # answers, tool arguments and results) and the model's finish reasons
+    captures: frozenset[str] = frozenset({"content", "finish_reasons"})
     content: str = "span"     # where message content is captured: span, span_only, event_only, span_and_event, off
     extras: dict[str, str] = field(default_factory=dict)
 
@@ -277,11 +280,14 @@ FAMILIES = {f.name: f for f in [
     Family("langgraph-openllmetry", "langgraph", "opentelemetry-instrumentation-langchain",
            setup_langgraph_openllmetry, play_langgraph, supports=frozenset({"parallel", "budget", "nested"})),
     Family("openai-agents-openinference", "openai-agents", "openinference-instrumentation-openai-agents",
-           setup_agents_openinference, play_agents, supports=frozenset({"parallel", "budget", "nested"})),
+           setup_agents_openinference, play_agents, supports=frozenset({"parallel", "budget", "nested"}),
+           captures=frozenset({"content"})),  # writes no finish reason on any span
     Family("openai-agents-otel-v2", "openai-agents", "opentelemetry-instrumentation-openai-agents-v2",
-           setup_agents_otel_v2, play_agents, supports=frozenset({"parallel", "budget", "nested"})),
+           setup_agents_otel_v2, play_agents, supports=frozenset({"parallel", "budget", "nested"}),
+           captures=frozenset({"content"})),  # writes no finish reason on any span
     *[Family(f"openai-v2-{mode}", "openai", "opentelemetry-instrumentation-openai-v2", openai_v2_setup(mode),
              play_openai_loop, supports=frozenset({"parallel", "budget"}), content=mode,
+             captures=frozenset({"finish_reasons"} | ({"content"} if mode != "off" else set())),
              extras={"util": "opentelemetry-util-genai"})
       for mode in ("span_only", "event_only", "span_and_event", "off")],
     Family("smolagents-openinference", "smolagents", "openinference-instrumentation-smolagents",

@@ -11,21 +11,20 @@ from .capture import Capture
 from .scenarios import SCENARIOS, WORLD
 from .scripted_model import ScriptedModel
 
-# Checks whose input is not message content: with content off they still decide.
-CONTENT_FREE = frozenset({"context_overflow", "unrecovered_tool_error"})
+# What each built-in check reads beyond spans and statuses: a family that does not capture it
+# leaves the check undecided, whatever the run did.
+NEEDS = {"search_loop": {"content"}, "abstention": {"content"}, "policy": {"content"},
+         "repeated_call": {"content"}, "unrecovered_tool_error": set(), "context_overflow": {"finish_reasons"}}
 
 
-def visible(enacts: tuple[str, ...], content: str) -> list[str]:
-    """The enacted failures the engine can see in what was captured."""
-    return sorted(enacts) if content != "off" else sorted(set(enacts) & CONTENT_FREE)
-
-
-def expected_verdict(enacts: tuple[str, ...], content: str) -> str:
-    """The run's verdict the engine owes: failed when an enacted failure is visible; with
-    content off, undecided otherwise (no check that reads content can pass without it)."""
-    if visible(enacts, content):
-        return "failed"
-    return "clean" if content != "off" else "undecided"
+def truth(enacts: list[str], captures: frozenset[str]) -> tuple[list[str], str]:
+    """(checks that must fire, run verdict) for a run that enacted ``enacts``, recorded by an
+    instrumentation that captures ``captures``: an enacted failure the capture cannot show
+    must not fire, and a run on which nothing fired is undecided, not clean, when a check
+    could not see its input."""
+    blind = {c for c, needs in NEEDS.items() if not needs <= captures}
+    fires = sorted(set(enacts) - blind)
+    return fires, "failed" if fires else ("undecided" if blind else "clean")
 
 
 def _traces(capture: Capture) -> set[int]:
@@ -33,12 +32,16 @@ def _traces(capture: Capture) -> set[int]:
     return {sp.context.trace_id for sp in capture.spans.get_finished_spans()}
 
 
+def _family(name: str):  # noqa: ANN202 (Family, imported lazily: CrewAI's venv differs)
+    if name == "crewai-openinference":
+        from .crewai_family import FAMILY
+        return FAMILY
+    from .families import FAMILIES
+    return FAMILIES[name]
+
+
 def main(family_name: str, out: Path) -> None:
-    if family_name == "crewai-openinference":
-        from .crewai_family import FAMILY as family
-    else:
-        from .families import FAMILIES
-        family = FAMILIES[family_name]
+    family = _family(family_name)
     capture = Capture(family.name)
     family.setup(capture)
     runs = []
@@ -59,22 +62,37 @@ def main(family_name: str, out: Path) -> None:
             invoke()
             new = sorted(_traces(capture) - before - built)
             assert len(new) == 1, f"{family.name}/{s.name}: {len(new)} traces, expected one"
+            fires, verdict = truth(list(s.fires), family.captures)
             runs.append({"scenario": s.name, "trace_id": f"{new[0]:032x}",
                          "not_runs": [f"{t:032x}" for t in sorted(built)], "enacts": sorted(s.fires),
-                         "fires": visible(s.fires, family.content),
-                         "verdict": expected_verdict(s.fires, family.content),
+                         "fires": fires, "verdict": verdict,
                          "model_calls": model.script.served if model.script else 0,
                          "tool_calls": sum(WORLD.counts.values())})
     written = capture.write(out / family.name)
     versions = {d: version(d) for d in {family.framework, family.instrumentation, *family.extras.values(),
                                         "opentelemetry-sdk"}}
     doc = {"family": family.name, "framework": family.framework, "instrumentation": family.instrumentation,
-           "content": family.content, "versions": dict(sorted(versions.items())),
+           "content": family.content, "captures": sorted(family.captures), "versions": dict(sorted(versions.items())),
            "skipped": sorted(x.name for x in SCENARIOS if not family.plays(x)), "why_skipped": family.why_skipped,
            **written, "runs": runs}
     (out / family.name / "expected.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{family.name}: {len(runs)} runs, {written['spans']} spans, {written['logs']} log records")
 
 
+def rewrite_truth(family_name: str, out: Path) -> None:
+    """Recompute ``fires`` and ``verdict`` of a recorded family from what its runs enacted,
+    after a change to what the family is known to capture (no framework runs)."""
+    family = _family(family_name)
+    path = out / family.name / "expected.json"
+    doc = json.loads(path.read_text())
+    doc["captures"] = sorted(family.captures)
+    for run in doc["runs"]:
+        run["fires"], run["verdict"] = truth(run["enacts"], family.captures)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    if sys.argv[1] == "--truth-only":
+        rewrite_truth(sys.argv[2], Path(sys.argv[3]))
+    else:
+        main(sys.argv[1], Path(sys.argv[2]))
