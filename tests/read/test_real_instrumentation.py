@@ -222,3 +222,19 @@ def test_with_bindings_a_langgraph_run_gives_one_result_per_check(tmp_path):
     for v in sink.verdicts:
         names = [r.check for r in v.results]
         assert len(names) == len(set(names)), (str(v.key), names)
+
+
+def test_a_tool_span_without_content_takes_its_calls_arguments_and_result_from_the_messages():
+    # opentelemetry-util-genai with content in events only: the execute_tool span names the
+    # tool and the call id; the arguments and result are in the chat messages
+    t = trace_id()
+    root = agent(t)
+    chat = span(t, "chat", parent=root.span_id, start_s=1, attributes={"gen_ai.output.messages": json.dumps(
+        [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "read_file",
+                                          "arguments": {"path": "../../etc/passwd"}}]}])})
+    ran = span(t, "execute_tool read_file", parent=root.span_id, start_s=2, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file", "gen_ai.tool.call.id": "c1"})
+    reply = span(t, "chat", parent=root.span_id, start_s=3, attributes={"gen_ai.input.messages": json.dumps(
+        [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "root:x:0:0"}]}])})
+    (step,) = _one_run([root, chat, ran, reply]).steps
+    assert (step.arguments, step.result) == ('{"path": "../../etc/passwd"}', "root:x:0:0")
