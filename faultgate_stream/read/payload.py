@@ -149,6 +149,8 @@ def agent_text(raw: Any, role: str) -> str:
             return ""
         if (s[:1], s[-1:]) in (("[", "]"), ("{", "}")):
             v = load_json(s)
+            if isinstance(v, dict) and isinstance(v.get("raw"), str) and "tasks_output" in v:
+                return v["raw"]  # CrewAI's CrewOutput: the crew's answer is its raw text
             if not isinstance(v, str):
                 return plain_text(v, role)
     return plain_text(raw, role)

@@ -238,3 +238,12 @@ def test_a_tool_span_without_content_takes_its_calls_arguments_and_result_from_t
         [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "root:x:0:0"}]}])})
     (step,) = _one_run([root, chat, ran, reply]).steps
     assert (step.arguments, step.result) == ('{"path": "../../etc/passwd"}', "root:x:0:0")
+
+
+def test_a_crew_output_answers_with_its_raw_text():
+    t = trace_id()
+    out = {"raw": "Order O-1 totals 120.00 EUR.", "pydantic": None, "json_dict": None,
+           "tasks_output": [{"description": "How much is invoice INV-9?", "raw": "Order O-1 totals 120.00 EUR."}],
+           "token_usage": {"total_tokens": 120}}
+    root = span(t, "Crew.kickoff", attributes={"openinference.span.kind": "CHAIN", "output.value": json.dumps(out)})
+    assert _one_run([root]).answer == "Order O-1 totals 120.00 EUR."
