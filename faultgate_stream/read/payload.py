@@ -151,9 +151,18 @@ def agent_text(raw: Any, role: str) -> str:
             v = load_json(s)
             if isinstance(v, dict) and isinstance(v.get("raw"), str) and "tasks_output" in v:
                 return v["raw"]  # CrewAI's CrewOutput: the crew's answer is its raw text
+            if isinstance(v, dict) and isinstance(v.get("task"), str):
+                return v["task"]  # smolagents' run(task=...)
+            if isinstance(v, dict) and isinstance(v.get("messages"), list):
+                # LangGraph's input: messages as ("user", "text") pairs beside dicts
+                v = dict(v, messages=[{"role": m[0], "content": m[1]} if _pair(m) else m for m in v["messages"]])
             if not isinstance(v, str):
                 return plain_text(v, role)
     return plain_text(raw, role)
+
+
+def _pair(m: Any) -> bool:
+    return isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m)
 
 
 def tool_payload(v: Any) -> str:

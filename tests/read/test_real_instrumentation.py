@@ -247,3 +247,13 @@ def test_a_crew_output_answers_with_its_raw_text():
            "token_usage": {"total_tokens": 120}}
     root = span(t, "Crew.kickoff", attributes={"openinference.span.kind": "CHAIN", "output.value": json.dumps(out)})
     assert _one_run([root]).answer == "Order O-1 totals 120.00 EUR."
+
+
+def test_langgraph_and_smolagents_inputs_give_the_users_prompt():
+    t = trace_id()
+    lg = span(t, "assistant", attributes={"openinference.span.kind": "CHAIN",
+                                          "input.value": json.dumps({"messages": [["user", "Weather in Paris?"]]})})
+    assert _one_run([lg]).prompt == "Weather in Paris?"
+    smol = span(trace_id(), "assistant.run", attributes={"openinference.span.kind": "AGENT", "input.value": json.dumps(
+        {"task": "Weather in Paris?", "stream": False, "reset": True})})
+    assert _one_run([smol]).prompt == "Weather in Paris?"
