@@ -292,6 +292,7 @@ FAMILIES = {f.name: f for f in [
       for mode in ("span_only", "event_only", "span_and_event", "off")],
     Family("smolagents-openinference", "smolagents", "openinference-instrumentation-smolagents",
            setup_smolagents, play_smolagents, supports=frozenset({"parallel", "budget"}), adapt=smolagents_turn,
+           captures=frozenset({"content"}),  # its LLM spans carry no llm.finish_reason
            skip=frozenset({"context_overflow"}),
            why_skipped="a ToolCallingAgent answers only through its final_answer tool call, so a cut-off text "
                        "answer is a parsing error it retries, not an answer"),
