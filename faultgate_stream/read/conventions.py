@@ -82,7 +82,7 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     finish = attrs.get("gen_ai.response.finish_reasons")
     missing = 0
     if tool is not None:
-        missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+        missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", status_code)
     elif operation in MODEL_OPERATIONS:
         missing = _model_missing(raw_in is not None or "gen_ai.prompt" in attrs,
                                  raw_out is not None or "gen_ai.completion" in attrs, finish is not None)
@@ -98,10 +98,13 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     )
 
 
-def _tool_missing(attrs: dict[str, Any], arguments: str, result: str) -> int:
+def _tool_missing(attrs: dict[str, Any], arguments: str, result: str, status_code: int = 0) -> int:
     """What a tool span did not record: an absent attribute, not an empty one (a tool may
-    take no arguments or return nothing)."""
-    return (0 if arguments in attrs else MISSING_TOOL_ARGUMENTS) | (0 if result in attrs else MISSING_TOOL_RESULT)
+    take no arguments or return nothing). A tool that failed (status error, ``error.type``)
+    returned no result: its error is what was recorded, so no result is missing."""
+    failed = status_code == 2 or bool(attrs.get("error.type"))
+    return ((0 if arguments in attrs else MISSING_TOOL_ARGUMENTS)
+            | (0 if result in attrs or failed else MISSING_TOOL_RESULT))
 
 
 def _model_missing(has_input: bool, has_output: bool, has_finish: bool) -> int:
@@ -308,14 +311,16 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
         finish = (str(a["llm.finish_reason"]),)
     missing = 0
     if tool is not None:
-        missing = _tool_missing(a, "input.value", "output.value")
+        missing = _tool_missing(a, "input.value", "output.value", status_code)
         if missing & MISSING_TOOL_ARGUMENTS and "tool.parameters" in a:
             missing &= ~MISSING_TOOL_ARGUMENTS
     elif kind == "LLM":
-        # Finish reasons are not flagged: OpenInference has no required attribute for them,
-        # so their absence says nothing about what the instrumentation captured.
+        # OpenInference names the finish reason ``llm.finish_reason``: an LLM span without it
+        # (openai-agents, CrewAI and smolagents instrumentations write none) did not record
+        # whether the model was cut off, so context_overflow cannot pass it.
         missing = _model_missing("input.value" in a or _has_key_starting(a, ("llm.input_messages.",)),
-                                 "output.value" in a or _has_key_starting(a, ("llm.output_messages.",)), True)
+                                 "output.value" in a or _has_key_starting(a, ("llm.output_messages.",)),
+                                 bool(finish))
     return SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
         start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,

@@ -14,7 +14,7 @@ from typing import Any
 from faultgate_stream.checks.registry import select
 from faultgate_stream.model.verdict import RunVerdict
 from faultgate_stream.pipeline import check_spans
-from faultgate_stream.read.files import read_file
+from faultgate_stream.read.files import read_files
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 BUILT_IN = "search_loop,abstention,policy,repeated_call,unrecovered_tool_error,context_overflow"
@@ -33,15 +33,13 @@ def input_files(family: Path) -> list[Path]:
 
 
 def offline_verdicts(family: Path) -> list[RunVerdict]:
-    return check_spans([read_file(p)[1] for p in input_files(family) if p.name == "traces.json"],
-                       select(BUILT_IN.split(",")))
+    """What ``faultgate-stream check traces.json [logs.json]`` says of the family."""
+    found = read_files([str(p) for p in input_files(family)])
+    return check_spans([f.spans for f in found], select(BUILT_IN.split(",")), [f.contents for f in found])
 
 
 def verdict_of(v: RunVerdict) -> str:
-    own = getattr(v, "verdict", None)
-    if own:
-        return str(getattr(own, "value", own))
-    return "failed" if v.fired else "clean"
+    return v.verdict
 
 
 @dataclass

@@ -5,6 +5,8 @@ Reads only the committed files; regenerating them is ``bash tests/conformance/re
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from faultgate_stream.cli.replay import GrpcSender, replay
@@ -51,6 +53,33 @@ def _by_trace(verdicts):
     return {t: sorted(x) for t, x in out.items()}
 
 
+def _send_logs(endpoint: str, paths: list[Path]) -> int:
+    """OTLP/JSON log files sent as ``LogsService/Export`` requests (ids are hex in the file,
+    bytes in the protobuf)."""
+    import base64
+    import json
+
+    import grpc
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import LogsServiceStub
+
+    def b64(v):
+        if isinstance(v, dict):
+            return {k: (base64.b64encode(bytes.fromhex(x)).decode() if k in ("traceId", "spanId") else b64(x))
+                    for k, x in v.items()}
+        return [b64(x) for x in v] if isinstance(v, list) else v
+
+    sent = 0
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = LogsServiceStub(channel)
+        for p in paths:
+            request = ParseDict(b64(json.loads(p.read_text())), ExportLogsServiceRequest())
+            stub.Export(request, timeout=30)
+            sent += sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
+    return sent
+
+
 def test_the_corpus_replayed_through_a_real_collector_gives_the_offline_verdicts(live_service, tmp_path):
     offline = [v for f in FAMILIES for v in offline_verdicts(f)]
     # a generous grace: the collector's batches of one trace may arrive some time apart
@@ -70,8 +99,12 @@ exporters:
 service:
   pipelines:
     traces: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
+    logs: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
 """
     with running_collector(config, tmp_path):
+        # the log events first: their content waits, bounded, for the spans it belongs to
+        logs = [p for f in FAMILIES for p in input_files(f) if p.name == "logs.json"]
+        assert _send_logs(f"127.0.0.1:{inbound}", logs) > 0
         sender = GrpcSender(f"127.0.0.1:{inbound}")
         try:
             files = [str(p) for f in FAMILIES for p in input_files(f) if p.name == "traces.json"]

@@ -257,3 +257,62 @@ def test_langgraph_and_smolagents_inputs_give_the_users_prompt():
     smol = span(trace_id(), "assistant.run", attributes={"openinference.span.kind": "AGENT", "input.value": json.dumps(
         {"task": "Weather in Paris?", "stream": False, "reset": True})})
     assert _one_run([smol]).prompt == "Weather in Paris?"
+
+
+def _results(spans, check):
+    (v,) = check_spans([spans], select([check]))
+    (r,) = v.results
+    return r
+
+
+def test_an_openinference_llm_span_without_a_finish_reason_leaves_context_overflow_undecided():
+    t = trace_id()
+    root = agent(t, answer="It is 18C and sunny in Paris. The wind comes from the")
+    llm = span(t, "generation", parent=root.span_id, start_s=1, attributes={
+        "openinference.span.kind": "LLM", "input.value": "weather?", "output.value": "It is 18C and sunny in Paris."})
+    r = _results([root, llm], "context_overflow")
+    assert r.undecided and "finish reasons" in r.reason
+    said = span(t, "generation", parent=root.span_id, start_s=1, attributes={
+        "openinference.span.kind": "LLM", "input.value": "weather?", "output.value": "...",
+        "llm.finish_reason": "length"})
+    assert _results([root, said], "context_overflow").fired
+
+
+def test_a_failed_tool_span_without_a_result_is_not_content_left_out():
+    # smolagents / OpenLLMetry: a tool that raised has a status and no output; its result is
+    # not "not captured", so the content checks still decide
+    t = trace_id()
+    root = agent(t, answer="Invoice INV-9 is 120.00 EUR.")
+    failed = span(t, "fetch_invoice", parent=root.span_id, start_s=1, status=2, message="service unavailable",
+                  attributes={"openinference.span.kind": "TOOL", "tool.name": "fetch_invoice",
+                              "input.value": '{"invoice_id": "INV-9"}'})
+    ok = _oi_tool(t, root.span_id, "fetch_invoice", '{"invoice_id": "INV-9"}', "120.00 EUR", 2)
+    (v,) = check_spans([[root, failed, ok]], select(["repeated_call", "search_loop", "unrecovered_tool_error"]))
+    assert v.verdict == "clean", [(r.check, r.reason) for r in v.results]
+
+
+def _event_only_loop(seen: int):
+    """Twelve searches whose calls and results are only in the chat messages (content in
+    events, joined); the results of calls ``seen`` and after appear in no later message."""
+    t = trace_id()
+    root = agent(t, end_s=30)
+    spans = [root]
+    for i in range(12):
+        back = ([{"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{i - 1}", "response": "[]"}]}]
+                if 0 < i <= seen else [{"role": "user", "parts": [{"type": "text", "content": "refund policy?"}]}])
+        spans.append(span(t, "chat", parent=root.span_id, start_s=1 + 2 * i, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["tool_calls"],
+            "gen_ai.input.messages": json.dumps(back),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                {"type": "tool_call", "id": f"c{i}", "name": "search", "arguments": {"q": i}}]}])}))
+        spans.append(span(t, "execute_tool search", parent=root.span_id, start_s=2 + 2 * i, attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"c{i}"}))
+    return spans
+
+
+def test_search_loop_decides_when_the_results_it_cannot_see_cannot_change_it():
+    # event_only content: the last call's result is in no later message, as the budget ended the run
+    r = _results(_event_only_loop(seen=11), "search_loop")
+    assert r.fired, r.reason  # 11 of 12 empty: a search loop, whatever the twelfth returned
+    r = _results(_event_only_loop(seen=5), "search_loop")
+    assert r.undecided, r.reason  # 5 of 12 empty and 7 unseen: they decide it
