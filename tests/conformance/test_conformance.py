@@ -114,3 +114,20 @@ service:
         streamed = live.sink.wait_for(len(offline), timeout=120)
     assert len(streamed) == len(offline)
     assert _by_trace(streamed) == _by_trace(offline)
+
+
+def test_runs_recorded_without_content_are_never_clean():
+    (off,) = [f for f in FAMILIES if expected(f)["content"] == "off"]
+    verdicts = offline_verdicts(off)
+    assert verdicts and {verdict_of(v) for v in verdicts} <= {"undecided", "failed"}
+    assert sum(verdict_of(v) == "undecided" for v in verdicts) >= len(verdicts) // 2
+
+
+def test_a_run_recorded_event_only_gives_the_verdicts_of_the_same_run_recorded_span_only():
+    def by_scenario(name: str):
+        family = next(f for f in FAMILIES if f.name == name)
+        scenario = {r["trace_id"]: r["scenario"] for r in expected(family)["runs"]}
+        return {scenario[v.key.trace_id]: (verdict_of(v), sorted(r.check for r in v.fired))
+                for v in offline_verdicts(family)}
+    span_only, event_only = by_scenario("openai-v2-span_only"), by_scenario("openai-v2-event_only")
+    assert len(span_only) >= 12 and event_only == span_only
