@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from faultgate_stream.model.settings import BYTES
+from faultgate_stream.receive.kafka.config import KafkaConfig
 
 # The OTLP spec recommends accepting 64 MiB (after decompression); grpc's own default of
 # 4 MiB would refuse a large batch from a collector's exporter permanently.
@@ -43,6 +44,7 @@ class ReceiveConfig:
     # "" = no check. bearer_token_file is read at start, for secrets mounted as files.
     bearer_token: str = ""
     bearer_token_file: str = ""
+    kafka: KafkaConfig = KafkaConfig()  # the durable source; off unless brokers are set
 
     def validate(self) -> list[str]:
         problems = []
