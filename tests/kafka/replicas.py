@@ -90,7 +90,7 @@ class Replica:
 
 
 def replica(tmp: Path, name: str, *, bootstrap: str, topic: str, group: str, downstream: int,
-            instance: bool = True) -> Replica:
+            instance: bool = True, handover_grace: str = "3s") -> Replica:
     metrics = free_port()
     config = tmp / f"{name}.yaml"
     config.write_text(f"""
@@ -104,7 +104,7 @@ receive:
     group_instance_id: "{name if instance else ''}"
     commit_interval: 200ms
     lease_messages: 200
-    handover_grace: 3s
+    handover_grace: {handover_grace}
     # the broker's minimum: a replica that vanished without leaving is noticed in 6 s
     client: {{session.timeout.ms: "6000", heartbeat.interval.ms: "1000"}}
 metrics: {{endpoint: "{HOST}:{metrics}"}}
@@ -127,6 +127,10 @@ class Load:
     errors: list = field(default_factory=list)
     sent: int = 0
     _thread: threading.Thread | None = None
+    _halt: threading.Event = field(default_factory=threading.Event)
+
+    def halt(self) -> None:
+        self._halt.set()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -137,6 +141,8 @@ class Load:
         stub = trace_service_pb2_grpc.TraceServiceStub(channel)
         started = time.monotonic()
         for i in range(self.runs):
+            if self._halt.is_set():
+                break
             run = self.first_run + i
             delay = started + i / self.rate - time.monotonic()
             if delay > 0:

@@ -311,7 +311,9 @@ class KafkaSource:
         for tp in tps:
             lease = self._leases.pop(tp)
             plog = self._tracker.remove(tp)
-            traces = plog.traces()
+            # traces already decided (their messages wait only for export) have nothing
+            # in memory to drop: the new owner decides them again, counted as replays
+            traces = {t for t in plog.traces() if self._progress.undecided((t,))}
             if traces:
                 dropped_traces += len(traces)
                 dropped_spans += self._progress.drop(traces)
