@@ -134,3 +134,14 @@ def test_replayed_verdicts_are_those_of_traces_re_read_and_not_yet_finished():
     ledger.forget(["t1", "t2"])
     ledger.verdict(V("t1"))
     assert c.n == 1 and len(ledger) == 0
+
+
+def test_the_example_kafka_config_loads_as_shipped():
+    from pathlib import Path
+
+    from faultgate_stream.config import load
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load(root / "examples" / "kafka" / "faultgate.yaml")
+    assert cfg.receive.kafka.enabled and cfg.receive.kafka.topic == "otlp_spans"
+    assert load(root / "examples" / "config.yaml").receive.kafka.enabled is False
