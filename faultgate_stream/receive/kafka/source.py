@@ -30,6 +30,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from faultgate_stream.model.consumers import SpanConsumer
+from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
 from faultgate_stream.receive import decode
 from faultgate_stream.receive.kafka import lease as leases
@@ -77,7 +78,13 @@ class KafkaSource:
 
     # ------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="kafka-source", daemon=True)
+        """Create the client here, in the caller's thread, so that a client property
+        librdkafka refuses stops the service at start with its message."""
+        try:
+            consumer = self._factory(self._client_config())
+        except KafkaException as e:
+            raise InputError(f"receive.kafka.client: {e.args[0].str() if e.args else e}") from None
+        self._thread = threading.Thread(target=self._run, args=(consumer,), name="kafka-source", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -107,8 +114,7 @@ class KafkaSource:
             conf["group.instance.id"] = cfg.group_instance_id
         return conf
 
-    def _run(self) -> None:
-        consumer = self._factory(self._client_config())
+    def _run(self, consumer: Any) -> None:
         consumer.subscribe([self._cfg.topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                            on_lost=self._on_lost)
         log.info("kafka_source_started", brokers=self._cfg.brokers, topic=self._cfg.topic, group=self._cfg.group_id)
