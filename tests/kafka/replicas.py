@@ -137,32 +137,56 @@ class Load:
         self._thread.start()
 
     def _run(self) -> None:
+        # Each run goes out in two requests, its tool spans first and its root one step
+        # later (as spans end: children before their parent), so a trace spans two Kafka
+        # messages and a rebalance between them would split it if anything routed wrongly.
         channel = grpc.insecure_channel(self.endpoint)
         stub = trace_service_pb2_grpc.TraceServiceStub(channel)
         started = time.monotonic()
-        for i in range(self.runs):
+        waiting_root = None
+        for i in range(self.runs + 1):
             if self._halt.is_set():
                 break
-            run = self.first_run + i
             delay = started + i / self.rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            req = agent_run_request(run, tools=TOOLS)
-            try:
-                stub.Export(req, timeout=10)
-            except grpc.RpcError as e:   # recorded, asserted in the test's own thread
-                self.errors.append(f"run {run}: {e.code()} {e.details()}")
-                continue
-            self.acked.update(span_keys(req))
-            root = req.resource_spans[0].scope_spans[0].spans[0]
-            self.acked_runs[root.trace_id.hex()] = root.span_id.hex()
-            self.sent = i + 1
+            batch = []
+            if i < self.runs:
+                children, root = _halves(agent_run_request(self.first_run + i, tools=TOOLS))
+                batch.append(("children", children))
+            if waiting_root is not None:
+                batch.append(("root", waiting_root))
+            waiting_root = root if i < self.runs else None
+            for part, req in batch:
+                try:
+                    stub.Export(req, timeout=10)
+                except grpc.RpcError as e:   # recorded, asserted in the test's own thread
+                    self.errors.append(f"{part} of step {i}: {e.code()} {e.details()}")
+                    continue
+                self.acked.update(span_keys(req))
+                if part == "root":
+                    span = req.resource_spans[0].scope_spans[0].spans[0]
+                    self.acked_runs[span.trace_id.hex()] = span.span_id.hex()
+                    self.sent += 1
         channel.close()
 
     def join(self, timeout: float) -> None:
         assert self._thread is not None
         self._thread.join(timeout)
         assert not self._thread.is_alive(), "the load did not finish"
+
+
+def _halves(req):
+    """(the request's tool spans, its root) as two requests with the same resource."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    spans = req.resource_spans[0].scope_spans[0].spans
+    out = []
+    for part in (spans[1:], spans[:1]):
+        r = ExportTraceServiceRequest()
+        r.resource_spans.add().scope_spans.add().spans.extend(part)
+        out.append(r)
+    return out[0], out[1]
 
 
 def downstream_roots(out: Path) -> list[tuple[str, str, str]]:
