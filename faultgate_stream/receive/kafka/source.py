@@ -70,6 +70,7 @@ class KafkaSource:
         self._paused = ""           # why every partition is paused ("" = not paused)
         self._resume_at = 0.0
         self._internal_attempts: dict[tuple[TopicPartition, int], int] = {}
+        self._sought: dict[TopicPartition, int] = {}   # partitions sought back, and to where
         self._last_commit = 0.0
         self._warned_unkeyed = False
         self._stop = threading.Event()
@@ -153,10 +154,44 @@ class KafkaSource:
             # in this batch will come again; a partition no longer ours is the new owner's
             if tp in rewound or tp not in self._leases:
                 continue
+            if not self._in_sequence(consumer, tp, msg.offset()):
+                continue
             if not self._handle(consumer, msg, tp):
                 rewound.add(tp)
         if time.monotonic() - self._last_commit >= self._cfg.commit_interval:
             self._commit(consumer)
+
+    def _in_sequence(self, consumer: Any, tp: TopicPartition, offset: int) -> bool:
+        """Hand messages on in offset order, none skipped. A message past the next one
+        expected means some were not handed on (a seek that failed while a rebalance was
+        under way, a fetch from before it): the partition is read again from where it
+        stopped, so no span is passed over and then committed past."""
+        sought = self._sought.pop(tp, None)
+        if sought is not None:
+            if offset < sought:
+                self._sought[tp] = sought
+                return False
+            return True   # the first message from the seek point (later only where the log has a gap)
+        expected = self._tracker.log(tp).next_offset
+        if expected is None or offset == expected:
+            return True
+        if offset > expected:
+            self._t["faultgate_kafka_errors"].labels("out_of_sequence").inc()
+            log.warning("kafka_out_of_sequence", topic=tp[0], partition=tp[1], offset=offset, expected=expected)
+            self._seek(consumer, tp, expected)
+        return False      # below: handed on already
+
+    def _seek(self, consumer: Any, tp: TopicPartition, offset: int) -> None:
+        try:
+            consumer.seek(KTopicPartition(tp[0], tp[1], offset))
+        except KafkaException as e:
+            # the next message out of sequence tries again; nothing past it is handed on
+            log.warning("kafka_seek_failed", topic=tp[0], partition=tp[1], offset=offset, error=str(e))
+            plog = self._tracker.log(tp)
+            if plog.next_offset is None:
+                plog.next_offset = offset   # so that a later message past it is seen as out of sequence
+            return
+        self._sought[tp] = offset
 
     def _handle(self, consumer: Any, msg: Any, tp: TopicPartition) -> bool:
         """Hand one message on. False when it was refused and will be read again."""
@@ -213,11 +248,7 @@ class KafkaSource:
     def _rewind(self, consumer: Any, tp: TopicPartition, offset: int, reason: str, delay: float) -> None:
         """Read ``offset`` again after ``delay``, with every partition paused until then."""
         self._pause(consumer, reason, delay)
-        try:
-            consumer.seek(KTopicPartition(tp[0], tp[1], offset))
-        except KafkaException as e:
-            # the partition is being moved: its new owner reads from the last commit
-            log.warning("kafka_seek_failed", topic=tp[0], partition=tp[1], offset=offset, error=str(e))
+        self._seek(consumer, tp, offset)
 
     # ------------------------------------------------------------ committing
     def _finish(self) -> None:
@@ -282,6 +313,7 @@ class KafkaSource:
         for i, p in enumerate(partitions):
             tp = (p.topic, p.partition)
             self._tracker.remove(tp)
+            self._sought.pop(tp, None)
             if committed is None:
                 self._leases[tp] = Lease(replay_below=-1, unknown=True)
                 continue
@@ -317,6 +349,7 @@ class KafkaSource:
         for tp in tps:
             lease = self._leases.pop(tp)
             plog = self._tracker.remove(tp)
+            self._sought.pop(tp, None)
             # traces already decided (their messages wait only for export) have nothing
             # in memory to drop: the new owner decides them again, counted as replays
             traces = {t for t in plog.traces() if self._progress.undecided((t,))}
