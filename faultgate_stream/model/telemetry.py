@@ -150,6 +150,15 @@ CATALOG: tuple[MetricSpec, ...] = (
                ("agent", "version", "verdict"), "gate", external=True),
     MetricSpec("faultgate_shadow_gate_clean_rate", "gauge", "The window's clean rate under the shadow rules.",
                ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_check_errors", "counter",
+               "Checks that raised on a run (a bug): that run got an undecided result for the check, the others "
+               "went on.", ("check",), "verdict"),
+    MetricSpec("faultgate_internal_errors", "counter",
+               "Internal errors caught where they would have stopped a stage (a bug, logged with its traceback); "
+               "the stage went on.", ("stage",), "assemble"),
+    MetricSpec("faultgate_thread_deaths", "counter",
+               "Background threads that stopped on an error; readiness (/readyz) stays down after one.",
+               ("thread",), "model"),
     MetricSpec("faultgate_label_values_folded", "counter",
                "Label values folded into 'other' because the label hit its cap.", ("label",), "export/metrics"),
     MetricSpec("faultgate_label_values_shortened", "counter",

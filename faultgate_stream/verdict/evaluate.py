@@ -13,13 +13,18 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
+
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.consumers import VerdictConsumer
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
+from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
+
+log = structlog.get_logger("faultgate_stream.verdict")
 
 
 @dataclass
@@ -36,10 +41,36 @@ class _TraceState:
 class Evaluator:
     """A ``RunConsumer``: the assembler's next stage."""
 
-    def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer) -> None:
+    def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer, *,
+                 telemetry: Telemetry | None = None) -> None:
         self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
+        self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
+
+    # A check that raises is a bug, never an answer about the run: that run gets an error
+    # result for that check (counted, logged with its traceback), and every other check
+    # and every other run goes on as if nothing happened (issue 9, defect 1).
+    def _failed(self, check: Check, where: str, run_key: object) -> None:
+        log.exception("check_failed", check=check.name, stage=where, run=str(run_key))
+        if self._errors is not None:
+            self._errors.labels(check.name).inc()
+
+    def _observe(self, check: Check, state: Any, span: SpanRecord) -> str | None:
+        try:
+            return check.observe(state, span)
+        except Exception:
+            self._failed(check, "observe", span.trace_id)
+            return None
+
+    def _finish(self, check: Check, state: Any, run: Run) -> CheckResult:
+        try:
+            return check.finish(state, run)
+        except Exception as e:
+            self._failed(check, "finish", run.key)
+            return CheckResult(check.name, False, 0.0,
+                               f"undecided: the check failed on this run ({type(e).__name__}, an internal error)",
+                               check.severity, check.kind)
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -71,7 +102,7 @@ class Evaluator:
     def span_arrived(self, span: SpanRecord) -> None:
         st = self._state(span.trace_id)
         for check, state in zip(st.ruleset.checks, st.states):
-            self._early(st, check, check.observe(state, span), span, "")
+            self._early(st, check, self._observe(check, state, span), span, "")
         if not st.ruleset.bindings:
             return
         st.parent_of[span.span_id] = span.parent_id
@@ -82,7 +113,7 @@ class Evaluator:
             state = st.bound_states.get(id(check))
             if state is None:
                 state = st.bound_states[id(check)] = check.start()
-            self._early(st, check, check.observe(state, span), span, agent or "")
+            self._early(st, check, self._observe(check, state, span), span, agent or "")
 
     def _early(self, st: _TraceState, check: Check, reason: str | None, span: SpanRecord, agent: str) -> None:
         if not reason or check.name in st.fired_early:
@@ -118,18 +149,18 @@ class Evaluator:
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
         if not rs.bindings:
-            return tuple(c.finish(state, run) for c, state in zip(rs.checks, st.states))
+            return tuple(self._finish(c, state, run) for c, state in zip(rs.checks, st.states))
         views = agent_views(run)
         top_bound = {c.name for c in rs.bound(run.agent)}
         # a check bound to the top agent replaces the every-run check of the same name
-        results = [c.finish(state, run) for c, state in zip(rs.checks, st.states) if c.name not in top_bound]
+        results = [self._finish(c, state, run) for c, state in zip(rs.checks, st.states) if c.name not in top_bound]
         multi = len(views) > 1
         for agent, view in views:
             for check in rs.bound(agent):
                 state = check.start()
                 for s in view.spans:
-                    check.observe(state, s)
-                r = check.finish(state, view)
+                    self._observe(check, state, s)
+                r = self._finish(check, state, view)
                 results.append(dataclasses.replace(r, agent=agent) if multi else r)
         return tuple(results)
 
