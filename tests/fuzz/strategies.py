@@ -93,7 +93,7 @@ any_value = st.one_of(
               st.lists(st.one_of(st.fixed_dictionaries({"key": st.text(max_size=5),
                                                         "value": st.just({"stringValue": "v"})}), json_values),
                        max_size=3)),
-    st.integers(min_value=50, max_value=400).map(_nested_any_value),
+    st.integers(min_value=50, max_value=250).map(_nested_any_value),
     json_values,
 )
 attribute = mostly(st.one_of(
