@@ -25,7 +25,7 @@ from faultgate_stream.assemble.content import merge
 from faultgate_stream.assemble.partition import partition
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.consumers import RunConsumer
-from faultgate_stream.model.errors import CapacityError
+from faultgate_stream.model.errors import BoundError, CapacityError
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import Completion
@@ -232,7 +232,17 @@ class Assembler:
         bound = full()
         if not bound:
             return
-        if cfg.on_full == "refuse" or new_traces > cfg.max_traces or new_bytes > cfg.max_bytes:
+        # A request no amount of waiting lets in is permanent, naming the limit; only one
+        # that fits once runs complete is refused retryably (issue 9, defect 10).
+        if new_traces > cfg.max_traces:
+            self.stats.refused_batches += 1
+            raise BoundError(f"request has {new_traces} new traces, more than the assembler holds "
+                             f"(assemble.max_traces: {cfg.max_traces}); send smaller batches", bound="max_traces")
+        if new_bytes > cfg.max_bytes:
+            self.stats.refused_batches += 1
+            raise BoundError(f"request has {new_bytes} bytes of spans, more than the assembler holds "
+                             f"(assemble.max_bytes: {cfg.max_bytes}); send smaller batches", bound="max_bytes")
+        if cfg.on_full == "refuse":
             self.stats.refused_batches += 1
             raise CapacityError(f"assembler at {bound} ({len(self._traces)} traces, {self._bytes} bytes held)",
                                 bound=bound, retry_after_s=max(1.0, cfg.root_grace))
