@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from faultgate_stream.checks.base import Check
+from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.consumers import VerdictConsumer
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
@@ -32,8 +33,7 @@ class _TraceState:
     ruleset: Ruleset
     states: list[Any]
     bound_states: dict[int, Any] = field(default_factory=dict)   # id(check) -> early state
-    agent_of: dict[str, str | None] = field(default_factory=dict)  # span id -> its agent's name, if known
-    parent_of: dict[str, str | None] = field(default_factory=dict)
+    agents: NearestAgent = field(default_factory=NearestAgent)  # span -> its nearest agent's name
     early: list[EarlyFinding] = field(default_factory=list)
     fired_early: set[str] = field(default_factory=set)
 
@@ -89,13 +89,9 @@ class Evaluator:
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
-        cur: str | None = span.span_id
-        for _ in range(len(st.parent_of) + 1):
-            if cur is None or cur not in st.parent_of:
-                break
-            if st.agent_of.get(cur):
-                return st.agent_of[cur]
-            cur = st.parent_of[cur]
+        found = st.agents.nearest(span.span_id)
+        if found:
+            return found
         named = span.attrs.get(AGENT_NAME)
         return str(named) if named else None
 
@@ -105,9 +101,8 @@ class Evaluator:
             self._early(st, check, self._observe(check, state, span), span, "")
         if not st.ruleset.bindings:
             return
-        st.parent_of[span.span_id] = span.parent_id
-        if span.is_agent:
-            st.agent_of[span.span_id] = str(span.attrs.get(AGENT_NAME) or span.name)
+        st.agents.add(span.span_id, span.parent_id,
+                      str(span.attrs.get(AGENT_NAME) or span.name) if span.is_agent else None)
         agent = self._agent(st, span)
         for check in st.ruleset.bound(agent):
             state = st.bound_states.get(id(check))

@@ -33,6 +33,7 @@ from faultgate_stream.checks.policy.requires import Requires
 from faultgate_stream.checks.policy.rule import CallRule
 from faultgate_stream.checks.policy.schema import Policy
 from faultgate_stream.checks.signals import step_errors
+from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
@@ -55,7 +56,7 @@ class _Arrival(NamedTuple):
 class _Seen:
     """What ``observe`` has seen of one trace: per-run state, never shared."""
 
-    __slots__ = ("deny", "done", "count", "call_ids", "parents", "agents", "history", "responses")
+    __slots__ = ("deny", "done", "count", "call_ids", "agents", "history", "responses")
 
     def __init__(self) -> None:
         # argument text -> the first denied pattern it matches: what ``observe`` found, so
@@ -64,8 +65,7 @@ class _Seen:
         self.done = False  # an early finding was reported: the evaluator keeps only the first
         self.count = 0     # distinct calls seen, for max_calls
         self.call_ids: set[str] = set()
-        self.parents: dict[str, str | None] = {}      # span id -> parent id, to find a call's root
-        self.agents: dict[str, SpanRecord] = {}       # agent spans by id
+        self.agents = NearestAgent()                  # span -> its nearest agent span, to find a call's root
         self.history: dict[tuple, _Arrival] = {}      # calls that requires / confirmation read
         self.responses: dict[str, str] = {}           # call id -> result, from message parts
 
@@ -127,9 +127,7 @@ class PolicyCheck(Check):
         if state.done:
             return None
         if self._roots:
-            state.parents[span.span_id] = span.parent_id
-            if span.is_agent:
-                state.agents[span.span_id] = span
+            state.agents.add(span.span_id, span.parent_id, span if span.is_agent else None)
         if self._reads:
             for cid, res in span.responses:
                 state.responses[cid] = res
@@ -154,15 +152,8 @@ class PolicyCheck(Check):
         """The root of the run the span belongs to, if observed and certain: its nearest
         agent ancestor when that agent has no parent (so it is the top-most agent, and the
         root of every view of the run). ``UNKNOWN`` otherwise."""
-        cur: str | None = span.span_id
-        for _ in range(len(state.parents) + 1):
-            if cur is None or cur not in state.parents:
-                return UNKNOWN
-            agent = state.agents.get(cur)
-            if agent is not None:
-                return agent if agent.parent_id is None else UNKNOWN
-            cur = state.parents[cur]
-        return UNKNOWN
+        agent = state.agents.nearest(span.span_id)
+        return agent if agent is not None and agent.parent_id is None else UNKNOWN
 
     def _call(self, state: _Seen, a: _Arrival) -> Call:
         result = a.result if a.result is not None else state.responses.get(a.call_id, "") if a.call_id else ""
