@@ -31,6 +31,9 @@ from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import Completion
 
 NS = 1_000_000_000
+# Approximate bytes one remembered span costs in the decision cache: a dict slot and two
+# 16-character id strings (measured with sys.getsizeof: ~65 bytes each, ~40 the slot).
+DECIDED_ENTRY_BYTES = 170
 
 
 @dataclass
@@ -100,6 +103,7 @@ class Assembler:
         self.config = config or AssembleConfig()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # oldest first
         self._decided: OrderedDict[str, _Decided] = OrderedDict()
+        self._decided_bytes = 0
         self._bytes = 0
         self._spans = 0
         self.stats = Stats()
@@ -116,6 +120,34 @@ class Assembler:
     @property
     def bytes_held(self) -> int:
         return self._bytes
+
+    @property
+    def decided_traces(self) -> int:
+        return len(self._decided)
+
+    @property
+    def decided_bytes(self) -> int:
+        return self._decided_bytes
+
+    def _remember(self, decided: _Decided, table: dict[str, str], span_id: str, root: str) -> None:
+        if span_id not in table:
+            self._decided_bytes += DECIDED_ENTRY_BYTES
+        table[span_id] = root
+
+    def _trim_decided(self, keep: str | None = None) -> None:
+        """Forget the oldest decided traces while over either bound. The trace being added
+        to is forgotten last: its own late spans may be what filled the cache, and it then
+        goes too rather than grow past the bound."""
+        cfg = self.config
+        while self._decided and (len(self._decided) > cfg.decision_cache
+                                 or self._decided_bytes > cfg.decision_cache_bytes):
+            tid = next(iter(self._decided))
+            if tid == keep and len(self._decided) > 1:
+                self._decided.move_to_end(tid)
+                continue
+            d = self._decided.pop(tid)
+            self._decided_bytes -= DECIDED_ENTRY_BYTES * (len(d.spans) + len(d.parents))
+            self.stats.decision_cache_evictions += 1
 
     # ------------------------------------------------------------ ingestion
     def add(self, spans: Iterable[SpanRecord]) -> AddResult:
@@ -137,7 +169,9 @@ class Assembler:
                 if root is None:
                     root = decided.parents.get(s.span_id)
                 if root is not None:
-                    decided.spans[s.span_id] = root
+                    self._remember(decided, decided.spans, s.span_id, root)
+                    if self._decided_bytes > self.config.decision_cache_bytes:
+                        self._trim_decided(keep=s.trace_id)
                     run = RunKey(s.trace_id, root)
                     res.late += 1
                     res.late_runs[s.span_id] = run
@@ -333,16 +367,14 @@ class Assembler:
         decided = self._decided.get(tid)
         if decided is None:
             decided = self._decided[tid] = _Decided({}, {})
-            while len(self._decided) > self.config.decision_cache:
-                self._decided.popitem(last=False)
-                self.stats.decision_cache_evictions += 1
         for r in runs:
             root = r.key.root_span_id
             for s in r.spans:
-                decided.spans[s.span_id] = root
+                self._remember(decided, decided.spans, s.span_id, root)
             for s in r.spans:
                 if s.parent_id and s.parent_id not in decided.spans:
-                    decided.parents[s.parent_id] = root
+                    self._remember(decided, decided.parents, s.parent_id, root)
+        self._trim_decided(keep=tid)
         for s in gone:
             if t.spans.pop(s.span_id, None) is not None:
                 t.bytes -= s.size

@@ -143,7 +143,9 @@ class _InMemory(Collector):
     def collect(self):
         for name, value in (("faultgate_runs_in_memory", self._asm.traces_in_flight),
                             ("faultgate_spans_in_memory", self._asm.spans_in_flight),
-                            ("faultgate_memory_held_bytes", self._asm.bytes_held)):
+                            ("faultgate_memory_held_bytes", self._asm.bytes_held),
+                            ("faultgate_decision_cache_traces", self._asm.decided_traces),
+                            ("faultgate_decision_cache_bytes", self._asm.decided_bytes)):
             g = GaugeMetricFamily(name, next(s.help for s in CATALOG if s.name == name))
             g.add_metric([], value)
             yield g
