@@ -87,3 +87,49 @@ def test_evaluating_bound_checks_walks_each_span_of_a_chain_once():
     for s in spans:
         ev.span_arrived(s)
     assert ev._traces[spans[0].trace_id].agents.hops <= 3 * N
+
+
+def _prerequisite_run(n: int, x_result: str = '{"ok": true}'):
+    from faultgate_stream.testing import simple_run
+    calls = []
+    for i in range(n):
+        calls.append(("x", {"id": i % 7}, x_result) if i % 2 == 0 else ("u", {"id": i % 7}, "done"))
+    return simple_run(calls)
+
+
+def test_prerequisite_rules_judge_each_call_of_a_long_run_without_rescanning_the_earlier_ones(monkeypatch):
+    from faultgate_stream.checks.policy import requires
+    from faultgate_stream.pipeline import assemble_runs
+    judged = []
+    real = requires.unmet
+    monkeypatch.setattr(requires, "unmet", lambda e, req: judged.append(1) or real(e, req))
+    policy = Policy.from_mapping({"requires": [
+        {"tool": "u", "after": ["x"], "success": True, "invalidated_by": ["u"]},
+        {"tool": "u", "after": ["x"], "same_arg": "id", "success": True},
+        {"tool": "u", "after": ["x"], "result_contains": "ok"}]})
+    n = 4000
+    run = assemble_runs(_prerequisite_run(n))[0]
+    result = PolicyCheck(policy).finish(None, run)
+    assert result.reason.count("step ") == 3  # only the first calls for ids 1, 3 and 5 come before an x
+    # every earlier x failed: each u once judged them all again, n * n / 4 in all
+    failing = assemble_runs(_prerequisite_run(n, x_result="Error: not found"))[0]
+    judged.clear()
+    result = PolicyCheck(policy).finish(None, failing)
+    assert result.fired and result.reason.count("before a successful x") == n  # two rules, n / 2 calls each
+    assert len(judged) <= 3 * n
+
+
+def test_early_prerequisite_findings_stop_at_a_bound_so_a_long_run_costs_linear_work(monkeypatch):
+    from faultgate_stream.checks.policy import check as check_module
+    built = []
+    real = check_module.PolicyCheck._so_far
+    monkeypatch.setattr(check_module.PolicyCheck, "_so_far",
+                        lambda self, state, a, call, root: built.append(len(state.history)) or real(self, state, a,
+                                                                                                   call, root))
+    policy = Policy.from_mapping({"requires": [{"tool": "u", "after": ["x"]}]})
+    check = PolicyCheck(policy)
+    state = check.start()
+    for s in _prerequisite_run(4000):
+        check.observe(state, s)
+    assert sum(built) <= check_module.EARLY_HISTORY_LIMIT * 4000
+    assert max(built) <= check_module.EARLY_HISTORY_LIMIT

@@ -40,6 +40,11 @@ from faultgate_stream.model.verdict import CheckResult
 
 # Appended to an early finding that depends on calls observed so far.
 PROVISIONAL = " [none observed so far; the run's verdict decides]"
+# Provisional findings of history rules re-read every call observed so far, so each
+# arrival costs the run's size: past this many calls kept for them, a run's arrivals are
+# no longer judged early by those rules (the verdict judges every call, in linear time),
+# which keeps a run's early work linear in its size (issue 9, defect 12).
+EARLY_HISTORY_LIMIT = 500
 
 
 class _Arrival(NamedTuple):
@@ -176,6 +181,8 @@ class PolicyCheck(Check):
             if rule.tools is not None and call.tool not in rule.tools:
                 continue
             if rule.history:
+                if len(state.history) > EARLY_HISTORY_LIMIT:
+                    continue
                 ctx = self._so_far(state, a, call, root)
                 reasons = [r + PROVISIONAL for r in rule.check(ctx, len(ctx.calls) - 1)]
             else:
