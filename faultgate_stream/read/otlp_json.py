@@ -152,7 +152,10 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str],
                 raise InputError(f"{_where(place)}.parentSpanId: {s['parentSpanId']!r} is not a 16-digit hex span id")
             parents[raw] = parent
     attrs: dict[str, Any] = {}
-    for kv in s.get("attributes") or []:
+    raw_attrs = s.get("attributes") or []
+    if not isinstance(raw_attrs, list):
+        raise InputError(f"{_where(place)}.attributes: expected a list of {{key, value}} objects")
+    for kv in raw_attrs:
         # The common shapes straight through; anything else takes the checked path, which
         # raises the same error as before or reads the value in full. This and the two
         # timestamps below took read() from 3.4 to 3.1 ms on a 673-span file.

@@ -115,3 +115,10 @@ def test_a_status_code_of_digits_int_cannot_read_is_an_input_error(code):
                                     [{"name": "gen_ai.evaluation.result", "attributes": [{"key": [1]}]}]])
 def test_evaluation_events_of_the_wrong_shape_are_skipped(events):
     assert len(otlp_json.read(_doc({"events": events}))) == 1
+
+
+@pytest.mark.parametrize("attributes", [1.5, "x", {"key": "k"}])
+def test_attributes_that_are_not_a_list_are_an_input_error(attributes):
+    """Found by the soak (bench/fuzz_soak.py, input 8,984): a float as ``attributes``."""
+    with pytest.raises(InputError, match="attributes"):
+        otlp_json.read(_doc({"attributes": attributes}))
