@@ -44,6 +44,9 @@ class AddResult:
     late_runs: dict[str, RunKey] = field(default_factory=dict)  # late span id -> the run it was decided in
     # a retry of a span whose run was already decided (its first copy was taken): the run
     decided_duplicates: dict[str, RunKey] = field(default_factory=dict)
+    # root candidates of this batch whose run this batch closed (the trace hit
+    # max_spans_per_trace): their verdict is already out, so they must not wait for one
+    closed_runs: dict[str, RunKey] = field(default_factory=dict)
 
 
 @dataclass
@@ -157,6 +160,7 @@ class Assembler:
         self._make_room(batch)
         now = self._clock.now_ns()
         res = AddResult()
+        cap_hits = self.stats.span_cap_hits
         for s in batch:
             decided = self._decided.get(s.trace_id)
             if decided is not None:
@@ -196,6 +200,13 @@ class Assembler:
                 # the same run would hit the same bound again on retry: close it early
                 self.stats.span_cap_hits += 1
                 self._close_trace(s.trace_id, Completion.EVICTED)
+        if self.stats.span_cap_hits != cap_hits:
+            for s in batch:
+                if s.is_agent or not s.parent_id:
+                    d = self._decided.get(s.trace_id)
+                    root = d.spans.get(s.span_id) if d is not None else None
+                    if root is not None and s.span_id not in res.late_runs and s.span_id not in res.decided_duplicates:
+                        res.closed_runs[s.span_id] = RunKey(s.trace_id, root)
         self.stats.duplicates += res.duplicates
         self.stats.late += res.late
         return res

@@ -32,42 +32,18 @@ class Forwarder:
     def consume(self, spans: list[SpanRecord], request: ExportTraceServiceRequest | None = None) -> object:
         n = len(spans)
         self._s.queue.reserve(n)
-        # Roots are held *before* the assembler takes the spans: a run it closes while
-        # taking them (the trace hit max_spans_per_trace in this very request) finds its
-        # root held and releases it with the verdict; held afterwards, that root waited
-        # for a verdict that had already gone (issue 9, defect 8).
-        held = self._hold_roots(request, spans) if request is not None else set()
         try:
             result = self._next.consume(spans, request)
         except BaseException:
-            for tid, sid in held:
-                self._s.held.release(tid, {sid})
             self._s.queue.release(n)
             raise
         if request is None:  # nothing to forward (an in-process producer): the room goes back
             self._s.queue.release(n)
             return result
-        self._forward(request, spans, result if isinstance(result, AddResult) else AddResult(), held)
+        self._forward(request, spans, result if isinstance(result, AddResult) else AddResult())
         return result
 
-    def _hold_roots(self, request: ExportTraceServiceRequest, spans: list[SpanRecord]) -> set[tuple[str, str]]:
-        roots = {(s.trace_id, s.span_id) for s in spans if s.is_agent or not s.parent_id}
-        held: set[tuple[str, str]] = set()
-        if not roots:
-            return held
-        for rs in request.resource_spans:
-            for ss in rs.scope_spans:
-                for span in ss.spans:
-                    key = (span.trace_id.hex(), span.span_id.hex())
-                    if key in roots and key not in held:
-                        h = HeldSpan(rs.resource.SerializeToString(), rs.schema_url,
-                                     ss.scope.SerializeToString(), ss.schema_url, span.SerializeToString())
-                        if self._s.held.hold(*key, h):
-                            held.add(key)
-        return held
-
-    def _forward(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult,
-                 held: set[tuple[str, str]]) -> None:
+    def _forward(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:
         # The reader decided which spans are valid; a span it rejected is not among the
         # records, was never acknowledged, and is not forwarded.
         accepted = {(s.trace_id, s.span_id) for s in spans}
@@ -83,17 +59,18 @@ class Forwarder:
                     if (tid, sid) not in accepted:
                         continue
                     if sid in roots:
-                        # a root after its run's verdict (late, or a retry of one already
-                        # sent) goes out at once with that verdict: no verdict would come
-                        # to release it if it were held
-                        late = result.late_runs.get(sid) or result.decided_duplicates.get(sid)
-                        if (tid, sid) in held:
-                            if late is None:
-                                continue  # held for its verdict, or already released with it
-                            if not self._s.held.release(tid, {sid}):
-                                continue  # a verdict of this request released it
-                            held.discard((tid, sid))
-                        if late is not None:
+                        # a root after its run's verdict (late, a retry of one already sent,
+                        # or one whose run this very request closed at max_spans_per_trace:
+                        # issue 9, defect 8) goes out at once with that verdict: no verdict
+                        # would come to release it if it were held
+                        late = (result.late_runs.get(sid) or result.decided_duplicates.get(sid)
+                                or result.closed_runs.get(sid))
+                        if late is None:
+                            held = HeldSpan(rs.resource.SerializeToString(), rs.schema_url,
+                                            ss.scope.SerializeToString(), ss.schema_url, span.SerializeToString())
+                            if self._s.held.hold(tid, sid, held):
+                                continue
+                        else:
                             v = self._s.cache.get(late)
                             if v is not None and v.root_span_id == sid:
                                 annotate.write_verdict(span, v, self._s.redact)
