@@ -40,6 +40,7 @@ from faultgate_stream.model.verdict import Completion
 from faultgate_stream.receive import http_server, security
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
+from faultgate_stream.receive.kafka.replay import ReplayLedger
 from faultgate_stream.verdict import ruleset
 from faultgate_stream.verdict.evaluate import Evaluator
 from faultgate_stream.verdict.redact import get_redactor
@@ -69,12 +70,16 @@ class Service:
         self.ruleset = ruleset.build(config.checks)
         redact = get_redactor(config.log.redact)
         sinks = self._build_sinks(redact) + list(extra_sinks or [])
+        self.replays = self._build_replays()
+        if self.replays is not None:
+            sinks.append(self.replays)
         self.evaluator = self._build_evaluate(VerdictFanout(sinks, self._sink_failed))
         self.assembler = self._build_assemble(self.evaluator, clock or WallClock())
         self.ingest = self._build_forward(self.assembler)
         self._ready = threading.Event()
         self._stopped = threading.Event()
         self._build_receive(self.ingest)
+        self.kafka = self._build_kafka(self.ingest)
 
     # -- export: verdict sinks, each independent ------------------------------------------
 
@@ -180,6 +185,24 @@ class Service:
         """Started, not shutting down, and no background thread has died."""
         return self._ready.is_set() and self.threads.healthy and self.assembler.scan_alive
 
+    # -- the durable source (Kafka), beside the receivers -----------------------------------
+
+    def _build_replays(self) -> ReplayLedger | None:
+        """Counts verdicts of runs the Kafka source re-read; a verdict sink like the others."""
+        if not self.config.receive.kafka.enabled:
+            return None
+        return ReplayLedger(self.telemetry["faultgate_kafka_replayed_verdicts"])
+
+    def _build_kafka(self, ingest: SpanConsumer):
+        if self.replays is None:
+            return None
+        # imported here: confluent-kafka loads librdkafka, which a service without Kafka never needs
+        from faultgate_stream.durable import ServiceProgress
+        from faultgate_stream.receive.kafka.source import KafkaSource
+        progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
+        return KafkaSource(self.config.receive.kafka, ingest, progress, self.telemetry, self.replays,
+                           max_message_bytes=self.config.receive.max_request_bytes)
+
     @property
     def ports(self) -> dict[str, int]:
         out = {**self.metrics_http.ports, **self.http.ports}
@@ -192,6 +215,8 @@ class Service:
             self.exporter.start()
         self.assembler.start()
         self.metrics_http.start()
+        if self.kafka is not None:
+            self.kafka.start()
         self.http.start()
         if self.grpc is not None:
             self.grpc.start()
@@ -230,6 +255,9 @@ class Service:
         self._stopped.set()
         self._ready.clear()
         grace = self.config.shutdown_grace if grace is None else grace
+        if self.kafka is not None:
+            # first: its runs in flight are finished or handed over, not closed as shutdown
+            self.kafka.stop()
         runs = self.assembler.shutdown(Completion.SHUTDOWN)
         if self.stream is not None:
             self.stream.close()  # after the shutdown verdicts are queued: subscribers get them, then OK

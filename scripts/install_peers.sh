@@ -185,4 +185,5 @@ check_prometheus
 build_collector
 check_collector
 install_helm
+bash scripts/install_kafka.sh >/dev/null  # Kafka broker jars + the Kafka-exporter collector (tests/kafka)
 collector_dir | sed 's|$|/otelcol-faultgate|'

@@ -9,6 +9,7 @@ from pathlib import Path
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.gate.config import GateBandConfig, GateConfig
 from faultgate_stream.model.telemetry import CATALOG, reference_markdown
+from faultgate_stream.receive.kafka.config import KafkaConfig
 from tests.conftest import CORPUS
 from tests.live_service import make_config
 
@@ -21,10 +22,14 @@ def test_docs_metrics_md_is_generated_from_the_catalog():
 
 
 def test_a_running_service_exposes_every_declared_metric_and_nothing_undeclared(live_service):
-    # span export on (to a port nothing listens on: nothing is sent in this test), and the gate
+    # span export on (to a port nothing listens on: nothing is sent in this test), the gate,
+    # and the Kafka source (brokers nothing listens on: its gauges exist from the start)
     band = CORPUS / "faultgate-0.4.1" / "examples" / "gate" / "band.json"
-    live = live_service(dataclasses.replace(make_config(), export=SpansExportConfig(endpoint="127.0.0.1:9"),
-                                            gate=GateConfig(bands=(GateBandConfig(band=str(band)),))))
+    cfg = make_config()
+    live = live_service(dataclasses.replace(cfg, export=SpansExportConfig(endpoint="127.0.0.1:9"),
+                                            gate=GateConfig(bands=(GateBandConfig(band=str(band)),)),
+                                            receive=dataclasses.replace(cfg.receive,
+                                                                        kafka=KafkaConfig(brokers="127.0.0.1:9"))))
     families = set(re.findall(r"^# TYPE (faultgate_\w+) ", live.metrics(), re.M))
     declared = {s.name for s in CATALOG}
     assert families == declared

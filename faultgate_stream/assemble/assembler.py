@@ -152,6 +152,23 @@ class Assembler:
             self._decided_bytes -= DECIDED_ENTRY_BYTES * (len(d.spans) + len(d.parents))
             self.stats.decision_cache_evictions += 1
 
+    def holds_any(self, trace_ids) -> bool:
+        """True while any of these traces has spans in flight (a durable source's commit
+        waits for that)."""
+        return any(t in self._traces for t in trace_ids)
+
+    def drop_traces(self, trace_ids) -> int:
+        """Forget these traces' runs in flight without a verdict: their partition moved to
+        another replica, which re-reads them. Returns the spans dropped."""
+        spans = 0
+        for tid in trace_ids:
+            t = self._traces.pop(tid, None)
+            if t is not None:
+                spans += len(t.spans)
+                self._spans -= len(t.spans)
+                self._bytes -= t.bytes
+        return spans
+
     # ------------------------------------------------------------ ingestion
     def add(self, spans: Iterable[SpanRecord]) -> AddResult:
         """Take a batch. Raises ``CapacityError`` (nothing taken) when a bound is reached

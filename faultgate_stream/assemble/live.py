@@ -76,6 +76,14 @@ class LiveAssembler:
             finally:
                 self._record()
 
+    def holds_any(self, trace_ids) -> bool:
+        with self._lock:
+            return self._asm.holds_any(trace_ids)
+
+    def drop_traces(self, trace_ids) -> int:
+        with self._lock:
+            return self._asm.drop_traces(trace_ids)
+
     def _scan(self) -> None:
         started = time.perf_counter()
         try:

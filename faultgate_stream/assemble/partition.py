@@ -33,6 +33,8 @@ def partition(spans: dict[str, SpanRecord]) -> Partition:
             out.outside.append(s)
         else:
             out.runs.setdefault(end.span_id, []).append(s)
+    if out.unattached and has_agent and len(out.runs) == 1:
+        _adopt(spans, out)
     return out
 
 
@@ -68,3 +70,18 @@ def _tops(spans: dict[str, SpanRecord]) -> dict[str, tuple[SpanRecord | None, Sp
                 above = (agent if agent is not None else (node if node.is_agent else None), end)
             top[node.span_id] = above
     return top
+
+
+def _adopt(spans: dict[str, SpanRecord], out: Partition) -> None:
+    """A fragment whose parent is missing from the export (a span the exporter dropped or
+    never sent), in a trace with exactly one agent run whose time window holds it, is part
+    of that run, not an orphan run beside it."""
+    root_id, members = next(iter(out.runs.items()))
+    root = spans[root_id]
+    if not root.end_ns:
+        return
+    inside = [s for s in out.unattached if root.start_ns <= s.start_ns and (s.end_ns or s.start_ns) <= root.end_ns]
+    if inside:
+        members.extend(inside)
+        out.unattached = [s for s in out.unattached if not (root.start_ns <= s.start_ns
+                                                             and (s.end_ns or s.start_ns) <= root.end_ns)]

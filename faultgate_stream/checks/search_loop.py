@@ -32,14 +32,22 @@ class SearchLoop(Check):
             return self.result(False, "no tool calls")
         termination = run.termination.lower()
         capped = any(w in termination for w in STEP_CAP_WORDS) or len(steps) >= STEP_CAP
-        if capped:
-            # at the cap, the verdict turns on an answer and results the run may not have recorded
-            gap = run.answer_not_captured or run.steps_not_captured(MISSING_TOOL_RESULT)
-            if gap:
-                return self.undecided(gap)
         # a looping run repeats its results: each distinct one is decoded once
         results = [s.result for s in steps]
         known = {r: empty_result(r) for r in set(results)}
-        empty = sum([known[r] for r in results]) / len(steps)
+        unseen = [bool(s.missing & MISSING_TOOL_RESULT) for s in steps]
+        empty = sum([known[r] for r, u in zip(results, unseen) if not u]) / len(steps)
+        if capped:
+            # at the cap, the verdict turns on an answer and results the run may not have
+            # recorded; results it did not record decide nothing when, empty or not, they
+            # cannot move the share across the line (the last call of a run cut off by its
+            # budget, whose result no later message carries)
+            gap = run.answer_not_captured
+            if not gap and any(unseen):
+                at_most = empty + sum(unseen) / len(steps)
+                if empty < EMPTY_SHARE <= at_most:
+                    gap = run.steps_not_captured(MISSING_TOOL_RESULT)
+            if gap:
+                return self.undecided(gap)
         return self.result(capped and empty >= EMPTY_SHARE,
                            f"no answer, {len(steps)} steps{' (cap)' if capped else ''}, {empty:.0%} empty results")

@@ -54,8 +54,22 @@ class UnrecoveredToolError(Check):
         ran = {st.span_id for st in steps}
         ran_ok = ran - {st.span_id for st, f in zip(steps, failed) if f}
         last_good = max((j for j, s in enumerate(spans) if not errors[j] and s.span_id in ran_ok), default=-1)
+        # A tool span that failed by its status alone is made good only by a later
+        # successful call of the same tool (or a declared alternative): another tool working
+        # afterwards leaves the call it failed undone.
+        last_good_of: dict[str, int] = {}
+        for j, s in enumerate(spans):
+            if s.tool is not None and not errors[j] and s.span_id in ran_ok:
+                last_good_of[s.tool.name] = j
         for i, err in enumerate(errors):
-            if err and last_good < i:
+            if not err:
+                continue
+            tool = spans[i].tool
+            if tool is not None:
+                good = max(last_good_of.get(t, -1) for t in {tool.name, *self.alternatives.get(tool.name, ())})
+            else:
+                good = last_good
+            if good < i:
                 return self.result(True, f"Unrecovered span error at span {i + 1} of {len(spans)}: {err}")
         return self._clean(run)
 

@@ -76,6 +76,9 @@ class VerdictFanout:
 
     def verdict(self, verdict: RunVerdict) -> None:
         for s in self.sinks:
+            # a trace that is not a run only releases its spans; no other sink hears of it
+            if verdict.setup_only and not getattr(s, "releases_spans", False):
+                continue
             try:
                 s.verdict(verdict)
             except Exception:

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 # Operation names the reader normalises onto (gen_ai.operation.name values).
 INVOKE_AGENT = "invoke_agent"
 EXECUTE_TOOL = "execute_tool"
+CREATE_AGENT = "create_agent"  # building an agent, not running one
 
 # What a span should have carried and did not (``SpanRecord.missing``, bit flags): content
 # capture is opt-in in every convention, so an absent attribute means "not recorded", not

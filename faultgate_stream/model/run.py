@@ -54,6 +54,29 @@ def _count(v: object) -> int | None:
     return int(f) if f is not None else None
 
 
+def _pair_id_less_spans(tool_spans: list[SpanRecord], spans: tuple[SpanRecord, ...]) -> dict[str, str]:
+    """Tool span id -> the call id of the model's call it executed, for spans that carry no
+    call id of their own: the k-th such span of a tool is the k-th call of that tool the
+    messages name that no span claims by id (both in start order)."""
+    claimed = {s.tool.call_id for s in tool_spans if s.tool.call_id}
+    calls: dict[str, list[str]] = {}
+    for s in spans:
+        for c in s.calls:
+            if c.call_id and c.call_id not in claimed:
+                calls.setdefault(c.name, []).append(c.call_id)
+    out: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for s in tool_spans:
+        if s.tool.call_id:
+            continue
+        k = seen.get(s.tool.name, 0)
+        seen[s.tool.name] = k + 1
+        ids = calls.get(s.tool.name, ())
+        if k < len(ids):
+            out[s.span_id] = ids[k]
+    return out
+
+
 class Run:
     """The spans of one run. ``root`` is the top-most ``invoke_agent`` span (or, in a trace
     without one, its parentless span); ``None`` for an orphan fragment."""
@@ -90,9 +113,25 @@ class Run:
 
     @cached_property
     def answer(self) -> str:
-        """The final answer: the root's, else the last span's that has one."""
+        """The final answer: the root's, else the last span's that has one, not counting
+        what was said inside an agent that ended in error: a nested ``invoke_agent`` that
+        failed (``Max turns exceeded``) did not answer, whatever its model said last."""
         if self.root is not None and self.root.answer.strip():
             return self.root.answer
+        failed = {s.span_id for s in self.spans if s.is_agent and s.status_code == 2}
+        if failed:
+            parent_of = {s.span_id: s.parent_id for s in self.spans}
+
+            def inside_failed(sid: str | None) -> bool:
+                for _ in range(len(parent_of) + 1):
+                    if sid is None:
+                        return False
+                    if sid in failed:
+                        return True
+                    sid = parent_of.get(sid)
+                return False
+            return next((s.answer for s in reversed(self.spans) if s.answer.strip() and not inside_failed(s.span_id)),
+                        "")
         return next((s.answer for s in reversed(self.spans) if s.answer.strip()), "")
 
     @cached_property
@@ -129,42 +168,44 @@ class Run:
 
     @cached_property
     def steps(self) -> tuple[Step, ...]:
-        """Tool calls in start order: one per tool span, plus the calls that model output
-        messages name and no tool span ran (paired by ``gen_ai.tool.call.id``). A chat-only
-        trace has its calls only in messages; a hybrid one has both, and counts each once."""
+        """Tool calls in start order. A run with tool spans has one step per tool span: a
+        call that a model's output names and no tool span executed was never run (a budget
+        ended the run first, a framework refused it), and a span without
+        ``gen_ai.tool.call.id`` is the same call as the message's, paired by tool name and
+        order, not a second one. A chat-only run (no tool spans) has its calls only in
+        messages, each paired with its result by call id."""
         tool_spans = [s for s in self.spans if s.tool is not None]
-        ran_ids = {s.tool.call_id for s in tool_spans if s.tool.call_id}
         # A call's result is the last tool_call_response carrying its id.
         responses = {cid: res for s in self.spans for cid, res in s.responses}
-        # What a tool span did not record, the model's messages may hold under its call id
-        # (content captured only in log events, util-genai's event_only mode).
-        named = {c.call_id: c for s in self.spans for c in s.calls if c.call_id} if tool_spans else {}
-        # (start, tool span before message call, span id, call's place in its span) orders a
-        # row; the rest are the step's fields after its index.
+        if tool_spans:
+            # What a tool span did not record, the model's messages may hold under its call
+            # id (content only in the messages, or in log events: util-genai's event_only).
+            named = {c.call_id: c for s in self.spans for c in s.calls if c.call_id}
+            paired = _pair_id_less_spans(tool_spans, self.spans) if named else {}
+            steps = []
+            for i, s in enumerate(tool_spans, start=1):
+                t = s.tool
+                call_id = t.call_id or paired.get(s.span_id, "")
+                args, result, missing = t.arguments, t.result, s.missing & _STEP_MISSING
+                if call_id:
+                    if (missing & MISSING_TOOL_ARGUMENTS or not args) and call_id in named:
+                        args, missing = named[call_id].arguments, missing & ~MISSING_TOOL_ARGUMENTS
+                    if (missing & MISSING_TOOL_RESULT or not result) and call_id in responses:
+                        result, missing = responses[call_id], missing & ~MISSING_TOOL_RESULT
+                steps.append(Step(i, t.name, args, result, s.span_id, call_id, s.start_ns, s.status_code != 2,
+                                  missing))
+            return tuple(steps)
+        # (start, span id, call's place in its span) orders a row; the rest are the step's
+        # fields after its index.
         rows: list[tuple] = []
-        for s in tool_spans:
-            t = s.tool
-            args, result, missing = t.arguments, t.result, s.missing & _STEP_MISSING
-            if missing and t.call_id:
-                if missing & MISSING_TOOL_ARGUMENTS and t.call_id in named:
-                    args, missing = named[t.call_id].arguments, missing & ~MISSING_TOOL_ARGUMENTS
-                if missing & MISSING_TOOL_RESULT and t.call_id in responses:
-                    result, missing = responses[t.call_id], missing & ~MISSING_TOOL_RESULT
-            rows.append((s.start_ns, 0, s.span_id, 0, t.name, args, result, s.span_id, t.call_id,
-                         s.start_ns, s.status_code != 2, missing))
         for s in self.spans:
-            if not s.calls or (tool_spans and s.calls_shadowed_by_tool_spans):
+            if not s.calls:
                 continue
             for n, c in enumerate(s.calls):
-                if tool_spans and c.call_id in ran_ids:
-                    continue
                 result = responses.get(c.call_id, "")
                 rows.append((s.start_ns, 1, s.span_id, n, c.name, c.arguments, result, s.span_id, c.call_id,
                              s.start_ns, not result.startswith("Error: "), 0))
-        if len(rows) > len(tool_spans):
-            # Tool spans alone come in span order, which is already row order: only message
-            # calls need the sort.
-            rows.sort(key=_ROW_ORDER)
+        rows.sort(key=_ROW_ORDER)
         return tuple([Step(i, *r[4:]) for i, r in enumerate(rows, start=1)])
 
     @cached_property

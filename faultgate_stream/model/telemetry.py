@@ -171,6 +171,37 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_http_refused_connections", "counter",
                "HTTP connections answered 503 and closed because receive.http_max_connections were open, "
                "by site (http: the OTLP receiver; metrics: /metrics and the probes).", ("site",), "receive"),
+    MetricSpec("faultgate_kafka_messages", "counter",
+               "Kafka messages read, by outcome: taken (spans handed on), rejected (undecodable or oversized; "
+               "settled), refused (a bound was reached; read again after a pause).", ("outcome",), "receive/kafka"),
+    MetricSpec("faultgate_kafka_commits", "counter",
+               "Offset commits (each also records the read lease), by result.", ("result",), "receive/kafka"),
+    MetricSpec("faultgate_kafka_replayed_messages", "counter",
+               "Messages re-read below the lease an earlier owner left: their runs may have had verdicts before.",
+               (), "receive/kafka"),
+    MetricSpec("faultgate_kafka_replayed_verdicts", "counter",
+               "Verdicts of runs re-read after a crash or handover: the downstream may hold them already "
+               "(idempotent by run key); an upper bound on duplicates.", (), "receive/kafka"),
+    MetricSpec("faultgate_kafka_handed_over_traces", "counter",
+               "Traces with runs in flight dropped without a verdict when their partition moved; "
+               "the new owner re-reads them.", (), "receive/kafka"),
+    MetricSpec("faultgate_kafka_handed_over_spans", "counter",
+               "Spans of handed-over traces dropped from memory (held roots among them are counted in "
+               "faultgate_exporter_failed_spans_total{reason=\"handed_over\"}).", (), "receive/kafka"),
+    MetricSpec("faultgate_kafka_pauses", "counter",
+               "Times every partition was paused instead of refusing, by the bound that was reached.",
+               ("reason",), "receive/kafka"),
+    MetricSpec("faultgate_kafka_unkeyed_messages", "counter",
+               "Messages without a key: the producer does not partition by trace id, so a trace may be split "
+               "across replicas.", (), "receive/kafka"),
+    MetricSpec("faultgate_kafka_partition_events", "counter", "Partitions assigned, revoked or lost.",
+               ("event",), "receive/kafka"),
+    MetricSpec("faultgate_kafka_errors", "counter", "Errors the Kafka client reported, by librdkafka error name.",
+               ("kind",), "receive/kafka"),
+    MetricSpec("faultgate_kafka_pending_messages", "gauge",
+               "Messages read whose runs are not yet decided and exported (not committable yet).",
+               (), "receive/kafka"),
+    MetricSpec("faultgate_kafka_partitions", "gauge", "Partitions this replica owns.", (), "receive/kafka"),
 )
 
 

@@ -71,6 +71,9 @@ class RunVerdict:
     steps: int
     spans: int
     first_start_ns: int = 0
+    # A trace that only built an agent (every span ``gen_ai.operation.name = create_agent``)
+    # is not a run: its spans pass through, but no verdict is reported or counted for it.
+    setup_only: bool = False
     last_end_ns: int = 0
     root_arrival_ns: int = 0   # service clock; 0 offline or when no root arrived
     decided_ns: int = 0

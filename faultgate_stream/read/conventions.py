@@ -28,7 +28,10 @@ OI_KIND = "openinference.span.kind"
 TL_KIND = "traceloop.span.kind"
 
 # OpenInference kinds onto GenAI operations, as the collector's genainormalizer maps them.
-OI_OPERATION = {"AGENT": INVOKE_AGENT, "CHAIN": INVOKE_AGENT, "LLM": "chat", "TOOL": EXECUTE_TOOL,
+# A CHAIN is not an agent: LangGraph writes every graph node (``agent``, ``tools``,
+# ``call_model``, ``should_continue``) as one, and taking each for an agent split one run
+# into a view per node. A parentless CHAIN is still its trace's run (below).
+OI_OPERATION = {"AGENT": INVOKE_AGENT, "CHAIN": "invoke_workflow", "LLM": "chat", "TOOL": EXECUTE_TOOL,
                 "EMBEDDING": "embeddings", "RETRIEVER": "retrieval", "RERANKER": "retrieval",
                 "PROMPT": "text_completion"}
 # Deliberately not ``task -> invoke_agent`` (the collector's mapping): a traceloop task is a
@@ -69,18 +72,25 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     # span name does (``execute_tool`` / ``execute_tool {gen_ai.tool.name}``).
     if operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool "))):
         tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
-        tool = ToolExecution(str(tool_name), _str(attrs.get("gen_ai.tool.call.arguments")),
-                             _str(attrs.get("gen_ai.tool.call.result")), _str(attrs.get("gen_ai.tool.call.id")))
+        tool = ToolExecution(str(tool_name), _tool_arguments(_str(attrs.get("gen_ai.tool.call.arguments"))),
+                             _tool_result(_str(attrs.get("gen_ai.tool.call.result"))),
+                             _str(attrs.get("gen_ai.tool.call.id")))
     raw_in, raw_out = attrs.get("gen_ai.input.messages"), attrs.get("gen_ai.output.messages")
     inputs, prompt = payload.messages_and_text(raw_in, "user") if raw_in is not None else ((), "")
     outputs, answer = payload.messages_and_text(raw_out, "assistant") if raw_out is not None else ((), "")
+    if answer.startswith("{'"):
+        # a Python repr of the whole assistant message is not an answer: read what it holds
+        outputs = payload.unrepr_messages(outputs)
+        answer = payload.role_text_of(outputs, "assistant")
     finish = attrs.get("gen_ai.response.finish_reasons")
     missing = 0
     if tool is not None:
-        missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+        missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", status_code)
     elif operation in MODEL_OPERATIONS:
         missing = _model_missing(raw_in is not None or "gen_ai.prompt" in attrs,
                                  raw_out is not None or "gen_ai.completion" in attrs, finish is not None)
+    if answer and answer.strip() in BUDGET_ANSWERS:
+        attrs, answer = _budget_ended(attrs, answer)
     # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
     return SpanRecord(
         trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
@@ -91,15 +101,51 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     )
 
 
-def _tool_missing(attrs: dict[str, Any], arguments: str, result: str) -> int:
+def _tool_missing(attrs: dict[str, Any], arguments: str, result: str, status_code: int = 0) -> int:
     """What a tool span did not record: an absent attribute, not an empty one (a tool may
-    take no arguments or return nothing)."""
-    return (0 if arguments in attrs else MISSING_TOOL_ARGUMENTS) | (0 if result in attrs else MISSING_TOOL_RESULT)
+    take no arguments or return nothing). A tool that failed (status error, ``error.type``)
+    returned no result: its error is what was recorded, so no result is missing."""
+    failed = status_code == 2 or bool(attrs.get("error.type"))
+    return ((0 if arguments in attrs else MISSING_TOOL_ARGUMENTS)
+            | (0 if result in attrs or failed else MISSING_TOOL_RESULT))
 
 
 def _model_missing(has_input: bool, has_output: bool, has_finish: bool) -> int:
     return ((0 if has_input else MISSING_INPUT) | (0 if has_output else MISSING_OUTPUT)
             | (0 if has_finish else MISSING_FINISH))
+# What a framework writes as the answer when its own step budget ended the run: the run
+# ended at its step limit without an answer (LangGraph's prebuilt agent at recursion_limit).
+BUDGET_ANSWERS = frozenset({"Sorry, need more steps to process this request."})
+
+
+def _budget_ended(attrs: dict[str, Any], answer: str) -> tuple[dict[str, Any], str]:
+    a = dict(attrs)
+    a.setdefault("faultgate.termination", f"step limit: {answer.strip()}")
+    return a, ""
+
+
+# Framework payloads are recognised by a marker before anything is decoded: most tool
+# spans carry plain arguments and results, and pay one substring test each.
+_CALLBACK_MARKERS = ('"input_str"', '"kwargs"')
+_LC_MARKERS = ('"lc"', '"data"')
+
+
+def _tool_arguments(raw: str) -> str:
+    """Arguments as the tool got them, when the span holds a framework's callback payload."""
+    if raw[:1] == "{" and any(m in raw for m in _CALLBACK_MARKERS):
+        unwrapped = payload.call_arguments(payload.load_json(raw))
+        if unwrapped is not None:
+            return unwrapped
+    return raw
+
+
+def _tool_result(raw: str) -> str:
+    """A result as the tool returned it, when the span holds a serialised LangChain message."""
+    if raw[:1] == "{" and any(m in raw for m in _LC_MARKERS):
+        content = payload.lc_tool_result(payload.load_json(raw))
+        if content is not None:
+            return content
+    return raw
 
 
 def _str(v: Any) -> str:
@@ -196,6 +242,11 @@ def _oi_messages(attrs: dict[str, Any], direction: str) -> list[dict[str, Any]]:
     return out
 
 
+def _graph_node(a: dict[str, Any]) -> bool:
+    md = a.get("metadata")
+    return isinstance(md, str) and '"langgraph_node"' in md
+
+
 def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
                    end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any]) -> SpanRecord:
     a = dict(attrs)
@@ -217,15 +268,30 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
         user = a.get("user.id") or next((md[k] for k in USER_KEYS if md.get(k)), None)
         if user:
             a.setdefault("enduser.id", str(user))
-        prompt = payload.plain_text(a.get("input.value"), "user")
-        answer = payload.plain_text(a.get("output.value"), "assistant")
+        prompt = payload.agent_text(a.get("input.value"), "user")
+        answer = payload.agent_text(a.get("output.value"), "assistant")
+    elif kind == "AGENT" and _graph_node(a):
+        # openinference-instrumentation-langchain marks LangGraph's ``agent`` node AGENT on
+        # every model turn: a node of the run's graph, not an agent of its own.
+        operation = "invoke_workflow"
+    elif kind == "AGENT":
+        # An AGENT under a server, function or harness span is still the run's agent: its
+        # input and output are the run's prompt and answer, as a root's are.
+        prompt = payload.agent_text(a.get("input.value"), "user")
+        answer = payload.agent_text(a.get("output.value"), "assistant")
     elif kind == "TOOL":
         # Arguments are in input.value (the spec); tool.parameters is the parameter
-        # definition, read only when an exporter put the arguments there instead.
+        # definition (a JSON schema), read only when an exporter put the arguments there.
         args = a.get("input.value")
-        if args is None:
+        if args is None and not payload.is_parameter_schema(payload.load_json(a.get("tool.parameters"))):
             args = a.get("tool.parameters")
-        result = payload.tool_payload(a.get("output.value"))
+        decoded = payload.load_json(args)
+        unwrapped = payload.call_arguments(decoded)
+        if unwrapped is not None:
+            args = unwrapped
+        out = payload.load_json(a.get("output.value"))
+        lc = payload.lc_tool_result(out)
+        result = lc if lc is not None else payload.tool_payload(a.get("output.value"))
         if status_message:
             result = "Error: " + (status_message if not result else f"{status_message} {result}")
         tool = ToolExecution(str(a.get("tool.name") or name), payload.tool_payload(args), result,
@@ -241,19 +307,23 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
         v = a.get(src)
         if isinstance(v, int) and not isinstance(v, bool) or isinstance(v, float) and math.isfinite(v):
             a[dst] = int(v)  # inf and NaN are no count
+    if answer and answer.strip() in BUDGET_ANSWERS:
+        a, answer = _budget_ended(a, answer)
     finish = _finish_reasons(a.get("gen_ai.response.finish_reasons"))
     if a.get("llm.finish_reason"):
         finish = (str(a["llm.finish_reason"]),)
     missing = 0
     if tool is not None:
-        missing = _tool_missing(a, "input.value", "output.value")
+        missing = _tool_missing(a, "input.value", "output.value", status_code)
         if missing & MISSING_TOOL_ARGUMENTS and "tool.parameters" in a:
             missing &= ~MISSING_TOOL_ARGUMENTS
     elif kind == "LLM":
-        # Finish reasons are not flagged: OpenInference has no required attribute for them,
-        # so their absence says nothing about what the instrumentation captured.
+        # OpenInference names the finish reason ``llm.finish_reason``: an LLM span without it
+        # (openai-agents, CrewAI and smolagents instrumentations write none) did not record
+        # whether the model was cut off, so context_overflow cannot pass it.
         missing = _model_missing("input.value" in a or _has_key_starting(a, ("llm.input_messages.",)),
-                                 "output.value" in a or _has_key_starting(a, ("llm.output_messages.",)), True)
+                                 "output.value" in a or _has_key_starting(a, ("llm.output_messages.",)),
+                                 bool(finish))
     return SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
         start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from faultgate_stream.model.settings import BYTES, DURATION
+from faultgate_stream.receive.kafka.config import KafkaConfig
 
 # The OTLP spec recommends accepting 64 MiB (after decompression); grpc's own default of
 # 4 MiB would refuse a large batch from a collector's exporter permanently.
@@ -61,6 +62,7 @@ class ReceiveConfig:
     # "" = no check. bearer_token_file is read at start, for secrets mounted as files.
     bearer_token: str = ""
     bearer_token_file: str = ""
+    kafka: KafkaConfig = KafkaConfig()  # the durable source; off unless brokers are set
 
     def validate(self) -> list[str]:
         problems = []

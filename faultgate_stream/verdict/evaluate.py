@@ -18,7 +18,7 @@ import structlog
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.consumers import VerdictConsumer
-from faultgate_stream.model.records import RunKey, SpanRecord
+from faultgate_stream.model.records import CREATE_AGENT, RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
@@ -126,7 +126,8 @@ class Evaluator:
         if st is None:
             rs = self.ruleset
             st = _TraceState(rs, [c.start() for c in rs.checks])
-        results = self._results(st, run)
+        setup_only = bool(run.spans) and all(s.operation == CREATE_AGENT for s in run.spans)
+        results = () if setup_only else self._results(st, run)
         members = {s.span_id for s in run.spans}
         self._next.verdict(RunVerdict(
             key=run.key, scenario=run.scenario, agent=run.agent, agent_version=run.agent_version,
@@ -138,7 +139,8 @@ class Evaluator:
             released_span_ids=frozenset(members) | run.outside_span_ids,
             early=tuple(f for f in st.early if f.span_id in members),
             measures={"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},
-            shadow=self._shadow(st.ruleset, run) if st.ruleset.has_shadow else (),
+            shadow=self._shadow(st.ruleset, run) if st.ruleset.has_shadow and not setup_only else (),
+            setup_only=setup_only,
         ))
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:

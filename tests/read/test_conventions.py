@@ -44,7 +44,7 @@ def test_an_errored_tool_call_response_reads_as_an_error_result():
     assert step.result == "Error: boom" and not step.ok
 
 
-def test_a_hybrid_trace_counts_a_call_once_by_its_tool_call_id():
+def test_a_hybrid_trace_counts_a_call_once_and_a_call_no_tool_span_ran_is_not_a_step():
     t = trace_id()
     root = agent(t)
     chat = span(t, "chat", parent=root.span_id, start_s=1, attributes={
@@ -53,7 +53,8 @@ def test_a_hybrid_trace_counts_a_call_once_by_its_tool_call_id():
                                         {"type": "tool_call", "id": "c2", "name": "notify", "arguments": "{}"})})
     ran = tool(t, root.span_id, "lookup", "{}", "ok", start_s=2, call_id="c1")
     steps = _one_run([root, chat, ran]).steps
-    assert [s.tool for s in steps] == ["notify", "lookup"]  # c2 only in messages; c1 from its span
+    # c1 from its span, once; c2 was only asked for (no span ran it), so it is not a step
+    assert [s.tool for s in steps] == ["lookup"]
 
 
 def test_legacy_prompt_and_completion_attributes_give_prompt_and_answer():
@@ -142,7 +143,9 @@ def test_openllmetry_tool_spans_and_indexed_completion_tool_calls_are_read():
         "traceloop.entity.input": '{"args": [], "kwargs": {"order_id": "o-7"}}',
         "traceloop.entity.output": '{"ok": true}'})
     run = _one_run([root, llm, tl])
-    assert [(s.tool, s.arguments) for s in run.steps] == [("notify", '{"to": "ops"}'),
-                                                         ("issue_refund", '{"order_id": "o-7"}')]
+    # the indexed completion's call is read; as no tool span ran it, it is not a step
+    assert [(c.name, c.arguments) for c in llm.calls] == [("notify", '{"to": "ops"}')]
+    assert [(s.tool, s.arguments) for s in run.steps] == [("issue_refund", '{"order_id": "o-7"}')]
+    assert [s.tool for s in _one_run([root, llm]).steps] == ["notify"]  # chat-only: the messages are the steps
     assert run.agent == "support" and run.prompt == "refund o-7"
     assert llm.finish_reasons == ("tool_calls",)

@@ -45,7 +45,7 @@ class SpanExporter:
             if self._abort.is_set():
                 # shutdown's grace is over: count what is left instead of sending it late
                 self._failed(items[0].kind, sum(i.spans for i in items), sum(i.records for i in items), "shutdown")
-                self._queue.done(sum(i.spans for i in items))
+                self._queue.done(sum(i.spans for i in items), items)
                 continue
             self._send(items)
 
@@ -72,7 +72,7 @@ class SpanExporter:
             else:
                 self._t["faultgate_exporter_sent_log_records"].inc(records - min(answer.rejected, records))
         finally:
-            self._queue.done(spans)
+            self._queue.done(spans, items)
 
     def _failed(self, kind: str, spans: int, records: int, reason: str) -> None:
         if kind == "traces":

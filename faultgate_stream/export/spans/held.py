@@ -50,6 +50,12 @@ class HeldSpans:
         with self._lock:
             return {sid: h for sid in span_ids if (h := self._spans.pop((trace_id, sid), None)) is not None}
 
+    def release_traces(self, trace_ids: set[str]) -> dict[tuple[str, str], HeldSpan]:
+        """Take out every span held for these traces (a durable source handing them over)."""
+        with self._lock:
+            keys = [k for k in self._spans if k[0] in trace_ids]
+            return {k: self._spans.pop(k) for k in keys}
+
     def release_all(self) -> dict[tuple[str, str], HeldSpan]:
         with self._lock:
             out, self._spans = self._spans, {}

@@ -5,6 +5,10 @@ when full, so the receiver refuses retryably and nothing accepted is ever droppe
 lack of room), and *released* only when the spans were exported or finally failed. Roots
 waiting for their verdict hold their reservation while they wait, so the bound covers
 every span accepted and not yet exported.
+
+Items are numbered as they are queued, so a durable source can ask whether everything
+queued before some moment has left (``mark`` / ``passed``): the commit of an offset waits
+for the spans it carried, whichever worker sends them and in whatever order.
 """
 from __future__ import annotations
 
@@ -38,6 +42,9 @@ class SendQueue:
         self._cv = threading.Condition()
         self._closed = False
         self.full_refusals = 0
+        self._seq = 0                          # items queued so far
+        self._seq_of: dict[int, int] = {}      # id(item) -> its number, queued or being sent
+        self._sending: dict[int, int] = {}     # id(item) -> its number, taken and not done
 
     @property
     def in_flight(self) -> int:
@@ -72,9 +79,27 @@ class SendQueue:
     def put(self, item: Item) -> None:
         """Queue an item whose spans were reserved. Never blocks, never refuses."""
         with self._cv:
+            self._number(item)
             self._items.append(item)
             self._queued_spans += item.spans
             self._cv.notify_all()
+
+    def _number(self, item: Item) -> None:
+        self._seq += 1
+        self._seq_of[id(item)] = self._seq
+
+    def mark(self) -> int:
+        """A number covering every item queued so far."""
+        with self._cv:
+            return self._seq
+
+    def passed(self, mark: int) -> bool:
+        """True once every item queued up to ``mark`` was sent or failed for good."""
+        with self._cv:
+            oldest = self._seq_of[id(self._items[0])] if self._items else mark + 1
+            if self._sending:
+                oldest = min(oldest, min(self._sending.values()))
+            return oldest > mark
 
     def put_records(self, item: Item) -> bool:
         """Queue evaluation log records unless their own bound is reached. They are derived
@@ -83,6 +108,7 @@ class SendQueue:
         with self._cv:
             if self._queued_records + item.records > self.capacity_records:
                 return False
+            self._number(item)
             self._items.append(item)
             self._queued_records += item.records
             self._cv.notify_all()
@@ -108,11 +134,16 @@ class SendQueue:
                 size += len(nxt.payload)
             self._queued_spans -= spans
             self._queued_records -= sum(i.records for i in out)
+            for i in out:
+                self._sending[id(i)] = self._seq_of.pop(id(i))
             return out
 
-    def done(self, spans: int) -> None:
-        """Spans exported, or failed for good: their room is free again."""
+    def done(self, spans: int, items: list[Item] = ()) -> None:
+        """Spans exported, or failed for good: their room is free again. ``items``: the
+        ones taken that are finished with (their numbers leave ``passed``'s reckoning)."""
         with self._cv:
+            for i in items:
+                self._sending.pop(id(i), None)
             self._reserved -= spans
             self._cv.notify_all()
 

@@ -21,6 +21,8 @@ from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 
 
 class SpanSink:
+    releases_spans = True  # hears of traces that are not runs too (``RunVerdict.setup_only``)
+
     def __init__(self, state: ExportState) -> None:
         self._s = state
 
@@ -31,6 +33,9 @@ class SpanSink:
         self._s.cache.put(v)
         released = self._s.held.release(v.key.trace_id, v.released_span_ids)
         root = released.get(v.root_span_id)
+        if v.setup_only:  # not a run: its spans leave as they came, with nothing written on them
+            self.export_held(released, None)
+            return
         self.export_held(released, v)
         if self._s.config.logs_endpoint and v.root_span_id:
             self._logs(v, root)

@@ -1,0 +1,111 @@
+"""Which offset a partition may commit: the low-water mark of messages not yet finished.
+
+A message is *finished* when every run it brought spans to is decided and everything that
+deciding queued for export (its spans, the annotated root, evaluation records) has left
+the export queue. Finishing is checked in two steps, because export is asynchronous:
+
+1. no trace of the message is still held by the assembler (all its runs decided; the
+   verdict path queued the root before the assembler let the trace go), then
+2. the export queue has passed the *mark* taken at that moment (every item queued before
+   it was sent or failed for good).
+
+Offsets are committed as the first unfinished message's offset (Kafka's "next to read"),
+so a restarted replica re-reads exactly what was not finished. Tracking is per trace, not
+per run: a trace with one run decided and another in flight keeps its messages pending,
+which can only re-read more, never less.
+
+Owned by the source's one consumer thread; no locking here.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+TopicPartition = tuple[str, int]
+
+
+class Progress(Protocol):
+    """What the source asks the later stages (wired in ``faultgate_stream.durable``)."""
+
+    def undecided(self, trace_ids: Iterable[str]) -> bool:
+        """True while any of these traces has runs in flight in the assembler."""
+
+    def export_mark(self) -> int:
+        """A mark covering everything queued for export so far."""
+
+    def exported(self, mark: int) -> bool:
+        """True once everything queued up to ``mark`` was sent, or failed for good."""
+
+    def drop(self, trace_ids: Iterable[str]) -> int:
+        """Forget these traces' runs in flight without a verdict (a handover); the spans
+        dropped, for the count."""
+
+
+@dataclass(slots=True)
+class _Message:
+    offset: int
+    traces: tuple[str, ...]
+    replay: bool              # read below the lease an earlier owner left: may have had verdicts
+    mark: int | None = None   # set once its traces are decided: the export mark to wait for
+
+
+@dataclass(slots=True)
+class PartitionLog:
+    pending: deque[_Message] = field(default_factory=deque)
+    next_offset: int | None = None   # one past the last message read; None before the first
+    committed: int | None = None     # the offset last committed by us
+
+    def safe_offset(self) -> int | None:
+        """The offset to commit: the first unfinished message, else one past the last read."""
+        return self.pending[0].offset if self.pending else self.next_offset
+
+    def traces(self) -> set[str]:
+        return {t for m in self.pending for t in m.traces}
+
+
+class OffsetTracker:
+    def __init__(self) -> None:
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self.pending = 0   # messages read and not finished, all partitions
+
+    def log(self, tp: TopicPartition) -> PartitionLog:
+        log = self._logs.get(tp)
+        if log is None:
+            log = self._logs[tp] = PartitionLog()
+        return log
+
+    def partitions(self) -> list[TopicPartition]:
+        return list(self._logs)
+
+    def read(self, tp: TopicPartition, offset: int, trace_ids: Iterable[str], replay: bool = False) -> None:
+        """A message was taken (its spans handed on) or settled (rejected: no traces)."""
+        log = self.log(tp)
+        log.pending.append(_Message(offset, tuple(set(trace_ids)), replay))
+        log.next_offset = offset + 1
+        self.pending += 1
+
+    def advance(self, progress: Progress) -> list[_Message]:
+        """Finish what can be finished, oldest first per partition; return the messages
+        finished (so replay bookkeeping can forget them)."""
+        finished: list[_Message] = []
+        for log in self._logs.values():
+            while log.pending:
+                head = log.pending[0]
+                if head.mark is None:
+                    if head.traces and progress.undecided(head.traces):
+                        break
+                    head.mark = progress.export_mark()
+                if not progress.exported(head.mark):
+                    break
+                log.pending.popleft()
+                self.pending -= 1
+                finished.append(head)
+        return finished
+
+    def remove(self, tp: TopicPartition) -> PartitionLog:
+        """Stop tracking a partition (revoked or lost); its log, for the handover."""
+        log = self._logs.pop(tp, PartitionLog())
+        self.pending -= len(log.pending)
+        return log

@@ -1,0 +1,207 @@
+"""The scenarios every family plays, and the truth each one has by construction.
+
+A scenario is a model script (what the scripted model answers, turn by turn) and the
+behaviour of the tools in that run. ``fires`` is the set of built-in checks whose failure
+mode the script enacts: it is what the run *is*, decided here, never read back from the
+engine. Look-alikes of each failure are scenarios of their own with ``fires = ()``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .scripted_model import Script, Turn, call, calls, say
+
+
+class ToolFailure(RuntimeError):
+    """What a scripted tool raises: the framework reports it as it reports any tool error."""
+
+
+Behaviour = Callable[[int, dict[str, Any]], str]  # (nth call of this tool, arguments) -> result
+
+
+def returns(text: str) -> Behaviour:
+    return lambda n, args: text
+
+
+def sequence(*texts: str) -> Behaviour:
+    return lambda n, args: texts[min(n, len(texts) - 1)]
+
+
+def fails(message: str, then: str | None = None) -> Behaviour:
+    def behave(n: int, args: dict[str, Any]) -> str:
+        if then is None or n == 0:
+            raise ToolFailure(message)
+        return then
+    return behave
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    prompt: str
+    turns: tuple[Turn, ...]
+    tools: dict[str, Behaviour]
+    fires: tuple[str, ...] = ()
+    tail: Callable[[int], Turn] | None = None
+    # what the run needs from a framework: "budget" (its own step limit ends the run),
+    # "nested" (a sub-agent), "parallel" (several calls in one model turn)
+    needs: frozenset[str] = field(default_factory=frozenset)
+
+    def script(self) -> Script:
+        return Script(list(self.turns), self.tail)
+
+
+class World:
+    """The tools' state during one run: which scenario, how often each tool was called."""
+
+    def __init__(self) -> None:
+        self.scenario: Scenario | None = None
+        self.counts: dict[str, int] = {}
+
+    def start(self, scenario: Scenario) -> None:
+        self.scenario, self.counts = scenario, {}
+
+    def call(self, tool: str, **args: Any) -> str:
+        assert self.scenario is not None
+        behave = self.scenario.tools.get(tool)
+        if behave is None:
+            raise ToolFailure(f"tool {tool} is not part of scenario {self.scenario.name}")
+        n = self.counts.get(tool, 0)
+        self.counts[tool] = n + 1
+        return behave(n, args)
+
+
+WORLD = World()
+
+
+# The tools, as plain typed Python functions each framework wraps in its own tool type.
+def get_weather(city: str) -> str:
+    """Current weather for a city.
+
+    Args:
+        city: The city name.
+    """
+    return WORLD.call("get_weather", city=city)
+
+
+def search_docs(query: str) -> str:
+    """Search the help-centre articles; returns a JSON list of matches.
+
+    Args:
+        query: What to search for.
+    """
+    return WORLD.call("search_docs", query=query)
+
+
+def read_file(path: str) -> str:
+    """Read a file from the workspace.
+
+    Args:
+        path: The file path.
+    """
+    return WORLD.call("read_file", path=path)
+
+
+def job_status(job_id: str) -> str:
+    """Status of a batch job.
+
+    Args:
+        job_id: The job id.
+    """
+    return WORLD.call("job_status", job_id=job_id)
+
+
+def fetch_invoice(invoice_id: str) -> str:
+    """Fetch an invoice by id.
+
+    Args:
+        invoice_id: The invoice id.
+    """
+    return WORLD.call("fetch_invoice", invoice_id=invoice_id)
+
+
+def get_orders(customer: str) -> str:
+    """Open orders of a customer; returns a JSON list.
+
+    Args:
+        customer: The customer id.
+    """
+    return WORLD.call("get_orders", customer=customer)
+
+
+TOOLS = [get_weather, search_docs, read_file, job_status, fetch_invoice, get_orders]
+
+WEATHER = returns("18C, sunny, wind 10 km/h")
+INVOICE_DOWN = "invoice service unavailable (HTTP 503)"
+
+
+def _search_tail(i: int) -> Turn:
+    return call("search_docs", query=f"refund policy for order class {i}")
+
+
+SCENARIOS = [
+    Scenario("clean_answer", "What is the weather in Paris?",
+             (call("get_weather", city="Paris"), say("It is 18C and sunny in Paris, with a light wind.")),
+             {"get_weather": WEATHER}),
+    Scenario("empty_result_is_the_answer", "Does customer C-17 have open orders?",
+             (call("get_orders", customer="C-17"), say("Customer C-17 has no open orders.")),
+             {"get_orders": returns("[]")}),
+    Scenario("abstention", "When is flight LX 318 expected to land?",
+             (call("search_docs", query="flight LX 318 arrival"),
+              say("I couldn't find any information about flight LX 318.")),
+             {"search_docs": returns("[]")}, fires=("abstention",)),
+    Scenario("policy_path_traversal", "Show me the account list on the server.",
+             (call("read_file", path="../../etc/passwd"), say("The file lists the root and daemon accounts.")),
+             {"read_file": returns("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1::/usr/sbin:/bin/false")},
+             fires=("policy",)),
+    Scenario("relative_path_is_fine", "What does the install guide say?",
+             (call("read_file", path="docs/install.md"), say("The guide says to install it with pip.")),
+             {"read_file": returns("# Install\n\nRun pip install widget.")}),
+    Scenario("repeated_call", "Is batch job 42 finished?",
+             (call("job_status", job_id="42"), call("job_status", job_id="42"), call("job_status", job_id="42"),
+              say("Job 42 is still pending.")),
+             {"job_status": returns("status: pending")}, fires=("repeated_call",)),
+    Scenario("polling_with_changing_results", "Wait for batch job 42 and tell me when it is done.",
+             (call("job_status", job_id="42"), call("job_status", job_id="42"), call("job_status", job_id="42"),
+              say("Job 42 has finished.")),
+             {"job_status": sequence("status: queued", "status: running (40%)", "status: done")}),
+    Scenario("unrecovered_tool_error", "How much is invoice INV-9?",
+             (call("fetch_invoice", invoice_id="INV-9"),
+              say("The invoice system did not respond, so I have no amount for INV-9 yet.")),
+             {"fetch_invoice": fails(INVOICE_DOWN)}, fires=("unrecovered_tool_error",)),
+    Scenario("error_retried_successfully", "How much is invoice INV-9?",
+             (call("fetch_invoice", invoice_id="INV-9"), call("fetch_invoice", invoice_id="INV-9"),
+              say("Invoice INV-9 is 120.00 EUR and has been paid.")),
+             {"fetch_invoice": fails(INVOICE_DOWN, then="INV-9: 120.00 EUR, paid")}),
+    # The look-alike that must NOT count as recovered: another tool worked afterwards.
+    Scenario("error_then_a_different_tool", "How much is invoice INV-9?",
+             (call("fetch_invoice", invoice_id="INV-9"), call("get_orders", customer="C-17"),
+              say("Order O-1 of customer C-17 totals 120.00 EUR.")),
+             {"fetch_invoice": fails(INVOICE_DOWN), "get_orders": returns('[{"id": "O-1", "total": "120.00 EUR"}]')},
+             fires=("unrecovered_tool_error",)),
+    Scenario("context_overflow", "Describe the weather in Paris in detail.",
+             (call("get_weather", city="Paris"), say("It is 18C and sunny in Paris. The wind comes from the",
+                                                     finish_reason="length")),
+             {"get_weather": WEATHER}, fires=("context_overflow",)),
+    Scenario("parallel_tool_calls", "Compare the weather in Paris and Rome.",
+             (calls(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})),
+              say("Both Paris and Rome are at 18C and sunny.")),
+             {"get_weather": WEATHER}, needs=frozenset({"parallel"})),
+    Scenario("step_budget_search_loop", "Find our refund policy for damaged goods.",
+             (), {"search_docs": returns("[]")}, fires=("search_loop",), tail=_search_tail,
+             needs=frozenset({"budget"})),
+]
+
+NESTED = Scenario(
+    "nested_agent", "Ask the weather specialist about Paris.",
+    (call("weather_specialist", input="What is the weather in Paris?"),  # the outer agent's turn
+     call("get_weather", city="Paris"), say("18C and sunny."),           # the inner agent's turns
+     say("The weather specialist says Paris is at 18C and sunny.")),     # the outer agent again
+    {"get_weather": WEATHER}, needs=frozenset({"nested"}))
+SCENARIOS.append(NESTED)
+
+BY_NAME = {s.name: s for s in SCENARIOS}
+BUILT_IN_CHECKS = ("search_loop", "abstention", "policy", "repeated_call", "unrecovered_tool_error",
+                   "context_overflow")

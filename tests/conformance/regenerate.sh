@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Regenerates the conformance corpus (corpus/<family>/traces.json, logs.json, expected.json)
+# by running each agent framework through its real instrumentation against a scripted model
+# on 127.0.0.1. Not a CI step: CI reads the committed files. Needs PyPI for the first run only.
+#   bash tests/conformance/regenerate.sh [FAMILY...]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here"
+py="${PYTHON:-python3}"
+venv() {  # venv DIR REQUIREMENTS: created once, re-synced when the pins change
+  local dir="$1" req="$2"
+  if [ ! -x "$dir/bin/python" ]; then "$py" -m venv "$dir"; fi
+  if ! cmp -s "$req" "$dir/.pins" 2>/dev/null; then
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    cp "$req" "$dir/.pins"
+  fi
+}
+main_families=(langgraph-openinference langgraph-openllmetry openai-agents-openinference openai-agents-otel-v2
+  openai-v2-span_only openai-v2-event_only openai-v2-span_and_event openai-v2-off
+  smolagents-openinference pydantic-ai-genai)
+crewai_families=(crewai-openinference)
+want=("$@")
+[ ${#want[@]} -eq 0 ] && want=("${main_families[@]}" "${crewai_families[@]}")
+venv .venv requirements.txt
+for f in "${want[@]}"; do
+  if [[ " ${crewai_families[*]} " == *" $f "* ]]; then
+    venv .venv-crewai requirements-crewai.txt  # CrewAI pins an openai 2.x the others refuse
+    bin=.venv-crewai/bin/python
+  else
+    bin=.venv/bin/python
+  fi
+  rm -rf "corpus/$f"
+  "$bin" -m generator.run "$f" corpus 2> >(grep -v "Attributes dict is full\|approximate input token count" >&2)
+done

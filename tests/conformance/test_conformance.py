@@ -1,0 +1,133 @@
+"""The engine against the conformance corpus: runs recorded by real agent frameworks through
+their real instrumentation, whose failures the generator's scripts enacted (README.md here).
+
+Reads only the committed files; regenerating them is ``bash tests/conformance/regenerate.sh``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from faultgate_stream.cli.replay import GrpcSender, replay
+from tests.conformance.score import (
+    Score, expected, families, input_files, offline_verdicts, score, table, verdict_of,
+)
+from tests.live_service import make_config
+from tests.peers import free_port, running_collector
+
+FAMILIES = families()
+
+
+def test_the_corpus_has_eight_or_more_families_and_every_failure_mode_in_several():
+    assert len(FAMILIES) >= 8
+    enacted: dict[str, set[str]] = {}
+    for f in FAMILIES:
+        for run in expected(f)["runs"]:
+            for check in run["enacts"]:
+                enacted.setdefault(check, set()).add(f.name)
+    built_in = {"search_loop", "abstention", "policy", "repeated_call", "unrecovered_tool_error", "context_overflow"}
+    assert set(enacted) == built_in
+    assert all(len(fams) >= 3 for fams in enacted.values()), {c: len(f) for c, f in enacted.items()}
+
+
+def test_every_family_scores_100_percent(capsys):
+    scores = [score(f, offline_verdicts(f)) for f in FAMILIES]
+    with capsys.disabled():
+        print("\n" + table(scores))
+    wrong = [(s.family, o.scenario, o.want_verdict, o.want_fires, o.got) for s in scores for o in s.wrong()]
+    assert not wrong
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda p: p.name)
+def test_a_family_scores_100_percent(family):
+    s: Score = score(family, offline_verdicts(family))
+    assert s.wrong() == [], table([s])
+
+
+def _by_trace(verdicts):
+    out: dict[str, list] = {}
+    for v in verdicts:
+        out.setdefault(v.key.trace_id, []).append((verdict_of(v), sorted(r.check for r in v.fired),
+                                                   sorted((r.check, r.reason) for r in v.results)))
+    return {t: sorted(x) for t, x in out.items()}
+
+
+def _send_logs(endpoint: str, paths: list[Path]) -> int:
+    """OTLP/JSON log files sent as ``LogsService/Export`` requests (ids are hex in the file,
+    bytes in the protobuf)."""
+    import base64
+    import json
+
+    import grpc
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import LogsServiceStub
+
+    def b64(v):
+        if isinstance(v, dict):
+            return {k: (base64.b64encode(bytes.fromhex(x)).decode() if k in ("traceId", "spanId") else b64(x))
+                    for k, x in v.items()}
+        return [b64(x) for x in v] if isinstance(v, list) else v
+
+    sent = 0
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = LogsServiceStub(channel)
+        for p in paths:
+            request = ParseDict(b64(json.loads(p.read_text())), ExportLogsServiceRequest())
+            stub.Export(request, timeout=30)
+            sent += sum(len(sl.log_records) for rl in request.resource_logs for sl in rl.scope_logs)
+    return sent
+
+
+def test_the_corpus_replayed_through_a_real_collector_gives_the_offline_verdicts(live_service, tmp_path):
+    offline = [v for f in FAMILIES for v in offline_verdicts(f)]
+    # a generous grace: the collector's batches of one trace may arrive some time apart
+    live = live_service(make_config(root_grace=3.0))
+    inbound = free_port()
+    config = f"""
+receivers:
+  otlp:
+    protocols:
+      grpc: {{endpoint: "127.0.0.1:{inbound}"}}
+processors:
+  batch: {{timeout: 200ms, send_batch_size: 256}}
+exporters:
+  otlp:
+    endpoint: "{live.grpc}"
+    tls: {{insecure: true}}
+service:
+  pipelines:
+    traces: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
+    logs: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
+"""
+    with running_collector(config, tmp_path):
+        # the log events first: their content waits, bounded, for the spans it belongs to
+        logs = [p for f in FAMILIES for p in input_files(f) if p.name == "logs.json"]
+        assert _send_logs(f"127.0.0.1:{inbound}", logs) > 0
+        sender = GrpcSender(f"127.0.0.1:{inbound}")
+        try:
+            files = [str(p) for f in FAMILIES for p in input_files(f) if p.name == "traces.json"]
+            replay(files, sender, batch=100)
+        finally:
+            sender.close()
+        streamed = live.sink.wait_for(len(offline), timeout=120)
+    assert len(streamed) == len(offline)
+    assert _by_trace(streamed) == _by_trace(offline)
+
+
+def test_runs_recorded_without_content_are_never_clean():
+    (off,) = [f for f in FAMILIES if expected(f)["content"] == "off"]
+    verdicts = offline_verdicts(off)
+    assert verdicts and {verdict_of(v) for v in verdicts} <= {"undecided", "failed"}
+    assert sum(verdict_of(v) == "undecided" for v in verdicts) >= len(verdicts) // 2
+
+
+def test_a_run_recorded_event_only_gives_the_verdicts_of_the_same_run_recorded_span_only():
+    def by_scenario(name: str):
+        family = next(f for f in FAMILIES if f.name == name)
+        scenario = {r["trace_id"]: r["scenario"] for r in expected(family)["runs"]}
+        return {scenario[v.key.trace_id]: (verdict_of(v), sorted(r.check for r in v.fired))
+                for v in offline_verdicts(family)}
+    span_only, event_only = by_scenario("openai-v2-span_only"), by_scenario("openai-v2-event_only")
+    assert len(span_only) >= 12 and event_only == span_only

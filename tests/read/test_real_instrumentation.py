@@ -1,0 +1,318 @@
+"""Shapes found in runs recorded by real frameworks through their real instrumentation
+(tests/conformance/corpus), each read as what it means, none tied to one file."""
+from __future__ import annotations
+
+import json
+
+from faultgate_stream.checks.registry import select
+from faultgate_stream.pipeline import assemble_runs, check_spans
+from faultgate_stream.testing import agent, span, tool, trace_id
+
+
+def _one_run(spans):
+    runs = assemble_runs(spans)
+    assert len(runs) == 1, [str(r.key) for r in runs]
+    return runs[0]
+
+
+def _fired(spans, check):
+    (v,) = check_spans([spans], select([check]))
+    return [r.check for r in v.fired]
+
+
+def _lc_tool_message(content, call_id, status="success"):
+    return json.dumps({"type": "tool", "data": {"content": content, "additional_kwargs": {}, "response_metadata": {},
+                                                "type": "tool", "name": "job_status", "id": None,
+                                                "tool_call_id": call_id, "artifact": None, "status": status}})
+
+
+def _oi_tool(t, parent, name, args, result, start_s, **attrs):
+    return span(t, name, parent=parent, start_s=start_s, attributes={
+        "openinference.span.kind": "TOOL", "tool.name": name, "input.value": args, "output.value": result, **attrs})
+
+
+def test_a_serialised_langchain_tool_message_reads_as_its_content_so_repeats_are_seen():
+    # openinference-instrumentation-langchain 0.1.80 writes a LangGraph tool's output.value
+    # as the whole ToolMessage; its tool_call_id differs per call and hid three identical results
+    t = trace_id()
+    root = span(t, "assistant", attributes={"openinference.span.kind": "CHAIN", "input.value": "Is job 42 done?",
+                                            "output.value": "done"})
+    calls = [_oi_tool(t, root.span_id, "job_status", "42", _lc_tool_message("status: pending", f"call_{i}"), 1 + i)
+             for i in range(3)]
+    run = _one_run([root, *calls])
+    assert [s.result for s in run.steps] == ["status: pending"] * 3
+    assert _fired([root, *calls], "repeated_call") == ["repeated_call"]
+
+
+def test_a_tool_message_with_error_status_is_an_error_result():
+    t = trace_id()
+    root = agent(t)
+    failed = _oi_tool(t, root.span_id, "fetch_invoice", "INV-9",
+                      _lc_tool_message("invoice service unavailable", "c1", status="error"), 1)
+    assert _one_run([root, failed]).steps[0].result == "Error: invoice service unavailable"
+
+
+def test_a_root_output_that_is_the_graph_state_answers_with_its_last_ai_message():
+    t = trace_id()
+    state = {"messages": [
+        {"type": "human", "data": {"content": "Weather in Paris?", "type": "human"}},
+        {"type": "ai", "data": {"content": "", "type": "ai", "tool_calls": [{"name": "get_weather"}]}},
+        {"type": "tool", "data": {"content": "18C", "type": "tool", "tool_call_id": "c1"}},
+        {"type": "ai", "data": {"content": "It is 18C in Paris.", "type": "ai"}}]}
+    root = span(t, "assistant", attributes={"openinference.span.kind": "CHAIN", "output.value": json.dumps(state),
+                                            "output.mime_type": "application/json",
+                                            "input.value": json.dumps({"messages": [["user", "Weather in Paris?"]]})})
+    assert _one_run([root]).answer == "It is 18C in Paris."
+
+
+def test_langgraph_chain_nodes_are_one_run_not_an_agent_each():
+    t = trace_id()
+    root = span(t, "assistant", attributes={"openinference.span.kind": "CHAIN", "output.value": "ok"})
+    node = span(t, "agent", parent=root.span_id, start_s=1, attributes={"openinference.span.kind": "CHAIN"})
+    tools = span(t, "tools", parent=root.span_id, start_s=2, attributes={"openinference.span.kind": "CHAIN"})
+    run = _one_run([root, node, tools, _oi_tool(t, tools.span_id, "get_weather", "Paris", "18C", 2.5)])
+    assert [s.is_agent for s in run.spans] == [True, False, False, False]
+
+
+def test_an_openinference_agent_under_a_server_span_carries_the_prompt_and_answer():
+    t = trace_id()
+    server = span(t, "POST /chat")
+    ag = span(t, "support", parent=server.span_id, start_s=0.1, end_s=5, attributes={
+        "openinference.span.kind": "AGENT", "input.value": "Where is order 7?", "output.value": "It shipped today."})
+    run = _one_run([server, ag, _oi_tool(t, ag.span_id, "lookup", '{"id": 7}', "shipped", 1)])
+    assert (run.prompt, run.answer) == ("Where is order 7?", "It shipped today.")
+
+
+def test_openinference_tool_parameters_that_are_a_schema_are_not_arguments():
+    t = trace_id()
+    root = agent(t)
+    schema = json.dumps({"type": "object", "properties": {"path": {"type": "string"}}})
+    tl = span(t, "read_file", parent=root.span_id, start_s=1, attributes={
+        "openinference.span.kind": "TOOL", "tool.name": "read_file", "tool.parameters": schema, "output.value": "x"})
+    assert _one_run([root, tl]).steps[0].arguments == ""
+
+
+def test_a_callback_payload_is_unwrapped_to_the_tool_arguments():
+    t = trace_id()
+    root = agent(t)
+    smol = _oi_tool(t, root.span_id, "search_docs", json.dumps(
+        {"args": [], "sanitize_inputs_outputs": True, "kwargs": {"query": "refunds"}}), "[]", 1)
+    lc = tool(t, root.span_id, "read_file", json.dumps(
+        {"input_str": "{'path': '../../etc/passwd'}", "tags": ["seq:step:1"], "metadata": {"langgraph_step": 2}}),
+        "root:x:0:0", start_s=2)
+    run = _one_run([root, smol, lc])
+    assert [s.arguments for s in run.steps] == ['{"query": "refunds"}', '{"path": "../../etc/passwd"}']
+    assert _fired([root, smol, lc], "policy") == ["policy"]
+
+
+def test_an_openllmetry_tool_span_without_a_call_id_pairs_with_the_model_call_instead_of_counting_twice():
+    t = trace_id()
+    root = agent(t)
+    chat = span(t, "ChatOpenAI.chat", parent=root.span_id, start_s=1, attributes={
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.tool_calls.0.id": "c1", "gen_ai.completion.0.tool_calls.0.name": "fetch_invoice",
+        "gen_ai.completion.0.tool_calls.0.arguments": '{"invoice_id": "INV-9"}'})
+    ran = span(t, "fetch_invoice.tool", parent=root.span_id, start_s=2, status=2, attributes={
+        "traceloop.span.kind": "tool", "traceloop.entity.name": "fetch_invoice", "error.type": "ToolFailure"})
+    reply = span(t, "ChatOpenAI.chat", parent=root.span_id, start_s=3, attributes={
+        "gen_ai.prompt.0.role": "tool", "gen_ai.prompt.0.tool_call_id": "c1",
+        "gen_ai.prompt.0.content": "Error: invoice service unavailable"})
+    (step,) = _one_run([root, chat, ran, reply]).steps
+    assert (step.tool, step.call_id, step.result, step.ok) == ("fetch_invoice", "c1",
+                                                               "Error: invoice service unavailable", False)
+
+
+def test_a_call_the_model_named_but_no_tool_span_ran_is_not_a_step():
+    t = trace_id()
+    root = agent(t)
+    chat = span(t, "chat", parent=root.span_id, start_s=12, attributes={"gen_ai.output.messages": json.dumps(
+        [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c13", "name": "search", "arguments": "{}"}]}])})
+    ran = [tool(t, root.span_id, "search", {"q": i}, "[]", start_s=1 + i, call_id=f"c{i}") for i in range(12)]
+    assert len(_one_run([root, chat, *ran]).steps) == 12
+
+
+def test_a_status_only_tool_failure_is_not_recovered_by_another_tool():
+    t = trace_id()
+    root = agent(t, answer="Order O-1 totals 120.")
+    failed = tool(t, root.span_id, "fetch_invoice", {"id": "INV-9"}, "", start_s=1, status=2)
+    other = tool(t, root.span_id, "get_orders", {"customer": "C-17"}, '[{"id": "O-1"}]', start_s=2)
+    assert _fired([root, failed, other], "unrecovered_tool_error") == ["unrecovered_tool_error"]
+    retried = tool(t, root.span_id, "fetch_invoice", {"id": "INV-9"}, "120.00 EUR", start_s=3)
+    assert _fired([root, failed, other, retried], "unrecovered_tool_error") == []
+
+
+def test_openai_agents_v2_repr_messages_are_read_for_what_they_hold():
+    # opentelemetry-instrumentation-openai-agents-v2 0.1.0 writes the assistant message as str()
+    t = trace_id()
+    top = span(t, "Agent workflow", end_s=20, attributes={"gen_ai.operation.name": "invoke_agent"})
+    calls_only = ("{'content': None, 'refusal': None, 'role': 'assistant', 'tool_calls': [{'id': 'c1', "
+                  "'function': {'arguments': '{\"query\": \"refunds\"}', 'name': 'search_docs'}, 'type': 'function'}]}")
+    chat = span(t, "chat scripted-1", parent=top.span_id, start_s=1, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": calls_only}]}])})
+    run = _one_run([top, chat])
+    assert run.answer == "" and [(c.name, c.call_id) for c in chat.calls] == [("search_docs", "c1")]
+    said = "{'content': 'It is 18C.', 'role': 'assistant', 'tool_calls': None}"
+    chat2 = span(t, "chat scripted-1", parent=top.span_id, start_s=2, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": said}]}])})
+    assert _one_run([top, chat, chat2]).answer == "It is 18C."
+
+
+def test_a_nested_agent_that_ended_in_error_did_not_answer():
+    t = trace_id()
+    top = span(t, "Agent workflow", end_s=20, attributes={"gen_ai.operation.name": "invoke_agent"})
+    inner = agent(t, name="assistant", parent=top.span_id, start_s=0.5, end_s=19)
+    inner = inner._replace(status_code=2, status_message="Max turns exceeded")
+    chat = span(t, "chat", parent=inner.span_id, start_s=18, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "Let me search once more."}]}])})
+    assert _one_run([top, inner, chat]).answer == ""
+
+
+def test_a_framework_budget_message_is_no_answer_and_says_the_step_limit_ended_the_run():
+    t = trace_id()
+    root = agent(t, answer="Sorry, need more steps to process this request.", end_s=30)
+    ran = [tool(t, root.span_id, "search", {"q": i}, "[]", start_s=1 + i) for i in range(3)]
+    run = _one_run([root, *ran])
+    assert run.answer == "" and "step limit" in run.termination
+    assert _fired([root, *ran], "search_loop") == ["search_loop"]
+
+
+def test_a_create_agent_trace_is_not_a_run():
+    t = trace_id()
+    built = span(t, "create_agent assistant", attributes={"gen_ai.operation.name": "create_agent"})
+    assert check_spans([[built]], select()) == []
+    # a trace that also runs the agent is a run as always
+    root = agent(trace_id())
+    assert len(check_spans([[root]], select())) == 1
+
+
+def test_a_fragment_whose_parent_is_missing_inside_the_one_agent_window_joins_that_run():
+    t = trace_id()
+    root = agent(t, start_s=0, end_s=10)
+    fragment = tool(t, "0000000000dead00", "lookup", {"id": 1}, "ok", start_s=3)
+    (run,) = assemble_runs([root, fragment])
+    assert run.key.root_span_id == root.span_id and [s.tool for s in run.steps] == ["lookup"]
+    outside = tool(t, "0000000000dead00", "lookup", {"id": 2}, "ok", start_s=30)
+    assert len(assemble_runs([root, outside])) == 2  # after the run's window: its own orphan
+
+
+def test_with_bindings_a_langgraph_run_gives_one_result_per_check(tmp_path):
+    # Every LangGraph node is an OpenInference CHAIN: as agents, they made one view each and
+    # a bound check gave one result per node (24 ``policy`` results on one run).
+    from faultgate_stream.checks.config import BindingConfig, ChecksConfig
+    from faultgate_stream.model.clock import ManualClock
+    from faultgate_stream.assemble.assembler import Assembler
+    from faultgate_stream.model.verdict import Completion
+    from faultgate_stream.pipeline import OFFLINE_LIMITS, VerdictList
+    from faultgate_stream.read.files import read_file
+    from faultgate_stream.verdict.evaluate import Evaluator
+    from faultgate_stream.verdict.ruleset import build as build_ruleset
+    from tests.conformance.score import CORPUS
+
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"deny_patterns": ["\\.\\./"]}))
+    ruleset = build_ruleset(ChecksConfig(bindings=(BindingConfig(agents=("*",), policy=str(policy)),)))
+    sink = VerdictList()
+    assembler = Assembler(Evaluator(ruleset, sink), ManualClock(), OFFLINE_LIMITS)
+    assembler.add(read_file(CORPUS / "langgraph-openinference" / "traces.json")[1])
+    assembler.close_all(Completion.COMPLETE)
+    assert sink.verdicts
+    for v in sink.verdicts:
+        names = [r.check for r in v.results]
+        assert len(names) == len(set(names)), (str(v.key), names)
+
+
+def test_a_tool_span_without_content_takes_its_calls_arguments_and_result_from_the_messages():
+    # opentelemetry-util-genai with content in events only: the execute_tool span names the
+    # tool and the call id; the arguments and result are in the chat messages
+    t = trace_id()
+    root = agent(t)
+    chat = span(t, "chat", parent=root.span_id, start_s=1, attributes={"gen_ai.output.messages": json.dumps(
+        [{"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "read_file",
+                                          "arguments": {"path": "../../etc/passwd"}}]}])})
+    ran = span(t, "execute_tool read_file", parent=root.span_id, start_s=2, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_file", "gen_ai.tool.call.id": "c1"})
+    reply = span(t, "chat", parent=root.span_id, start_s=3, attributes={"gen_ai.input.messages": json.dumps(
+        [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "root:x:0:0"}]}])})
+    (step,) = _one_run([root, chat, ran, reply]).steps
+    assert (step.arguments, step.result) == ('{"path": "../../etc/passwd"}', "root:x:0:0")
+
+
+def test_a_crew_output_answers_with_its_raw_text():
+    t = trace_id()
+    out = {"raw": "Order O-1 totals 120.00 EUR.", "pydantic": None, "json_dict": None,
+           "tasks_output": [{"description": "How much is invoice INV-9?", "raw": "Order O-1 totals 120.00 EUR."}],
+           "token_usage": {"total_tokens": 120}}
+    root = span(t, "Crew.kickoff", attributes={"openinference.span.kind": "CHAIN", "output.value": json.dumps(out)})
+    assert _one_run([root]).answer == "Order O-1 totals 120.00 EUR."
+
+
+def test_langgraph_and_smolagents_inputs_give_the_users_prompt():
+    t = trace_id()
+    lg = span(t, "assistant", attributes={"openinference.span.kind": "CHAIN",
+                                          "input.value": json.dumps({"messages": [["user", "Weather in Paris?"]]})})
+    assert _one_run([lg]).prompt == "Weather in Paris?"
+    smol = span(trace_id(), "assistant.run", attributes={"openinference.span.kind": "AGENT", "input.value": json.dumps(
+        {"task": "Weather in Paris?", "stream": False, "reset": True})})
+    assert _one_run([smol]).prompt == "Weather in Paris?"
+
+
+def _results(spans, check):
+    (v,) = check_spans([spans], select([check]))
+    (r,) = v.results
+    return r
+
+
+def test_an_openinference_llm_span_without_a_finish_reason_leaves_context_overflow_undecided():
+    t = trace_id()
+    root = agent(t, answer="It is 18C and sunny in Paris. The wind comes from the")
+    llm = span(t, "generation", parent=root.span_id, start_s=1, attributes={
+        "openinference.span.kind": "LLM", "input.value": "weather?", "output.value": "It is 18C and sunny in Paris."})
+    r = _results([root, llm], "context_overflow")
+    assert r.undecided and "finish reasons" in r.reason
+    said = span(t, "generation", parent=root.span_id, start_s=1, attributes={
+        "openinference.span.kind": "LLM", "input.value": "weather?", "output.value": "...",
+        "llm.finish_reason": "length"})
+    assert _results([root, said], "context_overflow").fired
+
+
+def test_a_failed_tool_span_without_a_result_is_not_content_left_out():
+    # smolagents / OpenLLMetry: a tool that raised has a status and no output; its result is
+    # not "not captured", so the content checks still decide
+    t = trace_id()
+    root = agent(t, answer="Invoice INV-9 is 120.00 EUR.")
+    failed = span(t, "fetch_invoice", parent=root.span_id, start_s=1, status=2, message="service unavailable",
+                  attributes={"openinference.span.kind": "TOOL", "tool.name": "fetch_invoice",
+                              "input.value": '{"invoice_id": "INV-9"}'})
+    ok = _oi_tool(t, root.span_id, "fetch_invoice", '{"invoice_id": "INV-9"}', "120.00 EUR", 2)
+    (v,) = check_spans([[root, failed, ok]], select(["repeated_call", "search_loop", "unrecovered_tool_error"]))
+    assert v.verdict == "clean", [(r.check, r.reason) for r in v.results]
+
+
+def _event_only_loop(seen: int):
+    """Twelve searches whose calls and results are only in the chat messages (content in
+    events, joined); the results of calls ``seen`` and after appear in no later message."""
+    t = trace_id()
+    root = agent(t, end_s=30)
+    spans = [root]
+    for i in range(12):
+        back = ([{"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{i - 1}", "response": "[]"}]}]
+                if 0 < i <= seen else [{"role": "user", "parts": [{"type": "text", "content": "refund policy?"}]}])
+        spans.append(span(t, "chat", parent=root.span_id, start_s=1 + 2 * i, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["tool_calls"],
+            "gen_ai.input.messages": json.dumps(back),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [
+                {"type": "tool_call", "id": f"c{i}", "name": "search", "arguments": {"q": i}}]}])}))
+        spans.append(span(t, "execute_tool search", parent=root.span_id, start_s=2 + 2 * i, attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search", "gen_ai.tool.call.id": f"c{i}"}))
+    return spans
+
+
+def test_search_loop_decides_when_the_results_it_cannot_see_cannot_change_it():
+    # event_only content: the last call's result is in no later message, as the budget ended the run
+    r = _results(_event_only_loop(seen=11), "search_loop")
+    assert r.fired, r.reason  # 11 of 12 empty: a search loop, whatever the twelfth returned
+    r = _results(_event_only_loop(seen=5), "search_loop")
+    assert r.undecided, r.reason  # 5 of 12 empty and 7 unseen: they decide it
