@@ -35,6 +35,7 @@ from faultgate_stream.gate.live import LiveGate
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
+from faultgate_stream.model.threads import Threads
 from faultgate_stream.model.verdict import Completion
 from faultgate_stream.receive import http_server, security
 from faultgate_stream.receive.grpc_server import GrpcReceiver
@@ -65,13 +66,14 @@ class Service:
         self.config = config
         self.telemetry = telemetry or Telemetry()
         self.log = structlog.get_logger("faultgate_stream")
+        self.threads = Threads(self.telemetry)  # every background thread, for readiness
         self.ruleset = ruleset.build(config.checks)
         redact = get_redactor(config.log.redact)
         sinks = self._build_sinks(redact) + list(extra_sinks or [])
         self.replays = self._build_replays()
         if self.replays is not None:
             sinks.append(self.replays)
-        self.evaluator = self._build_evaluate(VerdictFanout(sinks))
+        self.evaluator = self._build_evaluate(VerdictFanout(sinks, self._sink_failed))
         self.assembler = self._build_assemble(self.evaluator, clock or WallClock())
         self.ingest = self._build_forward(self.assembler)
         self._ready = threading.Event()
@@ -123,7 +125,7 @@ class Service:
         self.span_sink = SpanSink(self.export)
         senders = {"traces": sender_for(ex.endpoint, ex)}
         senders["logs"] = sender_for(ex.logs_endpoint, ex) if ex.logs_endpoint else senders["traces"]
-        self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry)
+        self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry, self.threads)
         self._senders = senders
         self.telemetry.registry.register(_ExportGauges(self.export))
         return self.span_sink
@@ -131,11 +133,12 @@ class Service:
     # -- verdict, assemble ----------------------------------------------------------------
 
     def _build_evaluate(self, sinks: VerdictConsumer) -> Evaluator:
-        return Evaluator(self.ruleset, sinks)
+        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry)
 
     def _build_assemble(self, evaluator: Evaluator, clock: Clock) -> LiveAssembler:
         config = self.config
-        return LiveAssembler(Assembler(evaluator, clock, config.assemble), clock, self.telemetry, config.tick)
+        return LiveAssembler(Assembler(evaluator, clock, config.assemble), clock, self.telemetry, config.tick,
+                             self.threads)
 
     def _build_forward(self, assembler: LiveAssembler) -> SpanConsumer:
         """With span export on, every received span is teed to it before assembly."""
@@ -153,7 +156,7 @@ class Service:
         # two hosts, two event loops: probes and scrapes never wait behind a request's parse
         self.http = HttpHost("http", limits, lambda site: refused.labels(site).inc())
         self.metrics_http = HttpHost("metrics-http", limits, lambda site: refused.labels(site).inc())
-        self.metrics_http.add("metrics", metrics_endpoint.app(self.telemetry.registry, self._ready.is_set,
+        self.metrics_http.add("metrics", metrics_endpoint.app(self.telemetry.registry, lambda: self.ready,
                                                               security.token_of(mc, "metrics")),
                               mc.endpoint, security.ssl_context(mc.tls, "metrics"))
         token = security.token_of(rc)
@@ -173,6 +176,14 @@ class Service:
                                  ) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
             self.grpc.add_generic_rpc_handlers((self.stream.handler(),))
+
+    def _sink_failed(self, sink: str) -> None:
+        self.telemetry["faultgate_internal_errors"].labels(f"sink_{sink}").inc()
+
+    @property
+    def ready(self) -> bool:
+        """Started, not shutting down, and no background thread has died."""
+        return self._ready.is_set() and self.threads.healthy and self.assembler.scan_alive
 
     # -- the durable source (Kafka), beside the receivers -----------------------------------
 

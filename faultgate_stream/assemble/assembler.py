@@ -25,12 +25,15 @@ from faultgate_stream.assemble.content import merge
 from faultgate_stream.assemble.partition import partition
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.consumers import RunConsumer
-from faultgate_stream.model.errors import CapacityError
+from faultgate_stream.model.errors import BoundError, CapacityError
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import Completion
 
 NS = 1_000_000_000
+# Approximate bytes one remembered span costs in the decision cache: a dict slot and two
+# 16-character id strings (measured with sys.getsizeof: ~65 bytes each, ~40 the slot).
+DECIDED_ENTRY_BYTES = 170
 
 
 @dataclass
@@ -41,6 +44,9 @@ class AddResult:
     late_runs: dict[str, RunKey] = field(default_factory=dict)  # late span id -> the run it was decided in
     # a retry of a span whose run was already decided (its first copy was taken): the run
     decided_duplicates: dict[str, RunKey] = field(default_factory=dict)
+    # root candidates of this batch whose run this batch closed (the trace hit
+    # max_spans_per_trace): their verdict is already out, so they must not wait for one
+    closed_runs: dict[str, RunKey] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,6 +106,7 @@ class Assembler:
         self.config = config or AssembleConfig()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # oldest first
         self._decided: OrderedDict[str, _Decided] = OrderedDict()
+        self._decided_bytes = 0
         self._bytes = 0
         self._spans = 0
         self.stats = Stats()
@@ -116,6 +123,34 @@ class Assembler:
     @property
     def bytes_held(self) -> int:
         return self._bytes
+
+    @property
+    def decided_traces(self) -> int:
+        return len(self._decided)
+
+    @property
+    def decided_bytes(self) -> int:
+        return self._decided_bytes
+
+    def _remember(self, decided: _Decided, table: dict[str, str], span_id: str, root: str) -> None:
+        if span_id not in table:
+            self._decided_bytes += DECIDED_ENTRY_BYTES
+        table[span_id] = root
+
+    def _trim_decided(self, keep: str | None = None) -> None:
+        """Forget the oldest decided traces while over either bound. The trace being added
+        to is forgotten last: its own late spans may be what filled the cache, and it then
+        goes too rather than grow past the bound."""
+        cfg = self.config
+        while self._decided and (len(self._decided) > cfg.decision_cache
+                                 or self._decided_bytes > cfg.decision_cache_bytes):
+            tid = next(iter(self._decided))
+            if tid == keep and len(self._decided) > 1:
+                self._decided.move_to_end(tid)
+                continue
+            d = self._decided.pop(tid)
+            self._decided_bytes -= DECIDED_ENTRY_BYTES * (len(d.spans) + len(d.parents))
+            self.stats.decision_cache_evictions += 1
 
     def holds_any(self, trace_ids) -> bool:
         """True while any of these traces has spans in flight (a durable source's commit
@@ -142,6 +177,7 @@ class Assembler:
         self._make_room(batch)
         now = self._clock.now_ns()
         res = AddResult()
+        cap_hits = self.stats.span_cap_hits
         for s in batch:
             decided = self._decided.get(s.trace_id)
             if decided is not None:
@@ -154,7 +190,9 @@ class Assembler:
                 if root is None:
                     root = decided.parents.get(s.span_id)
                 if root is not None:
-                    decided.spans[s.span_id] = root
+                    self._remember(decided, decided.spans, s.span_id, root)
+                    if self._decided_bytes > self.config.decision_cache_bytes:
+                        self._trim_decided(keep=s.trace_id)
                     run = RunKey(s.trace_id, root)
                     res.late += 1
                     res.late_runs[s.span_id] = run
@@ -179,6 +217,13 @@ class Assembler:
                 # the same run would hit the same bound again on retry: close it early
                 self.stats.span_cap_hits += 1
                 self._close_trace(s.trace_id, Completion.EVICTED)
+        if self.stats.span_cap_hits != cap_hits:
+            for s in batch:
+                if s.is_agent or not s.parent_id:
+                    d = self._decided.get(s.trace_id)
+                    root = d.spans.get(s.span_id) if d is not None else None
+                    if root is not None and s.span_id not in res.late_runs and s.span_id not in res.decided_duplicates:
+                        res.closed_runs[s.span_id] = RunKey(s.trace_id, root)
         self.stats.duplicates += res.duplicates
         self.stats.late += res.late
         return res
@@ -249,7 +294,17 @@ class Assembler:
         bound = full()
         if not bound:
             return
-        if cfg.on_full == "refuse" or new_traces > cfg.max_traces or new_bytes > cfg.max_bytes:
+        # A request no amount of waiting lets in is permanent, naming the limit; only one
+        # that fits once runs complete is refused retryably (issue 9, defect 10).
+        if new_traces > cfg.max_traces:
+            self.stats.refused_batches += 1
+            raise BoundError(f"request has {new_traces} new traces, more than the assembler holds "
+                             f"(assemble.max_traces: {cfg.max_traces}); send smaller batches", bound="max_traces")
+        if new_bytes > cfg.max_bytes:
+            self.stats.refused_batches += 1
+            raise BoundError(f"request has {new_bytes} bytes of spans, more than the assembler holds "
+                             f"(assemble.max_bytes: {cfg.max_bytes}); send smaller batches", bound="max_bytes")
+        if cfg.on_full == "refuse":
             self.stats.refused_batches += 1
             raise CapacityError(f"assembler at {bound} ({len(self._traces)} traces, {self._bytes} bytes held)",
                                 bound=bound, retry_after_s=max(1.0, cfg.root_grace))
@@ -340,16 +395,14 @@ class Assembler:
         decided = self._decided.get(tid)
         if decided is None:
             decided = self._decided[tid] = _Decided({}, {})
-            while len(self._decided) > self.config.decision_cache:
-                self._decided.popitem(last=False)
-                self.stats.decision_cache_evictions += 1
         for r in runs:
             root = r.key.root_span_id
             for s in r.spans:
-                decided.spans[s.span_id] = root
+                self._remember(decided, decided.spans, s.span_id, root)
             for s in r.spans:
                 if s.parent_id and s.parent_id not in decided.spans:
-                    decided.parents[s.parent_id] = root
+                    self._remember(decided, decided.parents, s.parent_id, root)
+        self._trim_decided(keep=tid)
         for s in gone:
             if t.spans.pop(s.span_id, None) is not None:
                 t.bytes -= s.size

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 
+import structlog
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -18,13 +19,17 @@ from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.errors import CapacityError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
+from faultgate_stream.model.threads import Threads
 from faultgate_stream.model.verdict import Completion
+
+log = structlog.get_logger("faultgate_stream.assemble")
 
 
 class LiveAssembler:
     """A ``SpanConsumer``: receivers call ``consume`` from any thread."""
 
-    def __init__(self, assembler: Assembler, clock: Clock, telemetry: Telemetry, tick: float) -> None:
+    def __init__(self, assembler: Assembler, clock: Clock, telemetry: Telemetry, tick: float,
+                 threads: Threads | None = None) -> None:
         self._asm = assembler
         self._clock = clock
         self._t = telemetry
@@ -35,6 +40,8 @@ class LiveAssembler:
         self._stop = threading.Event()
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._threads = threads or Threads(telemetry)
+        self._internal = telemetry["faultgate_internal_errors"].labels("completion_scan")
         telemetry.registry.register(_InMemory(assembler))
 
     def consume(self, spans: list[SpanRecord], request: object = None) -> AddResult:
@@ -79,7 +86,13 @@ class LiveAssembler:
 
     def _scan(self) -> None:
         started = time.perf_counter()
-        self._asm.advance()
+        try:
+            self._asm.advance()
+        except Exception:
+            # a bug, never an answer to input: counted and logged, and the next tick scans
+            # again; neither the ticker nor the request that ran an overdue scan fails on it
+            self._internal.inc()
+            log.exception("completion_scan_failed")
         self._last_scan = self._clock.now_ns()
         self._t["faultgate_completion_scan_seconds"].observe(time.perf_counter() - started)
 
@@ -101,8 +114,12 @@ class LiveAssembler:
                 setattr(seen, attr, getattr(s, attr))
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="completion-scan", daemon=True)
-        self._thread.start()
+        self._thread = self._threads.start("completion-scan", self._run)
+
+    @property
+    def scan_alive(self) -> bool:
+        """The ticker runs (or was never started, offline and in tests): readiness needs it."""
+        return self._thread is None or self._thread.is_alive() or self._stop.is_set()
 
     def _run(self) -> None:
         while not self._stop.wait(self._tick_ns / 1e9):
@@ -134,7 +151,9 @@ class _InMemory(Collector):
     def collect(self):
         for name, value in (("faultgate_runs_in_memory", self._asm.traces_in_flight),
                             ("faultgate_spans_in_memory", self._asm.spans_in_flight),
-                            ("faultgate_memory_held_bytes", self._asm.bytes_held)):
+                            ("faultgate_memory_held_bytes", self._asm.bytes_held),
+                            ("faultgate_decision_cache_traces", self._asm.decided_traces),
+                            ("faultgate_decision_cache_bytes", self._asm.decided_bytes)):
             g = GaugeMetricFamily(name, next(s.help for s in CATALOG if s.name == name))
             g.add_metric([], value)
             yield g

@@ -5,9 +5,14 @@ Ownership: records passed to a consumer are immutable and may be kept by it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import structlog
+
 from faultgate_stream.model.records import RunKey, SpanRecord
+
+_log = structlog.get_logger("faultgate_stream.verdict")
 
 if TYPE_CHECKING:
     from faultgate_stream.model.run import Run
@@ -48,18 +53,33 @@ class ContentConsumer(Protocol):
 
 
 class VerdictFanout:
-    """One ``VerdictConsumer`` that hands every event to several independent sinks."""
+    """One ``VerdictConsumer`` that hands every event to several independent sinks. A sink
+    that raises (a bug) is logged and, with ``on_error``, counted; the other sinks still
+    get the event, and the caller (the completion scan) goes on."""
 
-    def __init__(self, sinks: list[VerdictConsumer]) -> None:
+    def __init__(self, sinks: list[VerdictConsumer], on_error: Callable[[str], None] | None = None) -> None:
         self.sinks = sinks
+        self._on_error = on_error
+
+    def _failed(self, sink: object) -> None:
+        name = type(sink).__name__
+        _log.exception("sink_failed", sink=name)
+        if self._on_error is not None:
+            self._on_error(name)
 
     def early(self, finding: EarlyFinding) -> None:
         for s in self.sinks:
-            s.early(finding)
+            try:
+                s.early(finding)
+            except Exception:
+                self._failed(s)
 
     def verdict(self, verdict: RunVerdict) -> None:
         for s in self.sinks:
             # a trace that is not a run only releases its spans; no other sink hears of it
             if verdict.setup_only and not getattr(s, "releases_spans", False):
                 continue
-            s.verdict(verdict)
+            try:
+                s.verdict(verdict)
+            except Exception:
+                self._failed(s)

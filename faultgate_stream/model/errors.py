@@ -18,3 +18,13 @@ class CapacityError(RuntimeError):
         super().__init__(message)
         self.bound = bound
         self.retry_after_s = retry_after_s
+
+
+class BoundError(InputError):
+    """A request larger than a bound can ever hold (more new traces than ``max_traces``,
+    more spans than the export queue): permanent, since waiting frees no room that would
+    make it fit. The message names the limit, so the sender knows what to split."""
+
+    def __init__(self, message: str, *, bound: str) -> None:
+        super().__init__(message)
+        self.bound = bound

@@ -6,6 +6,7 @@ id), so the order spans arrived in cannot change any answer.
 from __future__ import annotations
 
 import hashlib
+import math
 from functools import cached_property
 from operator import attrgetter, itemgetter
 from typing import Any
@@ -33,6 +34,24 @@ span_order = attrgetter("start_ns", "span_id")
 
 _ROW_ORDER = itemgetter(0, 1, 2, 3)
 _STEP_MISSING = MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT
+
+# Counts and costs are what senders wrote: doubles may be inf or NaN, JSON integers may
+# have thousands of digits. None of those is a measure (int(inf) raised, and killed the
+# completion scan: issue 9, defect 1); a count is capped where a float still holds it.
+_MAX_COUNT = 2**53
+
+
+def _finite(v: object) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, int):
+        return float(v) if -_MAX_COUNT <= v <= _MAX_COUNT else None
+    return v if math.isfinite(v) else None
+
+
+def _count(v: object) -> int | None:
+    f = _finite(v)
+    return int(f) if f is not None else None
 
 
 def _pair_id_less_spans(tool_spans: list[SpanRecord], spans: tuple[SpanRecord, ...]) -> dict[str, str]:
@@ -198,8 +217,9 @@ class Run:
                 continue
             for k in (USAGE_IN, USAGE_OUT):
                 v = a.get(k)
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    total += int(v)
+                n = _count(v)
+                if n is not None:
+                    total += n
                     seen = True
         return float(total) if seen else None
 
@@ -216,7 +236,7 @@ class Run:
 
     @cached_property
     def cost_usd(self) -> float | None:
-        costs = [v for s in self.spans if isinstance(v := s.attrs.get(COST), (int, float))]
+        costs = [v for s in self.spans if (v := _finite(s.attrs.get(COST))) is not None]
         return float(sum(costs)) if costs else None
 
     @cached_property

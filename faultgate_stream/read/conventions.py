@@ -14,7 +14,7 @@ Three conventions meet here (see ../shared/reference/telemetry-conventions.md):
 """
 from __future__ import annotations
 
-import json
+import math
 import re
 from typing import Any
 
@@ -38,9 +38,12 @@ OI_OPERATION = {"AGENT": INVOKE_AGENT, "CHAIN": "invoke_workflow", "LLM": "chat"
 # unit of work inside an agent, and making each one an agent would split one run into many.
 TL_OPERATION = {"agent": INVOKE_AGENT, "tool": EXECUTE_TOOL, "workflow": "invoke_workflow"}
 
-OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
-OI_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.(.+)$")
-TL_INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d+)\.(.+)$")
+# Indexes of at most nine digits: a key with thousands (int() refuses past 4,300 digits,
+# and no list is that long) is not an indexed message, only an attribute (issue 9, defect 2).
+OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d{1,9})\.message\.(.+)$")
+OI_CALL = re.compile(r"^tool_calls\.(\d{1,9})\.tool_call\.(.+)$")
+TL_INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d{1,9})\.(.+)$")
+TL_CALL = re.compile(r"^tool_calls\.(\d{1,9})\.(.+)$")
 
 # Content the record carries parsed; the raw attribute is not kept beside it.
 CONTENT_KEYS = frozenset({
@@ -187,7 +190,7 @@ def _finish_reasons(raw: Any) -> tuple[str, ...]:
 def _calls(outputs: list[dict[str, Any]]) -> tuple[ToolCall, ...]:
     return tuple(
         ToolCall(str(p.get("id", "")), str(p.get("name", "unknown")), payload.render(p.get("arguments")))
-        for m in outputs for p in (m.get("parts") or ())
+        for m in outputs for p in payload.parts(m)
         if isinstance(p, dict) and p.get("type") == "tool_call"
     )
 
@@ -195,7 +198,7 @@ def _calls(outputs: list[dict[str, Any]]) -> tuple[ToolCall, ...]:
 def _responses(inputs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     out = []
     for m in inputs:
-        for p in m.get("parts") or ():
+        for p in payload.parts(m):
             if not (isinstance(p, dict) and p.get("type") == "tool_call_response" and p.get("id")):
                 continue
             # The schema names the field ``response``; attribute-table examples say ``result``.
@@ -302,8 +305,8 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
     for src, dst in (("llm.token_count.prompt", "gen_ai.usage.input_tokens"),
                      ("llm.token_count.completion", "gen_ai.usage.output_tokens")):
         v = a.get(src)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            a[dst] = int(v)
+        if isinstance(v, int) and not isinstance(v, bool) or isinstance(v, float) and math.isfinite(v):
+            a[dst] = int(v)  # inf and NaN are no count
     if answer and answer.strip() in BUDGET_ANSWERS:
         a, answer = _budget_ended(a, answer)
     finish = _finish_reasons(a.get("gen_ai.response.finish_reasons"))
@@ -359,10 +362,10 @@ def _openllmetry(attrs: dict[str, Any]) -> dict[str, Any]:
         if m:
             indexed[m.group(1)].setdefault(int(m.group(2)), {})[m.group(3)] = v
     if indexed["prompt"] and "gen_ai.input.messages" not in a:
-        a["gen_ai.input.messages"] = json.dumps([_tl_message(m, "user") for _, m in sorted(indexed["prompt"].items())])
+        a["gen_ai.input.messages"] = payload.dumps([_tl_message(m, "user") for _, m in sorted(indexed["prompt"].items())])
     if indexed["completion"] and "gen_ai.output.messages" not in a:
         msgs = [_tl_message(m, "assistant") for _, m in sorted(indexed["completion"].items())]
-        a["gen_ai.output.messages"] = json.dumps(msgs)
+        a["gen_ai.output.messages"] = payload.dumps(msgs)
         reasons = [m["finish_reason"] for _, m in sorted(indexed["completion"].items()) if m.get("finish_reason")]
         if reasons:
             a.setdefault("gen_ai.response.finish_reasons", [str(r) for r in reasons])
@@ -379,7 +382,7 @@ def _entity_payload(raw: Any) -> str:
     v = payload.load_json(raw)
     if isinstance(v, dict):
         if v.get("kwargs") and not v.get("args"):
-            return json.dumps(v["kwargs"], ensure_ascii=False)
+            return payload.dumps(v["kwargs"])
         for k in ("inputs", "output", "outputs"):
             if k in v and len(v) == 1:
                 return payload.tool_payload(v[k])
@@ -405,7 +408,7 @@ def _tl_message(m: dict[str, Any], default_role: str) -> dict[str, Any]:
         parts.append({"type": "text", "content": str(m["content"])})
     calls: dict[int, dict[str, Any]] = {}
     for k, v in m.items():
-        c = re.match(r"^tool_calls\.(\d+)\.(.+)$", k)
+        c = TL_CALL.match(k)
         if c:
             calls.setdefault(int(c.group(1)), {})[c.group(2)] = v
     for _, c in sorted(calls.items()):

@@ -23,9 +23,12 @@ def _result(attrs: dict[str, Any]) -> tuple[str, str, float | None] | None:
 def from_json(events: Any, value: Any) -> tuple[tuple[str, str, float | None], ...]:
     """From OTLP/JSON span events; ``value`` reads an AnyValue."""
     out = []
-    for e in events or ():
-        if isinstance(e, dict) and e.get("name") == EVENT:
-            attrs = {kv.get("key"): value(kv.get("value")) for kv in e.get("attributes") or () if isinstance(kv, dict)}
+    if not isinstance(events, list):
+        return ()
+    for e in events:
+        if isinstance(e, dict) and e.get("name") == EVENT and isinstance(e.get("attributes"), list):
+            attrs = {kv["key"]: value(kv.get("value")) for kv in e["attributes"]
+                     if isinstance(kv, dict) and isinstance(kv.get("key"), str)}
             r = _result(attrs)
             if r:
                 out.append(r)

@@ -111,7 +111,7 @@ def read_document_all(doc: Any, fmt: str = "auto") -> Telemetry:
             raise InputError(f"not a valid {fmt} export: the records do not have its fields")
         try:
             spans = reader.read(doc)
-        except (KeyError, TypeError, AttributeError, ValueError) as e:
+        except (KeyError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as e:
             raise InputError(f"not a valid {fmt} export: {e!r}") from None
     else:
         raise InputError(f"unknown format {fmt!r}; available: {', '.join(FORMATS)}")
@@ -158,7 +158,10 @@ def read_telemetry(path: str | Path, fmt: str = "auto") -> Telemetry:
 
 
 def _read_bytes(p: Path, data: bytes, fmt: str) -> Telemetry:
-    if fmt == "otlp-proto" or (fmt == "auto" and not data.lstrip()[:1] in (b"{", b"[")):
+    # JSON is whatever decodes as JSON (``null``, a string, a file with a byte order mark:
+    # issue 9, defect 15), not only what starts with a brace
+    starts_like_json = data.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] in (b"{", b"[", b'"')
+    if fmt == "otlp-proto" or (fmt == "auto" and not starts_like_json and not _is_json(data)):
         spans, contents, shape = _proto(p, data)
         return Telemetry(shape, spans, contents)
     try:
@@ -168,8 +171,12 @@ def _read_bytes(p: Path, data: bytes, fmt: str) -> Telemetry:
     except ValueError as e:
         values = containers.json_values(data)
         if values is None:
-            raise InputError(f"{p}: not valid JSON ({e})") from None
+            raise InputError(f"{p}: not valid JSON ({' '.join(str(e).split())[:300]})") from None
         docs, lines = values, True
+    if not lines and not isinstance(docs[0], (dict, list)):
+        d = docs[0]
+        raise InputError(f"{p}: valid JSON, but a {type(d).__name__ if d is not None else 'null'} "
+                         "where a trace export (an object or a list) belongs")
     if lines and not all(isinstance(d, dict) and ("resourceSpans" in d or "resourceLogs" in d) for d in docs):
         docs = [docs]  # lines of records (spans, events) rather than of export requests: one list
     found = Telemetry(fmt, [], [])
@@ -178,7 +185,9 @@ def _read_bytes(p: Path, data: bytes, fmt: str) -> Telemetry:
         try:
             part = read_document_all(doc, fmt)
         except InputError as e:
-            raise InputError(f"{where}: {e}") from None
+            raise InputError(f"{where}: {' '.join(str(e).split())[:500]}") from None
+        except RecursionError:
+            raise InputError(f"{where}: nested too deep to read") from None
         found.fmt = part.fmt
         found.spans += part.spans
         found.contents += part.contents
@@ -188,6 +197,14 @@ def _read_bytes(p: Path, data: bytes, fmt: str) -> Telemetry:
         logs = any(isinstance(d, dict) and "resourceLogs" in d for d in docs)
         raise InputError(f"{p}: no {'spans or GenAI log content' if logs else 'spans'} found in this {found.fmt} file")
     return found
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        payload.loads(data)
+    except ValueError:  # UnicodeDecodeError included
+        return False
+    return True
 
 
 def _proto(p: Path, data: bytes) -> tuple[list[SpanRecord], list[SpanRecord], str]:

@@ -6,6 +6,7 @@ The JSON mapping of OTLP: hex ids, 64-bit integers as strings, enums as ints or 
 from __future__ import annotations
 
 import base64
+import binascii
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,9 +21,17 @@ STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR"
 
 
 def value(v: Any) -> Any:
-    """An OTLP/JSON ``AnyValue`` as a plain Python value."""
+    """An OTLP/JSON ``AnyValue`` as a plain Python value. A value of the wrong shape raises
+    ``InputError`` (the caller names the attribute), never a TypeError (issue 9, defect 2)."""
     if not isinstance(v, dict):
         return v
+    try:
+        return _value(v)
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError, binascii.Error) as e:
+        raise InputError(f"not an AnyValue ({type(e).__name__}: {e})"[:200]) from None
+
+
+def _value(v: dict[str, Any]) -> Any:
     if "stringValue" in v:
         return v["stringValue"]
     if "intValue" in v:
@@ -32,12 +41,25 @@ def value(v: Any) -> Any:
     if "boolValue" in v:
         return bool(v["boolValue"])
     if "arrayValue" in v:
-        return [value(x) for x in (v["arrayValue"] or {}).get("values", [])]
+        return [value(x) for x in _values(v["arrayValue"])]
     if "kvlistValue" in v:
-        return {kv["key"]: value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values", [])}
+        return {_key(kv): value(kv.get("value")) for kv in _values(v["kvlistValue"])}
     if "bytesValue" in v:
         return base64.b64decode(v["bytesValue"])
     return None
+
+
+def _values(container: Any) -> list[Any]:
+    vs = (container or {}).get("values", [])
+    if not isinstance(vs, list):
+        raise TypeError("values is not a list")
+    return vs
+
+
+def _key(kv: Any) -> str:
+    if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+        raise TypeError("a kvlist entry is not a {key, value} object")
+    return kv["key"]
 
 
 # Where a span sits: its (resource, scope, span) indexes, or the path already written out.
@@ -62,7 +84,7 @@ def _status(raw: Any, place: Place) -> int:
     if isinstance(raw, str):
         if raw in STATUS_NAMES:
             return STATUS_NAMES[raw]
-        if raw.isdigit():
+        if raw.isdecimal() and raw.isascii() and len(raw) <= 10:
             return int(raw)
     if raw is None:
         return 0
@@ -74,9 +96,24 @@ def _located_spans(doc: dict[str, Any]) -> Iterator[tuple[tuple[int, int, int], 
     if not isinstance(rss, list):
         raise InputError("resourceSpans: expected a list")
     for i, rs in enumerate(rss):
-        for j, ss in enumerate((rs or {}).get("scopeSpans") or []):
-            for k, s in enumerate((ss or {}).get("spans") or []):
+        for j, ss in enumerate(_list_in(rs, "scopeSpans", f"resourceSpans[{i}]")):
+            for k, s in enumerate(_list_in(ss, "spans", f"resourceSpans[{i}].scopeSpans[{j}]")):
                 yield (i, j, k), s
+
+
+def _list_in(obj: Any, key: str, where: str) -> list[Any]:
+    """``obj[key]`` as a list (absent or null: empty). A container of another shape is
+    not OTLP/JSON: an ``InputError`` naming it, never an AttributeError (issue 9, defect 2)."""
+    if obj is None:
+        return []
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: expected an object")
+    v = obj.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InputError(f"{where}.{key}: expected a list")
+    return v
 
 
 def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -115,16 +152,25 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str],
                 raise InputError(f"{_where(place)}.parentSpanId: {s['parentSpanId']!r} is not a 16-digit hex span id")
             parents[raw] = parent
     attrs: dict[str, Any] = {}
-    for kv in s.get("attributes") or []:
+    raw_attrs = s.get("attributes") or []
+    if not isinstance(raw_attrs, list):
+        raise InputError(f"{_where(place)}.attributes: expected a list of {{key, value}} objects")
+    for kv in raw_attrs:
         # The common shapes straight through; anything else takes the checked path, which
         # raises the same error as before or reads the value in full. This and the two
         # timestamps below took read() from 3.4 to 3.1 ms on a 673-span file.
         try:
-            attrs[kv["key"]] = kv["value"]["stringValue"]
+            k = kv["key"]
+            if type(k) is not str:  # a number or null as a key: no reader could look it up
+                raise TypeError
+            attrs[k] = kv["value"]["stringValue"]
         except (TypeError, KeyError):
-            if not isinstance(kv, dict) or "key" not in kv:
+            if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
                 raise InputError(f"{_where(place)}.attributes: expected {{key, value}} objects") from None
-            attrs[kv["key"]] = value(kv.get("value"))
+            try:
+                attrs[kv["key"]] = value(kv.get("value"))
+            except InputError as e:
+                raise InputError(f"{_where(place)}.attributes[{kv['key']!r}]: {e}") from None
     if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
         attrs.setdefault(SERVICE_VERSION, version)
     if s.get("events"):
@@ -132,6 +178,8 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str],
         if evaluations:
             attrs[events.EVALUATIONS] = evaluations
     st = s.get("status") or {}
+    if not isinstance(st, dict):
+        raise InputError(f"{_where(place)}.status: expected an object")
     name = str(s.get("name", ""))
     try:
         start = int(s.get("startTimeUnixNano") or 0)

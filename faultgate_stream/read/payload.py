@@ -6,6 +6,7 @@ joined, a ``{"type": "text"}`` part is its text.
 """
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -32,7 +33,35 @@ def loads(text: str | bytes) -> Any:
     try:
         return _decode(text)
     except (ValueError, RecursionError):
+        pass
+    try:
         return json.loads(text)
+    except RecursionError:
+        # JSON nested thousands deep is not a payload anyone reads: callers take it as
+        # text, as they take any other text that is not JSON (issue 9, defect 2)
+        raise ValueError("JSON nested too deep to read") from None
+
+
+def dumps(v: Any) -> str:
+    """``json.dumps(v, ensure_ascii=False)`` for any value a reader may hold: bytes (an
+    OTLP ``bytesValue``) as OTLP/JSON writes them, base64; a structure nested too deep to
+    write as a marker instead of a RecursionError (issue 9, defect 2)."""
+    try:
+        return json.dumps(v, ensure_ascii=False, default=_plain)
+    except RecursionError:
+        return "[unreadable: nested too deep]"
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, (bytes, bytearray)):
+        return base64.b64encode(bytes(v)).decode("ascii")
+    return str(v)
+
+
+def parts(m: dict[str, Any]) -> list[Any]:
+    """A message's ``parts``, when they are a list (anything else has none to read)."""
+    p = m.get("parts")
+    return p if isinstance(p, list) else []
 
 
 def load_json(raw: Any) -> Any:
@@ -60,11 +89,11 @@ def render(val: Any) -> str:
     if isinstance(val, list):
         if val and all(isinstance(x, dict) and "text" in x for x in val):
             return " ".join(str(x["text"]) for x in val)
-        return json.dumps(val, ensure_ascii=False)
+        return dumps(val)
     if isinstance(val, dict):
         if val.get("type") == "text" and "text" in val:
             return str(val["text"])
-        return json.dumps(val, ensure_ascii=False)
+        return dumps(val)
     return str(val)
 
 
@@ -106,7 +135,7 @@ def _role_text(raw: Any, role: str) -> str:
     for m in raw:
         if not isinstance(m, dict) or m.get("role") != role:
             continue
-        for p in m.get("parts") or ():
+        for p in parts(m):
             if isinstance(p, dict) and p.get("type") == "text":
                 out.append(str(p.get("content", p.get("text", ""))))
         if "content" in m and not m.get("parts"):
@@ -136,7 +165,7 @@ def plain_text(v: Any, role: str = "user") -> str:
         roles = ("user", "human") if role == "user" else ("assistant", "ai")
         mine = [m["content"] for m in v if m.get("role") in roles and isinstance(m.get("content"), str)]
         return (mine or texts or [""])[-1]
-    return json.dumps(v, ensure_ascii=False)
+    return dumps(v)
 
 
 def agent_text(raw: Any, role: str) -> str:
@@ -174,7 +203,7 @@ def tool_payload(v: Any) -> str:
         return v
     if isinstance(v, dict) and len(v) == 1 and next(iter(v)) in ("input", "output"):
         return tool_payload(next(iter(v.values())))
-    return json.dumps(v, ensure_ascii=False)
+    return dumps(v)
 
 
 # ---------------------------------------------------------------- framework serialisations

@@ -2,6 +2,8 @@
 
 The one place that classifies failures (the collector's ``internal/errors``):
 - ``PayloadTooLarge`` -> RESOURCE_EXHAUSTED without RetryInfo (not retried) / 413;
+- ``BoundError`` (a request no bound can ever hold) -> RESOURCE_EXHAUSTED without
+  RetryInfo / 413 (not retried), naming the limit;
 - ``InputError`` -> INVALID_ARGUMENT / 400 (not retried);
 - ``CapacityError`` -> UNAVAILABLE with RetryInfo / 503 with Retry-After (retried);
 - anything unexpected -> UNAVAILABLE / 503: the sender keeps the data and retries, so a
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from faultgate_stream.model.errors import CapacityError, InputError
+from faultgate_stream.model.errors import BoundError, CapacityError, InputError
 from faultgate_stream.receive.decode import PayloadTooLarge
 
 
@@ -33,6 +35,8 @@ class Refusal:
 def classify(err: Exception) -> Refusal:
     if isinstance(err, PayloadTooLarge):
         return Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, 413, str(err), "too_large")
+    if isinstance(err, BoundError):
+        return Refusal(grpc.StatusCode.RESOURCE_EXHAUSTED, 413, str(err), f"over_{err.bound}")
     if isinstance(err, InputError):
         return Refusal(grpc.StatusCode.INVALID_ARGUMENT, 400, str(err), "undecodable")
     if isinstance(err, CapacityError):

@@ -2,6 +2,7 @@
 ancestor, so each agent can be held to its own rules."""
 from __future__ import annotations
 
+from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
 
@@ -19,12 +20,12 @@ def agent_views(run: Run) -> list[tuple[str, Run]]:
     if len(agents) <= 1 or run.root is None:
         return [(run.agent, run)]
     by_id = {s.span_id: s for s in run.spans}
+    nearest = NearestAgent()  # linear in the run, however deep (issue 9, defect 12)
+    for s in run.spans:
+        nearest.add(s.span_id, s.parent_id, s.span_id if s.is_agent else None)
     groups: dict[str, list[SpanRecord]] = {}
     for s in run.spans:
-        cur, hops = s, 0
-        while not cur.is_agent and cur.parent_id in by_id and hops <= len(by_id):
-            cur, hops = by_id[cur.parent_id], hops + 1  # type: ignore[index]
-        owner = cur.span_id if cur.is_agent else run.root.span_id
+        owner = nearest.nearest(s.span_id) or run.root.span_id
         groups.setdefault(owner, []).append(s)
     views = []
     for owner, spans in groups.items():

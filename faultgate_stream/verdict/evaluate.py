@@ -13,13 +13,19 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
+
 from faultgate_stream.checks.base import Check
+from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.consumers import VerdictConsumer
 from faultgate_stream.model.records import CREATE_AGENT, RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
+from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
+
+log = structlog.get_logger("faultgate_stream.verdict")
 
 
 @dataclass
@@ -27,8 +33,7 @@ class _TraceState:
     ruleset: Ruleset
     states: list[Any]
     bound_states: dict[int, Any] = field(default_factory=dict)   # id(check) -> early state
-    agent_of: dict[str, str | None] = field(default_factory=dict)  # span id -> its agent's name, if known
-    parent_of: dict[str, str | None] = field(default_factory=dict)
+    agents: NearestAgent = field(default_factory=NearestAgent)  # span -> its nearest agent's name
     early: list[EarlyFinding] = field(default_factory=list)
     fired_early: set[str] = field(default_factory=set)
 
@@ -36,10 +41,36 @@ class _TraceState:
 class Evaluator:
     """A ``RunConsumer``: the assembler's next stage."""
 
-    def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer) -> None:
+    def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer, *,
+                 telemetry: Telemetry | None = None) -> None:
         self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
+        self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
+
+    # A check that raises is a bug, never an answer about the run: that run gets an error
+    # result for that check (counted, logged with its traceback), and every other check
+    # and every other run goes on as if nothing happened (issue 9, defect 1).
+    def _failed(self, check: Check, where: str, run_key: object) -> None:
+        log.exception("check_failed", check=check.name, stage=where, run=str(run_key))
+        if self._errors is not None:
+            self._errors.labels(check.name).inc()
+
+    def _observe(self, check: Check, state: Any, span: SpanRecord) -> str | None:
+        try:
+            return check.observe(state, span)
+        except Exception:
+            self._failed(check, "observe", span.trace_id)
+            return None
+
+    def _finish(self, check: Check, state: Any, run: Run) -> CheckResult:
+        try:
+            return check.finish(state, run)
+        except Exception as e:
+            self._failed(check, "finish", run.key)
+            return CheckResult(check.name, False, 0.0,
+                               f"undecided: the check failed on this run ({type(e).__name__}, an internal error)",
+                               check.severity, check.kind)
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -58,31 +89,26 @@ class Evaluator:
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
-        cur: str | None = span.span_id
-        for _ in range(len(st.parent_of) + 1):
-            if cur is None or cur not in st.parent_of:
-                break
-            if st.agent_of.get(cur):
-                return st.agent_of[cur]
-            cur = st.parent_of[cur]
+        found = st.agents.nearest(span.span_id)
+        if found:
+            return found
         named = span.attrs.get(AGENT_NAME)
         return str(named) if named else None
 
     def span_arrived(self, span: SpanRecord) -> None:
         st = self._state(span.trace_id)
         for check, state in zip(st.ruleset.checks, st.states):
-            self._early(st, check, check.observe(state, span), span, "")
+            self._early(st, check, self._observe(check, state, span), span, "")
         if not st.ruleset.bindings:
             return
-        st.parent_of[span.span_id] = span.parent_id
-        if span.is_agent:
-            st.agent_of[span.span_id] = str(span.attrs.get(AGENT_NAME) or span.name)
+        st.agents.add(span.span_id, span.parent_id,
+                      str(span.attrs.get(AGENT_NAME) or span.name) if span.is_agent else None)
         agent = self._agent(st, span)
         for check in st.ruleset.bound(agent):
             state = st.bound_states.get(id(check))
             if state is None:
                 state = st.bound_states[id(check)] = check.start()
-            self._early(st, check, check.observe(state, span), span, agent or "")
+            self._early(st, check, self._observe(check, state, span), span, agent or "")
 
     def _early(self, st: _TraceState, check: Check, reason: str | None, span: SpanRecord, agent: str) -> None:
         if not reason or check.name in st.fired_early:
@@ -120,18 +146,18 @@ class Evaluator:
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
         if not rs.bindings:
-            return tuple(c.finish(state, run) for c, state in zip(rs.checks, st.states))
+            return tuple(self._finish(c, state, run) for c, state in zip(rs.checks, st.states))
         views = agent_views(run)
         top_bound = {c.name for c in rs.bound(run.agent)}
         # a check bound to the top agent replaces the every-run check of the same name
-        results = [c.finish(state, run) for c, state in zip(rs.checks, st.states) if c.name not in top_bound]
+        results = [self._finish(c, state, run) for c, state in zip(rs.checks, st.states) if c.name not in top_bound]
         multi = len(views) > 1
         for agent, view in views:
             for check in rs.bound(agent):
                 state = check.start()
                 for s in view.spans:
-                    check.observe(state, s)
-                r = check.finish(state, view)
+                    self._observe(check, state, s)
+                r = self._finish(check, state, view)
                 results.append(dataclasses.replace(r, agent=agent) if multi else r)
         return tuple(results)
 

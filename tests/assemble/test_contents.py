@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultgate_stream.model.errors import CapacityError
+from faultgate_stream.model.errors import BoundError, CapacityError
 from faultgate_stream.read.log_events import content_record
 from faultgate_stream.testing import agent, span, trace_id
 from tests.assemble.test_assembler import make
@@ -63,5 +63,6 @@ def test_content_is_bounded_per_trace_and_by_bytes_and_a_retry_is_a_duplicate():
     res = asm.add_contents(records)
     assert (res.accepted, res.capped) == (2, 1)
     assert asm.add_contents(records[:1]).duplicates == 1
-    with pytest.raises(CapacityError):
+    # more bytes than max_bytes can ever hold: permanent, naming the limit (issue 9, defect 10)
+    with pytest.raises(BoundError, match="max_bytes"):
         asm.add_contents([_answer(trace_id(), "00000000000000bb", "x" * 20_000)])

@@ -33,12 +33,18 @@ from faultgate_stream.checks.policy.requires import Requires
 from faultgate_stream.checks.policy.rule import CallRule
 from faultgate_stream.checks.policy.schema import Policy
 from faultgate_stream.checks.signals import step_errors
+from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
 # Appended to an early finding that depends on calls observed so far.
 PROVISIONAL = " [none observed so far; the run's verdict decides]"
+# Provisional findings of history rules re-read every call observed so far, so each
+# arrival costs the run's size: past this many calls kept for them, a run's arrivals are
+# no longer judged early by those rules (the verdict judges every call, in linear time),
+# which keeps a run's early work linear in its size (issue 9, defect 12).
+EARLY_HISTORY_LIMIT = 500
 
 
 class _Arrival(NamedTuple):
@@ -55,7 +61,7 @@ class _Arrival(NamedTuple):
 class _Seen:
     """What ``observe`` has seen of one trace: per-run state, never shared."""
 
-    __slots__ = ("deny", "done", "count", "call_ids", "parents", "agents", "history", "responses")
+    __slots__ = ("deny", "done", "count", "call_ids", "agents", "history", "responses")
 
     def __init__(self) -> None:
         # argument text -> the first denied pattern it matches: what ``observe`` found, so
@@ -64,8 +70,7 @@ class _Seen:
         self.done = False  # an early finding was reported: the evaluator keeps only the first
         self.count = 0     # distinct calls seen, for max_calls
         self.call_ids: set[str] = set()
-        self.parents: dict[str, str | None] = {}      # span id -> parent id, to find a call's root
-        self.agents: dict[str, SpanRecord] = {}       # agent spans by id
+        self.agents = NearestAgent()                  # span -> its nearest agent span, to find a call's root
         self.history: dict[tuple, _Arrival] = {}      # calls that requires / confirmation read
         self.responses: dict[str, str] = {}           # call id -> result, from message parts
 
@@ -127,9 +132,7 @@ class PolicyCheck(Check):
         if state.done:
             return None
         if self._roots:
-            state.parents[span.span_id] = span.parent_id
-            if span.is_agent:
-                state.agents[span.span_id] = span
+            state.agents.add(span.span_id, span.parent_id, span if span.is_agent else None)
         if self._reads:
             for cid, res in span.responses:
                 state.responses[cid] = res
@@ -154,15 +157,8 @@ class PolicyCheck(Check):
         """The root of the run the span belongs to, if observed and certain: its nearest
         agent ancestor when that agent has no parent (so it is the top-most agent, and the
         root of every view of the run). ``UNKNOWN`` otherwise."""
-        cur: str | None = span.span_id
-        for _ in range(len(state.parents) + 1):
-            if cur is None or cur not in state.parents:
-                return UNKNOWN
-            agent = state.agents.get(cur)
-            if agent is not None:
-                return agent if agent.parent_id is None else UNKNOWN
-            cur = state.parents[cur]
-        return UNKNOWN
+        agent = state.agents.nearest(span.span_id)
+        return agent if agent is not None and agent.parent_id is None else UNKNOWN
 
     def _call(self, state: _Seen, a: _Arrival) -> Call:
         result = a.result if a.result is not None else state.responses.get(a.call_id, "") if a.call_id else ""
@@ -185,6 +181,8 @@ class PolicyCheck(Check):
             if rule.tools is not None and call.tool not in rule.tools:
                 continue
             if rule.history:
+                if len(state.history) > EARLY_HISTORY_LIMIT:
+                    continue
                 ctx = self._so_far(state, a, call, root)
                 reasons = [r + PROVISIONAL for r in rule.check(ctx, len(ctx.calls) - 1)]
             else:

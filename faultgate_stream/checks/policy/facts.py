@@ -191,12 +191,15 @@ class Calls:
     """Calls in start order, and the run's root for rules that read it (``UNKNOWN`` while
     a run is still arriving and its root has not been observed)."""
 
-    __slots__ = ("calls", "root", "_by_tool")
+    __slots__ = ("calls", "root", "_by_tool", "memo")
 
     def __init__(self, calls: Sequence[Call], root: SpanRecord | None) -> None:
         self.calls = calls
         self.root = root
         self._by_tool: dict[str, list[int]] | None = None
+        # indexes a rule builds once over these calls (keyed by the rule's own object), so
+        # that judging each call is a lookup, not a scan of the calls before it
+        self.memo: dict[int, Any] = {}
 
     def earlier(self, tools: Iterable[str], i: int) -> list[int]:
         """Positions before ``i`` of calls to any of ``tools``, in order. An index by tool

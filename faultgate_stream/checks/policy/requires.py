@@ -21,6 +21,7 @@ finding is provisional; the run's verdict, over every step in start order, decid
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from typing import Any, ClassVar
 
 from faultgate_stream.checks.policy.facts import ABSENT, NOT_JSON, Call, Calls, json_path
@@ -107,20 +108,49 @@ def _unmatched(c: Call, arg: str, after: str) -> str:
     return f"{c.where}: {c.tool} has no readable {arg}, cannot match it to {after}"
 
 
+class _Index:
+    """Positions of the calls a requirement reads, by their ``same_arg`` value (``None``
+    for all, without one), each list in order: built once per run, so each call is judged
+    with a few bisections instead of a scan of every earlier call (issue 9, defect 12)."""
+
+    def __init__(self, ctx: Calls, req: Requirement) -> None:
+        self.after: dict[str | None, list[int]] = {}    # calls to an ``after`` tool
+        self.ok: dict[str | None, list[int]] = {}       # ... that satisfy the requirement
+        self.voids: dict[str | None, list[int]] = {}    # successful ``invalidated_by`` calls
+        after, voids = set(req.after), set(req.invalidated_by)
+        for j, e in enumerate(ctx.calls):
+            if e.tool not in after and e.tool not in voids:
+                continue
+            k = e.key(req.same_arg) if req.same_arg is not None else None
+            if e.tool in after:
+                self.after.setdefault(k, []).append(j)
+                fits = (unmet(e, req) is None if req.stateful
+                        else req.result_contains is None or req.result_contains in e.result)
+                if fits:
+                    self.ok.setdefault(k, []).append(j)
+            if e.tool in voids and e.succeeded:
+                self.voids.setdefault(k, []).append(j)
+
+
+def _index(ctx: Calls, req: Requirement) -> _Index:
+    idx = ctx.memo.get(id(req))
+    if idx is None:
+        idx = ctx.memo[id(req)] = _Index(ctx, req)
+    return idx
+
+
 def _plain(ctx: Calls, i: int, req: Requirement) -> str | None:
     """faultgate 0.3.1's requirement: any earlier ``after`` call that fits."""
-    calls, c, after = ctx.calls, ctx.calls[i], " or ".join(req.after)
+    c, after = ctx.calls[i], " or ".join(req.after)
     cond = f" returned {req.result_contains!r}" if req.result_contains is not None else ""
-    cands = [calls[j] for j in ctx.earlier(req.after, i)]
-    if req.result_contains is not None:
-        cands = [e for e in cands if req.result_contains in e.result]
+    mine = None
     if req.same_arg is not None:
         mine = c.key(req.same_arg)
         if mine is None:
             return _unmatched(c, req.same_arg, after)
         cond += f" for the same {req.same_arg} {mine!r}"
-        cands = [e for e in cands if e.key(req.same_arg) == mine]
-    return None if cands else f"{c.where}: {c.tool} before {after}{cond}"
+    ok = _index(ctx, req).ok.get(mine, ())
+    return None if ok and ok[0] < i else f"{c.where}: {c.tool} before {after}{cond}"
 
 
 def _stateful(ctx: Calls, i: int, req: Requirement) -> str | None:
@@ -130,35 +160,35 @@ def _stateful(ctx: Calls, i: int, req: Requirement) -> str | None:
         mine = c.key(req.same_arg)
         if mine is None:
             return _unmatched(c, req.same_arg, after)
-
-    def bound(e: Call) -> bool:
-        return mine is None or e.key(req.same_arg) == mine  # type: ignore[arg-type]
-
-    cands = [j for j in ctx.earlier(req.after, i) if bound(calls[j])]
-    voided = None
+    idx = _index(ctx, req)
+    cands_all = idx.after.get(mine, [])
+    hi = bisect_left(cands_all, i)       # candidates: cands_all[lo:hi]
+    lo, last, voided = 0, None, None
     if req.invalidated_by:
-        last = next((j for j in reversed(ctx.earlier(req.invalidated_by, i))
-                     if bound(calls[j]) and calls[j].succeeded), None)
-        if last is not None:
-            stale = [j for j in cands if j < last]
-            cands = [j for j in cands if j > last]
-            if stale and not cands:
-                voided = (calls[stale[-1]], calls[last])
-    if req.latest:
-        cands = cands[-1:]
-    if any(unmet(calls[j], req) is None for j in cands):
-        return None
+        voids = idx.voids.get(mine, [])
+        k = bisect_left(voids, i)
+        if k:
+            last = voids[k - 1]
+            stale = bisect_left(cands_all, last)   # candidates before the voiding call
+            lo = bisect_right(cands_all, last)     # a call that is both voids itself
+            if stale and lo >= hi:
+                voided = (calls[cands_all[stale - 1]], calls[last])
+    if req.latest and hi > lo:
+        lo = hi - 1
+    if hi > lo:
+        ok = idx.ok.get(mine, [])
+        if bisect_left(ok, i) > bisect_left(ok, cands_all[lo]):
+            return None
     cond = (f" before {'a successful ' if req.success else ''}{after}"
             + (f" returned {req.result_contains!r}" if req.result_contains is not None else "")
             + (" with " + " and ".join(describe(p) for p in req.result) if req.result else "")
             + (f" for the same {req.same_arg} {mine!r}" if req.same_arg is not None else ""))
     if voided:
         why = f" ({voided[0].tool} at {voided[0].where} voided by {voided[1].tool} at {voided[1].where})"
-    elif cands:
-        e = calls[cands[-1]]
+    elif hi > lo:
+        e = calls[cands_all[hi - 1]]
         why = (f" (latest {e.tool} at {e.where}: {unmet(e, req)})" if req.latest
                else f" ({e.where} {e.tool}: {unmet(e, req)})")
     else:
         why = ""
     return f"{c.where}: {c.tool}{cond}{why}"
-

@@ -14,25 +14,25 @@ from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.spans.queue import Item, SendQueue
 from faultgate_stream.export.spans.sender import ExportError, retrying
 from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.model.threads import Threads
 
 log = structlog.get_logger("faultgate_stream.export.spans")
 
 
 class SpanExporter:
     def __init__(self, queue: SendQueue, senders: dict[str, object], config: SpansExportConfig,
-                 telemetry: Telemetry) -> None:
+                 telemetry: Telemetry, threads: Threads | None = None) -> None:
         self._queue = queue
         self._senders = senders          # "traces" / "logs" -> a sender with send(kind, payload)
         self._config = config
         self._t = telemetry
         self._abort = threading.Event()  # set when shutdown's grace is over: stop retrying
         self._threads: list[threading.Thread] = []
+        self._supervisor = threads or Threads(telemetry)
 
     def start(self) -> None:
         for i in range(self._config.workers):
-            th = threading.Thread(target=self._work, name=f"span-export-{i}", daemon=True)
-            th.start()
-            self._threads.append(th)
+            self._threads.append(self._supervisor.start(f"span-export-{i}", self._work))
 
     def _work(self) -> None:
         cfg = self._config

@@ -59,10 +59,12 @@ class Forwarder:
                     if (tid, sid) not in accepted:
                         continue
                     if sid in roots:
-                        # a root after its run's verdict (late, or a retry of one already
-                        # sent) goes out at once with that verdict: no verdict would come
-                        # to release it if it were held
-                        late = result.late_runs.get(sid) or result.decided_duplicates.get(sid)
+                        # a root after its run's verdict (late, a retry of one already sent,
+                        # or one whose run this very request closed at max_spans_per_trace:
+                        # issue 9, defect 8) goes out at once with that verdict: no verdict
+                        # would come to release it if it were held
+                        late = (result.late_runs.get(sid) or result.decided_duplicates.get(sid)
+                                or result.closed_runs.get(sid))
                         if late is None:
                             held = HeldSpan(rs.resource.SerializeToString(), rs.schema_url,
                                             ss.scope.SerializeToString(), ss.schema_url, span.SerializeToString())

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from faultgate_stream.model.errors import CapacityError
+from faultgate_stream.model.errors import BoundError, CapacityError
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +59,10 @@ class SendQueue:
         return self._closed
 
     def reserve(self, spans: int) -> None:
+        if spans > self.capacity:
+            # retrying could never help: not even an empty queue holds it (issue 9, defect 10)
+            raise BoundError(f"request has {spans} spans, more than the export queue holds "
+                             f"(export.queue_spans: {self.capacity}); send smaller batches", bound="export_queue")
         with self._cv:
             if self._reserved + spans > self.capacity:
                 self.full_refusals += 1
