@@ -134,7 +134,9 @@ class _InMemory(Collector):
     def collect(self):
         for name, value in (("faultgate_runs_in_memory", self._asm.traces_in_flight),
                             ("faultgate_spans_in_memory", self._asm.spans_in_flight),
-                            ("faultgate_memory_held_bytes", self._asm.bytes_held)):
+                            ("faultgate_memory_held_bytes", self._asm.bytes_held),
+                            ("faultgate_runs_in_memory_limit", self._asm.config.max_traces),
+                            ("faultgate_memory_limit_bytes", self._asm.config.max_bytes)):
             g = GaugeMetricFamily(name, next(s.help for s in CATALOG if s.name == name))
             g.add_metric([], value)
             yield g
