@@ -290,3 +290,25 @@ def test_the_analysis_query_runs_against_the_same_prometheus_and_agrees_with_the
         result = [float(r["value"][1]) for r in prom.query(_analysis_query(labels["agent"], labels["version"]))]
         assert len(result) == 1
         assert argo_measurement(_analysis_metric(), result) == expected[labels["verdict"]], labels
+
+
+def test_the_dashboard_is_well_formed_for_grafana_import():
+    dashboard = _dashboard()
+    panels = dashboard["panels"]
+    ids = [p["id"] for p in panels]
+    assert len(ids) == len(set(ids))
+    cells = set()
+    for p in panels:
+        g = p["gridPos"]
+        assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
+        for dx in range(g["w"]):
+            for dy in range(g["h"]):
+                cell = (g["x"] + dx, g["y"] + dy)
+                assert cell not in cells, f"{p['title']} overlaps another panel"
+                cells.add(cell)
+        if p["type"] != "row":
+            assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, p["title"]
+            assert {t["refId"] for t in p["targets"]} == {chr(65 + i) for i in range(len(p["targets"]))}
+    variables = {v["name"] for v in dashboard["templating"]["list"]}
+    used = set(re.findall(r"\$\{?(\w+)", json.dumps(panels))) - {"__rate_interval", "__data"}
+    assert used <= variables, used - variables
