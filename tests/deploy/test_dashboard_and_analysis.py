@@ -1,7 +1,9 @@
 """The Grafana dashboard and the Argo Rollouts AnalysisTemplate against real data.
 
-The example traces are replayed into a running service whose spans go to a real downstream
-collector; a real Prometheus (Debian's) scrapes the service; then every query of every panel
+The example traces (and the gate's example: a band, the GPT candidate as version B, a GLM
+run as version A, four GLM runs as version C) are replayed into a running service with a
+live gate and shadow policies, whose spans go to a real downstream collector; a real
+Prometheus (Debian's) scrapes the service; then every query of every panel
 and template variable of ``deploy/grafana/faultgate-stream.json`` (variables substituted as
 Grafana would: "All" is ``.*``, ``$__rate_interval`` a minute) and the AnalysisTemplate's
 query run against that Prometheus, and each must return data.
@@ -25,16 +27,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from faultgate_stream.checks.config import BindingConfig, ChecksConfig
-from faultgate_stream.checks.registry import RULES
+from faultgate_stream.checks.config import BindingConfig, ChecksConfig, ShadowConfig
 from faultgate_stream.cli.replay import GrpcSender, replay
 from faultgate_stream.export.metrics.config import MetricsConfig
 from faultgate_stream.export.spans.config import SpansExportConfig
+from faultgate_stream.gate.config import GateBandConfig, GateConfig
 from faultgate_stream.model.telemetry import CATALOG, exposed_name
 from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import read_file
 from faultgate_stream.verdict import ruleset
+from tests.conftest import CORPUS
 from tests.e2e.downstream import downstream_config
+from tests.gate.test_live_gate import versioned
 from tests.live_service import make_config
 from tests.peers import eventually, free_port, running_collector, running_prometheus
 
@@ -43,6 +47,12 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "faultgate-stream.json"
 ANALYSIS = ROOT / "deploy" / "argo" / "analysis-template.yaml"
 TRACES = [ROOT / "examples" / "traces" / "traces.json", ROOT / "examples" / "traces" / "retail_gaps.json"]
 POLICY = ROOT / "examples" / "policies" / "retail.json"
+# The gate's example: a band measured on two GLM baseline runs; the GPT candidate replayed
+# as version B of the same agent, a GLM run as version A (traces.json's runs of the agent
+# carry no version: a third, small window).
+GATE = CORPUS / "faultgate-0.4.1" / "examples" / "gate"
+SHADOWS = {"retail": CORPUS / "reference" / "derived_policies" / "policy_retail_gap_test.json",
+           "faultline-*": GATE / "policy.json"}
 # What Grafana puts in for its built-in and "All" values.
 SUBSTITUTIONS = {"$__rate_interval": "1m", "$agent": ".*", "$version": ".*"}
 
@@ -53,6 +63,24 @@ DECLARED = {exposed_name(s) for s in CATALOG} | PROCESS
 
 
 PASSES = 3
+LATE_RUNS = 4
+
+
+def _first_traces(src: Path, dst: Path, n: int) -> Path:
+    """The file with the spans of its first ``n`` traces only."""
+    doc = json.loads(src.read_text())
+    seen: list[str] = []
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                if span["traceId"] not in seen:
+                    seen.append(span["traceId"])
+    keep = set(seen[:n])
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            ss["spans"] = [span for span in ss["spans"] if span["traceId"] in keep]
+    dst.write_text(json.dumps(doc))
+    return dst
 
 
 def _copies(paths: list[Path], into: Path, n: int) -> list[Path]:
@@ -181,18 +209,29 @@ def scraped(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("dashboard")
     outcomes = tmp / "outcomes.json"
-    spans = [read_file(p)[1] for p in TRACES]
-    checks = ChecksConfig(enabled=tuple(c.name for c in RULES) + ("outcome",), outcomes=str(outcomes),
-                          bindings=(BindingConfig(agents=("retail",), policy=str(POLICY)),))
+    files = TRACES + [versioned(GATE / "candidate_gpt.json", tmp / "candidate_B.json", "B"),
+                      versioned(GATE / "baseline_glm_run1.json", tmp / "baseline_A.json", "A")]
+    # Version C: four runs of the other GLM baseline, replayed once, at the end: a window
+    # too small to decide (the offline gate says INCONCLUSIVE on the same four runs).
+    late = versioned(_first_traces(GATE / "baseline_glm_run2.json", tmp / "glm_run2_first4.json", 4),
+                     tmp / "version_C.json", "C")
+    spans = [read_file(p)[1] for p in files + [late]]
+    # Every check, golden answers, outcomes; retail held to its policy with a stricter
+    # shadow, the gated agent to a shadow policy only; a band for the gated agent.
+    checks = ChecksConfig(golden=str(GATE / "golden.json"), outcomes=str(outcomes), bindings=(
+        BindingConfig(agents=("retail",), policy=str(POLICY), shadow=ShadowConfig(policy=str(SHADOWS["retail"]))),
+        BindingConfig(agents=("faultline-*",), shadow=ShadowConfig(policy=str(SHADOWS["faultline-*"])))))
+    gate = GateConfig(bands=(GateBandConfig(agents=("faultline-*",), band=str(GATE / "band.json")),), window=30)
     # The user's own evaluator: here every run's output passed, so Luck Rate is the share
     # of runs whose path was not clean.
     scenarios = {v.scenario for v in check_spans(spans, ruleset.build(dataclasses.replace(checks, outcomes=None)).checks)}
     outcomes.write_text(json.dumps({s: True for s in scenarios}))
     offline = check_spans(spans, [*ruleset.build(checks).checks])
+    per_pass = len(offline) - LATE_RUNS
     metrics_port, downstream_port = free_port(), free_port()
     out = tmp / "downstream"
     out.mkdir()
-    config = dataclasses.replace(make_config(), checks=checks,
+    config = dataclasses.replace(make_config(), checks=checks, gate=gate,
                                  metrics=MetricsConfig(endpoint=f"127.0.0.1:{metrics_port}"),
                                  export=SpansExportConfig(endpoint=f"127.0.0.1:{downstream_port}"))
     sink = Collected()
@@ -209,11 +248,13 @@ def scraped(tmp_path_factory):
                 for n in range(1, PASSES + 1):
                     sender = GrpcSender(f"127.0.0.1:{service.ports['grpc']}")
                     try:
-                        replay([str(p) for p in _copies(TRACES, tmp / f"pass{n}", n)], sender)
+                        replay([str(p) for p in _copies(files + ([late] if n == PASSES else []), tmp / f"pass{n}", n)],
+                               sender)
                     finally:
                         sender.close()
-                    sink.wait_for(n * len(offline), timeout=60)
-                    eventually(lambda n=n: prom.query(f"sum(faultgate_runs_total) >= {n * len(offline)}"),
+                    decided = n * per_pass + (LATE_RUNS if n == PASSES else 0)
+                    sink.wait_for(decided, timeout=60)
+                    eventually(lambda d=decided: prom.query(f"sum(faultgate_runs_total) >= {d}"),
                                timeout=30, what=f"pass {n}'s runs in Prometheus")
                     time.sleep(2.5)  # a couple of 1s scrapes
                 eventually(lambda: _finite(prom.query("sum(faultgate_exporter_sent_spans_total) > 0")), timeout=30,
@@ -225,21 +266,17 @@ def scraped(tmp_path_factory):
 
 def test_every_panel_query_returns_data_from_a_real_prometheus(scraped):
     prom, _, _ = scraped
-    missing, waiting = [], []
+    missing = []
+    queries = 0
     for panel in _panels(_dashboard()):
         for target in panel["targets"]:
-            undeclared = _metrics_read(target["expr"]) - DECLARED
-            if undeclared:
-                # a panel over metrics this build does not declare yet (the gate's, before
-                # it is merged) cannot have data; it is listed, and must be one of those
-                waiting.append((panel["title"], sorted(undeclared)))
-                continue
+            assert _metrics_read(target["expr"]) <= DECLARED, (panel["title"], _metrics_read(target["expr"]) - DECLARED)
             expr = _substitute(target["expr"])
-            rows = _finite(prom.query(expr))
-            if not rows:
+            if not _finite(prom.query(expr)):
                 missing.append(f"{panel['title']} [{target['refId']}]: {expr}")
+            queries += 1
     assert not missing, "panels without data:\n" + "\n".join(missing)
-    assert all(name.startswith(("faultgate_gate_", "faultgate_shadow_")) for _, names in waiting for name in names), waiting
+    assert queries >= 40
 
 
 def test_every_template_variable_has_values(scraped):
@@ -248,8 +285,6 @@ def test_every_template_variable_has_values(scraped):
         if var["type"] != "query":
             continue
         selector = _substitute(_label_values_query(var["definition"]))
-        if _metrics_read(selector) - DECLARED:
-            continue  # the version variable reads the gate's verdicts
         assert prom.query(selector), f"variable {var['name']}: {selector} has no series"
 
 
@@ -274,41 +309,23 @@ def test_exemplar_panels_link_to_the_trace_view_and_have_trace_id_exemplars(scra
     assert with_exemplars >= 4
 
 
-def test_the_analysis_query_runs_against_the_same_prometheus_and_agrees_with_the_gate(scraped):
-    prom, _, service = scraped
+def test_the_analysis_fails_on_fail_pauses_on_inconclusive_and_passes_on_pass_with_real_gate_data(scraped):
+    prom, _, _ = scraped
     verdicts = prom.query("max by (agent, version, verdict) (faultgate_gate_verdict) == 1")
-    if "faultgate_gate_verdict" not in {s.name for s in CATALOG}:
-        # before the live gate is merged: no window, no data, and no data must not pass
-        result = [float(r["value"][1]) for r in prom.query(_analysis_query("retail", ""))]
-        assert verdicts == [] and result == []
-        assert argo_measurement(_analysis_metric(), result) == "Inconclusive"
-        return
     assert verdicts, "the gate published no verdict"
-    expected = {"fail": "Failed", "inconclusive": "Inconclusive", "pass": "Successful"}
+    phase_of = {"fail": "Failed", "inconclusive": "Inconclusive", "pass": "Successful"}
+    metric = _analysis_metric()
+    phases = {}
     for row in verdicts:
         labels = row["metric"]
         result = [float(r["value"][1]) for r in prom.query(_analysis_query(labels["agent"], labels["version"]))]
         assert len(result) == 1
-        assert argo_measurement(_analysis_metric(), result) == expected[labels["verdict"]], labels
-
-
-def test_the_dashboard_is_well_formed_for_grafana_import():
-    dashboard = _dashboard()
-    panels = dashboard["panels"]
-    ids = [p["id"] for p in panels]
-    assert len(ids) == len(set(ids))
-    cells = set()
-    for p in panels:
-        g = p["gridPos"]
-        assert 0 <= g["x"] and g["x"] + g["w"] <= 24, p["title"]
-        for dx in range(g["w"]):
-            for dy in range(g["h"]):
-                cell = (g["x"] + dx, g["y"] + dy)
-                assert cell not in cells, f"{p['title']} overlaps another panel"
-                cells.add(cell)
-        if p["type"] != "row":
-            assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, p["title"]
-            assert {t["refId"] for t in p["targets"]} == {chr(65 + i) for i in range(len(p["targets"]))}
-    variables = {v["name"] for v in dashboard["templating"]["list"]}
-    used = set(re.findall(r"\$\{?(\w+)", json.dumps(panels))) - {"__rate_interval", "__data"}
-    assert used <= variables, used - variables
+        phase = argo_measurement(metric, result)
+        # what the analysis decides is what the gate said, window by window
+        assert phase == phase_of[labels["verdict"]], labels
+        phases[labels["version"]] = argo_metric_phase(metric, [phase] * metric["count"])
+    # the GPT candidate (B) fails the analysis, the GLM run (A) passes it, four runs (C) pause it
+    assert {v: phases[v] for v in "ABC"} == {"A": "Successful", "B": "Failed", "C": "Inconclusive"}
+    # a version nobody sent has no data, and no data never passes
+    assert prom.query(_analysis_query("faultline-agent", "never-deployed")) == []
+    assert argo_measurement(metric, []) == "Inconclusive"
