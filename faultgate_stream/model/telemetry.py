@@ -47,7 +47,8 @@ REFUSED_REASONS = ("max_traces", "max_bytes", "export_queue", "shutdown", "inter
 REJECTED_SPAN_REASONS = ("invalid_span", "too_large", "undecodable")
 REJECTED_LOG_REASONS = ("invalid_log_record", "too_large", "undecodable")
 LOG_CONTENT_OUTCOMES = ("joined", "late", "unjoined", "capped", "duplicate")
-REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "unsupported_media_type")
+REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "unsupported_media_type", "unsupported_encoding",
+                            "request_timeout")
 # A downstream's permanent gRPC status is its code's name; HTTP statuses fold into classes.
 EXPORT_FAILED_REASONS = ("retries_exhausted", "shutdown", "downstream_rejected", "queue_full", "internal_error",
                          "handed_over",
