@@ -42,13 +42,13 @@ DELAY_SECONDS = delay_buckets(DEFAULT_ROOT_GRACE_S)
 # increase() see the first error (a series born at 1 has no increase) and an alert's
 # "not firing" is a real zero, not an absent series. The lists are also the reference in
 # docs/metrics.md; a test keeps them in step with the reasons the code records.
-TRANSPORTS = ("grpc", "http")
+TRANSPORTS = ("grpc", "http", "kafka")
 REFUSED_REASONS = ("max_traces", "max_bytes", "export_queue", "shutdown", "internal_error")
 REJECTED_SPAN_REASONS = ("invalid_span", "too_large", "undecodable")
 REJECTED_LOG_REASONS = ("invalid_log_record", "too_large", "undecodable")
 LOG_CONTENT_OUTCOMES = ("joined", "late", "unjoined", "capped", "duplicate")
 REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "unsupported_media_type", "unsupported_encoding",
-                            "request_timeout")
+                            "request_timeout", "internal_error")
 # A downstream's permanent gRPC status is its code's name; HTTP statuses fold into classes.
 EXPORT_FAILED_REASONS = ("retries_exhausted", "shutdown", "downstream_rejected", "queue_full", "internal_error",
                          "handed_over",
