@@ -24,6 +24,7 @@ from faultgate_stream.model.errors import InputError
 from faultgate_stream.config import ServiceConfig
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
+from faultgate_stream.export.metrics import runtime
 from faultgate_stream.export.metrics.sink import MetricsSink
 from faultgate_stream.export.spans.exporter import SpanExporter
 from faultgate_stream.export.spans.forward import Forwarder
@@ -64,7 +65,8 @@ class Service:
     def __init__(self, config: ServiceConfig, *, clock: Clock | None = None, telemetry: Telemetry | None = None,
                  extra_sinks: list[VerdictConsumer] | None = None) -> None:
         self.config = config
-        self.telemetry = telemetry or Telemetry()
+        self.telemetry = telemetry or Telemetry(root_grace=config.assemble.root_grace)
+        runtime.register(self.telemetry.registry)
         self.log = structlog.get_logger("faultgate_stream")
         self.threads = Threads(self.telemetry)  # every background thread, for readiness
         self.ruleset = ruleset.build(config.checks)
@@ -284,6 +286,7 @@ class _ExportGauges(Collector):
 
     def collect(self):
         for name, value in (("faultgate_exporter_queue_spans", self._s.queue.in_flight),
+                            ("faultgate_exporter_queue_capacity_spans", self._s.queue.capacity),
                             ("faultgate_exporter_held_spans", len(self._s.held))):
             g = GaugeMetricFamily(name, _help(name))
             g.add_metric([], value)

@@ -75,6 +75,12 @@ check_prometheus() {
     log "prometheus older than 2.26 cannot store exemplars: $version"
     exit 1
   fi
+  # promtool comes in the same package; tests/deploy runs `promtool check/test rules` with it.
+  if ! command -v promtool >/dev/null 2>&1; then
+    log "promtool is missing (Debian ships it in the prometheus package); reinstall prometheus"
+    exit 1
+  fi
+  log "promtool: $(promtool --version 2>&1 | head -n 1)"
   local listeners
   if listeners=$(ss -ltnH 'sport = :9090' 2>/dev/null) && [ -n "$listeners" ]; then
     log "warning: something still listens on :9090 (tests do not need it)"

@@ -153,7 +153,9 @@ class _InMemory(Collector):
                             ("faultgate_spans_in_memory", self._asm.spans_in_flight),
                             ("faultgate_memory_held_bytes", self._asm.bytes_held),
                             ("faultgate_decision_cache_traces", self._asm.decided_traces),
-                            ("faultgate_decision_cache_bytes", self._asm.decided_bytes)):
+                            ("faultgate_decision_cache_bytes", self._asm.decided_bytes),
+                            ("faultgate_runs_in_memory_limit", self._asm.config.max_traces),
+                            ("faultgate_memory_limit_bytes", self._asm.config.max_bytes)):
             g = GaugeMetricFamily(name, next(s.help for s in CATALOG if s.name == name))
             g.add_metric([], value)
             yield g

@@ -11,6 +11,7 @@ Conservation (DESIGN.md): spans received = accepted + refused (retryable) + reje
 """
 from __future__ import annotations
 
+import itertools
 import sys
 from dataclasses import dataclass
 
@@ -19,8 +20,42 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 # Seconds: a run takes from well under a second to many minutes.
 RUN_SECONDS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 STEPS = (1, 2, 3, 5, 8, 12, 20, 30, 50, 100, 200)
-# Root arrival to verdict: root_grace (2 s by default) plus the scan tick.
-DELAY_SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2, 2.5, 3, 5, 10, 30, 60)
+# Root arrival to verdict is root_grace plus at most one scan tick and the scan itself, so
+# nearly every run lands just above root_grace: buckets are fine there (tens of ms) to tell a
+# healthy service (grace + a tick) from a slow scan, and coarse further out. Runs closed
+# before their grace ran out (evicted, shutdown) fall in the buckets below it.
+DELAY_BELOW_GRACE = (0.25, 0.5, 0.9)                      # fractions of root_grace
+DELAY_ABOVE_GRACE = (0.0, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)  # seconds past it
+
+
+def delay_buckets(root_grace: float) -> tuple[float, ...]:
+    """Verdict-delay buckets for a service whose runs complete ``root_grace`` after their root."""
+    below = [round(root_grace * f, 6) for f in DELAY_BELOW_GRACE] if root_grace > 0 else []
+    return tuple(sorted({b for b in below if b > 0} | {round(root_grace + d, 6) for d in DELAY_ABOVE_GRACE}))
+
+
+DEFAULT_ROOT_GRACE_S = 2.0  # assemble's default; the catalog's buckets are drawn for it
+DELAY_SECONDS = delay_buckets(DEFAULT_ROOT_GRACE_S)
+
+# Label values known in advance. Error counters whose every label has known values are
+# created at zero for each combination when the service starts, so that rate() and
+# increase() see the first error (a series born at 1 has no increase) and an alert's
+# "not firing" is a real zero, not an absent series. The lists are also the reference in
+# docs/metrics.md; a test keeps them in step with the reasons the code records.
+TRANSPORTS = ("grpc", "http", "kafka")
+REFUSED_REASONS = ("max_traces", "max_bytes", "export_queue", "shutdown", "internal_error")
+REJECTED_SPAN_REASONS = ("invalid_span", "too_large", "undecodable")
+REJECTED_LOG_REASONS = ("invalid_log_record", "too_large", "undecodable")
+LOG_CONTENT_OUTCOMES = ("joined", "late", "unjoined", "capped", "duplicate")
+REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "unsupported_media_type", "unsupported_encoding",
+                            "request_timeout", "internal_error")
+# A downstream's permanent gRPC status is its code's name; HTTP statuses fold into classes.
+EXPORT_FAILED_REASONS = ("retries_exhausted", "shutdown", "downstream_rejected", "queue_full", "internal_error",
+                         "handed_over",
+                         "invalid_argument", "not_found", "already_exists", "permission_denied",
+                         "resource_exhausted", "failed_precondition", "unimplemented", "internal",
+                         "unauthenticated", "unknown", "http_4xx", "http_5xx")
+RELOAD_RESULTS = ("applied", "rejected")
 
 
 @dataclass(frozen=True)
@@ -32,6 +67,11 @@ class MetricSpec:
     owner: str         # the stage that records it
     buckets: tuple[float, ...] = ()
     external: bool = False  # created by its owner on the registry (gauges read at scrape time, say)
+    values: tuple[tuple[str, tuple[str, ...]], ...] = ()  # label -> its known values
+
+    @property
+    def known(self) -> dict[str, tuple[str, ...]]:
+        return dict(self.values)
 
 
 CATALOG: tuple[MetricSpec, ...] = (
@@ -46,35 +86,37 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Runs whose output was judged (outcome pass/fail) by path (clean: no check fired). "
                "Luck Rate = pass & dirty / pass.", ("agent", "outcome", "path"), "export/metrics"),
     MetricSpec("faultgate_config_reloads", "counter", "SIGHUP reloads of policies and specs, by result.",
-               ("result",), "service"),
+               ("result",), "service", values=(("result", RELOAD_RESULTS),)),
     MetricSpec("faultgate_run_duration_seconds", "histogram", "Wall time of a run (root span, else first to last span).",
                ("agent",), "export/metrics", RUN_SECONDS),
     MetricSpec("faultgate_run_steps", "histogram", "Tool calls per run.", ("agent",), "export/metrics", STEPS),
     MetricSpec("faultgate_verdict_delay_seconds", "histogram", "From the root span's arrival to the run's verdict.",
                ("agent",), "export/metrics", DELAY_SECONDS),
     MetricSpec("faultgate_receiver_accepted_spans", "counter", "Spans acknowledged to the sender.",
-               ("transport",), "receive"),
+               ("transport",), "receive", values=(("transport", TRANSPORTS),)),
     MetricSpec("faultgate_receiver_refused_spans", "counter",
-               "Spans refused with a retryable status (the sender retries them).", ("transport", "reason"), "receive"),
+               "Spans refused with a retryable status (the sender retries them).", ("transport", "reason"), "receive",
+               values=(("transport", TRANSPORTS), ("reason", REFUSED_REASONS))),
     MetricSpec("faultgate_receiver_rejected_spans", "counter",
                "Spans rejected as invalid (not retried): malformed ids, undecodable or oversized requests.",
-               ("transport", "reason"), "receive"),
+               ("transport", "reason"), "receive", values=(("transport", TRANSPORTS), ("reason", REJECTED_SPAN_REASONS))),
     MetricSpec("faultgate_receiver_rejected_requests", "counter",
                "Requests rejected whole: undecodable, oversized, or of an unsupported content type.",
-               ("transport", "reason"), "receive"),
+               ("transport", "reason"), "receive",
+               values=(("transport", TRANSPORTS), ("reason", REJECTED_REQUEST_REASONS))),
     MetricSpec("faultgate_receiver_accepted_log_records", "counter",
                "Log records acknowledged to the sender (GenAI content among them is joined to its spans).",
-               ("transport",), "receive"),
+               ("transport",), "receive", values=(("transport", TRANSPORTS),)),
     MetricSpec("faultgate_receiver_refused_log_records", "counter",
                "Log records refused with a retryable status (the sender retries them).", ("transport", "reason"),
-               "receive"),
+               "receive", values=(("transport", TRANSPORTS), ("reason", REFUSED_REASONS))),
     MetricSpec("faultgate_receiver_rejected_log_records", "counter",
                "Log records rejected as invalid (not retried): malformed ids, undecodable or oversized requests.",
-               ("transport", "reason"), "receive"),
+               ("transport", "reason"), "receive", values=(("transport", TRANSPORTS), ("reason", REJECTED_LOG_REASONS))),
     MetricSpec("faultgate_log_contents", "counter",
                "GenAI content records from log events, by what became of them: joined to their span, late (the "
                "run was decided), unjoined (the span never came), capped (over max_spans_per_trace), duplicate.",
-               ("outcome",), "assemble"),
+               ("outcome",), "assemble", values=(("outcome", LOG_CONTENT_OUTCOMES),)),
     MetricSpec("faultgate_completion_scan_seconds", "histogram", "Time one completion scan took.",
                (), "assemble", (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1)),
     MetricSpec("faultgate_late_spans", "counter", "Spans that arrived after their run's verdict; they carry it.",
@@ -87,22 +129,28 @@ CATALOG: tuple[MetricSpec, ...] = (
                (), "assemble"),
     MetricSpec("faultgate_spans_in_memory", "gauge", "Spans held for runs in flight, read at scrape time.",
                (), "assemble"),
+    MetricSpec("faultgate_runs_in_memory_limit", "gauge",
+               "The bound on traces with runs in flight (assemble.max_traces).", (), "assemble"),
     MetricSpec("faultgate_memory_held_bytes", "gauge", "Approximate bytes held for runs in flight.", (), "assemble"),
     MetricSpec("faultgate_decision_cache_traces", "gauge", "Decided traces the decision cache remembers.",
                (), "assemble"),
     MetricSpec("faultgate_decision_cache_bytes", "gauge",
                "Approximate bytes the decision cache holds (decided runs' and late spans' ids).", (), "assemble"),
+    MetricSpec("faultgate_memory_limit_bytes", "gauge",
+               "The bound on bytes held for runs in flight (assemble.max_bytes).", (), "assemble"),
     MetricSpec("faultgate_decision_cache_evictions", "counter",
                "Decided traces forgotten by the bounded decision cache.", (), "assemble"),
     MetricSpec("faultgate_exporter_sent_spans", "counter", "Spans the downstream accepted.", (), "export/spans"),
     MetricSpec("faultgate_exporter_failed_spans", "counter",
                "Spans the downstream refused for good, or that could not be sent before retries or shutdown ended.",
-               ("reason",), "export/spans"),
+               ("reason",), "export/spans", values=(("reason", EXPORT_FAILED_REASONS),)),
     MetricSpec("faultgate_exporter_filtered_spans", "counter",
                "Spans not forwarded by configuration (verdict_only mode forwards roots only).", (), "export/spans"),
     MetricSpec("faultgate_exporter_queue_spans", "gauge",
                "Spans accepted and not yet exported: queued, being sent, or roots waiting for their verdict.",
                (), "export/spans"),
+    MetricSpec("faultgate_exporter_queue_capacity_spans", "gauge",
+               "The bound on spans accepted and not yet exported (export.queue_spans).", (), "export/spans"),
     MetricSpec("faultgate_exporter_held_spans", "gauge", "Root spans waiting for their run's verdict.",
                (), "export/spans"),
     MetricSpec("faultgate_exporter_verdict_cache_evictions", "counter",
@@ -111,10 +159,11 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_exporter_sent_log_records", "counter", "Evaluation log records the downstream accepted.",
                (), "export/spans"),
     MetricSpec("faultgate_exporter_failed_log_records", "counter", "Evaluation log records not delivered.",
-               ("reason",), "export/spans"),
+               ("reason",), "export/spans", values=(("reason", EXPORT_FAILED_REASONS),)),
     MetricSpec("faultgate_stream_dropped_verdicts", "counter",
                "Verdicts not delivered to one slow verdict-stream subscriber (its queue was full).",
-               ("reason",), "export/stream", external=True),
+               ("reason",), "export/stream", external=True,
+               values=(("reason", ("queue_full",)),)),
     MetricSpec("faultgate_shadow_check_fired", "counter",
                "Runs on which a shadow check (a binding's shadow policy or spec) fired; never part of a verdict.",
                ("agent", "check"), "export/metrics"),
@@ -170,7 +219,8 @@ CATALOG: tuple[MetricSpec, ...] = (
                ("label",), "export/metrics"),
     MetricSpec("faultgate_http_refused_connections", "counter",
                "HTTP connections answered 503 and closed because receive.http_max_connections were open, "
-               "by site (http: the OTLP receiver; metrics: /metrics and the probes).", ("site",), "receive"),
+               "by site (http: the OTLP receiver; metrics: /metrics and the probes).", ("site",), "receive",
+               values=(("site", ("http", "metrics")),)),
     MetricSpec("faultgate_kafka_messages", "counter",
                "Kafka messages read, by outcome: taken (spans handed on), rejected (undecodable or oversized; "
                "settled), refused (a bound was reached; read again after a pause).", ("outcome",), "receive/kafka"),
@@ -202,23 +252,35 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Messages read whose runs are not yet decided and exported (not committable yet).",
                (), "receive/kafka"),
     MetricSpec("faultgate_kafka_partitions", "gauge", "Partitions this replica owns.", (), "receive/kafka"),
+    MetricSpec("faultgate_build_info", "gauge", "Always 1; the running build's version and Python.",
+               ("version", "python"), "service"),
 )
 
 
 class Telemetry:
-    """The recorded metrics of one service, on one registry."""
+    """The recorded metrics of one service, on one registry.
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    ``root_grace`` draws the verdict-delay buckets around the service's own grace. Every
+    counter whose labels all have known values starts at zero for each combination.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None, *,
+                 root_grace: float = DEFAULT_ROOT_GRACE_S) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.metrics: dict[str, Counter | Histogram] = {}
         for spec in CATALOG:
             if spec.external:
                 continue
             if spec.kind == "counter":
-                self.metrics[spec.name] = Counter(spec.name, spec.help, spec.labels, registry=self.registry)
+                counter = self.metrics[spec.name] = Counter(spec.name, spec.help, spec.labels, registry=self.registry)
+                known = spec.known
+                if spec.labels and all(label in known for label in spec.labels):
+                    for combination in itertools.product(*(known[label] for label in spec.labels)):
+                        counter.labels(*combination)
             elif spec.kind == "histogram":
+                buckets = delay_buckets(root_grace) if spec.name == "faultgate_verdict_delay_seconds" else spec.buckets
                 self.metrics[spec.name] = Histogram(spec.name, spec.help, spec.labels, registry=self.registry,
-                                                    buckets=spec.buckets)
+                                                    buckets=buckets)
             # gauges are read at scrape time by a collector the owning stage registers
 
     def __getitem__(self, name: str) -> Counter | Histogram:
@@ -232,11 +294,32 @@ def describe(name: str) -> str:
 
 def reference_markdown() -> str:
     rows = ["# Metrics", "", "Generated from `faultgate_stream/model/telemetry.py` (`CATALOG`); do not edit.", "",
+            "Metrics are per replica: dashboards and alert rules `sum()` them across replicas. Beside these, the",
+            "service registry carries prometheus_client's process and platform collectors (`process_*`,",
+            "`python_info`).", "",
             "| name | type | labels | recorded by | meaning |", "|---|---|---|---|---|"]
     for s in CATALOG:
-        name = s.name + ("_total" if s.kind == "counter" else "")
-        rows.append(f"| `{name}` | {s.kind} | {', '.join(f'`{x}`' for x in s.labels) or '-'} | {s.owner} | {s.help} |")
+        rows.append(f"| `{exposed_name(s)}` | {s.kind} | {', '.join(f'`{x}`' for x in s.labels) or '-'} | {s.owner} "
+                    f"| {s.help} |")
+    rows += ["", "## Label values known in advance", "",
+             "Counters whose every label is listed here exist at zero from the start, one series per combination.",
+             "", "| metric | label | values |", "|---|---|---|"]
+    for s in CATALOG:
+        for label, values in s.values:
+            rows.append(f"| `{exposed_name(s)}` | `{label}` | {', '.join(f'`{v}`' for v in values)} |")
+    rows += ["", "## Buckets", "", "| histogram | buckets |", "|---|---|"]
+    for s in CATALOG:
+        if s.kind == "histogram":
+            buckets = DELAY_SECONDS if s.name == "faultgate_verdict_delay_seconds" else s.buckets
+            note = f" (for root_grace {DEFAULT_ROOT_GRACE_S:g} s; drawn around the configured one)" \
+                if s.name == "faultgate_verdict_delay_seconds" else ""
+            rows.append(f"| `{s.name}` | {', '.join(f'{b:g}' for b in buckets)}{note} |")
     return "\n".join(rows) + "\n"
+
+
+def exposed_name(spec: MetricSpec) -> str:
+    """The family name as scraped: a Counter gains ``_total``."""
+    return spec.name + ("_total" if spec.kind == "counter" else "")
 
 
 if __name__ == "__main__":

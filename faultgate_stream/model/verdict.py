@@ -83,6 +83,10 @@ class RunVerdict:
     released_span_ids: frozenset[str] = frozenset()
     early: tuple[EarlyFinding, ...] = field(default=())
     measures: dict[str, float | None] = field(default_factory=dict)
+    # Per result (same order): a digest of the files and settings of the rules that produced
+    # it (the binding's policy/spec files, else the every-run checks'), so an evaluation
+    # record names the exact rules behind it.
+    rule_digests: tuple[str, ...] = ()
     # Results of the run's shadow rules (a binding's ``shadow``): reported in their own
     # series and never part of the verdict, which ``results`` alone makes.
     shadow: tuple[CheckResult, ...] = field(default=())

@@ -139,6 +139,7 @@ class Evaluator:
             released_span_ids=frozenset(members) | run.outside_span_ids,
             early=tuple(f for f in st.early if f.span_id in members),
             measures={"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},
+            rule_digests=tuple(st.ruleset.digest_of(r.check, r.agent or run.agent) for r in results),
             shadow=self._shadow(st.ruleset, run) if st.ruleset.has_shadow and not setup_only else (),
             setup_only=setup_only,
         ))

@@ -7,8 +7,10 @@ ruleset it started with.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.config import ChecksConfig
@@ -30,6 +32,7 @@ class Binding:
     checks: tuple[Check, ...]
     source: str = ""                 # the files it came from, for logs
     shadow: tuple[Check, ...] = ()   # judged on the same runs, reported apart, never in a verdict
+    digest: str = ""                 # of those files' bytes: which rules, exactly
 
     def matches(self, agent: str) -> bool:
         return any(fnmatchcase(agent, g) for g in self.agents)
@@ -45,6 +48,7 @@ class Ruleset:
     checks: tuple[Check, ...]
     bindings: tuple[Binding, ...] = ()
     generation: int = 0
+    digest: str = ""                 # of the every-run checks' names and files
     _cache: dict[str, tuple[Check, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:
@@ -57,6 +61,16 @@ class Ruleset:
                 self._cache.clear()
             hit = self._cache[agent] = next((b.checks for b in self.bindings if b.matches(agent)), ())
         return hit
+
+    def digest_of(self, check: str, agent: str) -> str:
+        """The digest of the rules that a result of ``check`` for ``agent`` came from: the
+        first binding matching the agent when it holds that check, else the every-run set."""
+        for b in self.bindings:
+            if b.matches(agent):
+                if any(c.name == check for c in b.checks):
+                    return b.digest
+                break
+        return self.digest
 
     def shadow_bound(self, agent: str) -> tuple[Check, ...]:
         """The shadow checks of the binding that holds ``agent`` (the first match)."""
@@ -94,10 +108,12 @@ def build(config: ChecksConfig, generation: int = 0) -> Ruleset:
         source = ", ".join(f"{k}={v}" for k, v in (("policy", b.policy), ("spec", b.spec),
                                                     ("shadow.policy", b.shadow.policy),
                                                     ("shadow.spec", b.shadow.spec)) if v)
-        bindings.append(Binding(tuple(b.agents), tuple(bound), source, tuple(shadow)))
+        bindings.append(Binding(tuple(b.agents), tuple(bound), source, tuple(shadow),
+                                _digest((b.policy, b.spec))))
     if problems:
         raise InputError("\n".join(problems))
-    return Ruleset(checks, tuple(bindings), generation)
+    every_run = ",".join(c.name for c in checks)
+    return Ruleset(checks, tuple(bindings), generation, _digest((config.golden, config.outcomes), every_run))
 
 
 def _checks_of(policy: str, spec: str) -> list[Check]:
@@ -107,3 +123,14 @@ def _checks_of(policy: str, spec: str) -> list[Check]:
     if spec:
         out += checks_for(load_spec(spec))
     return out
+
+
+def _digest(files: tuple[str | None, ...], text: str = "") -> str:
+    """sha256 (first 16 hex digits) of the files' bytes and ``text``; the files were just
+    read and validated. An unset file counts as empty, in its place."""
+    h = hashlib.sha256(text.encode())
+    for f in files:
+        h.update(b"\0")
+        if f:
+            h.update(Path(f).read_bytes())
+    return h.hexdigest()[:16]

@@ -12,20 +12,29 @@ fired checks), ``faultgate.checks.undecided``, ``faultgate.completion``, ``fault
 that could not see its input has no score: ``error.type`` says why, as the conventions
 have an evaluator that failed say it. The same events go out as OTLP log records,
 parented to the root's trace and span, when a logs endpoint is configured.
+
+Each evaluation names its evaluator: ``faultgate.evaluator.name`` / ``.version`` (also the
+instrumentation scope of the log records; a span event lives in the agent's scope, hence
+the attributes), ``faultgate.rule.id`` (the check) and ``faultgate.rule.digest`` (of the
+policy or spec files that produced it). Its timestamp lies within its run: the root's end
+(the run's last span end for log records), when the verdict is about; the log record's
+observed time is when it was decided.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from faultgate_stream import __version__
 from faultgate_stream.model.verdict import CheckResult, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
 
 EVENT = "gen_ai.evaluation.result"
+EVALUATOR = "faultgate-stream"
 VERDICT_KEYS_PREFIX = "faultgate."
 # Message and tool content (telemetry-conventions.md): what strip_content removes.
 CONTENT_KEYS = frozenset({
@@ -82,18 +91,30 @@ def verdict_attributes(v: RunVerdict, redact: Redact) -> list[KeyValue]:
 UNDECIDED_ERROR = "input_not_captured"
 
 
-def _evaluation_attributes(r: CheckResult, redact: Redact) -> list[KeyValue]:
+def _evaluation_attributes(r: CheckResult, redact: Redact, digest: str) -> list[KeyValue]:
     if r.undecided:
-        return [_kv("gen_ai.evaluation.name", r.check),
-                _kv("gen_ai.evaluation.score.label", "undecided"),
-                _kv("error.type", UNDECIDED_ERROR),
-                _kv("gen_ai.evaluation.explanation", redact(r.reason)),
-                _kv("faultgate.severity", r.severity.value)]
-    return [_kv("gen_ai.evaluation.name", r.check),
-            _kv("gen_ai.evaluation.score.label", "fail" if r.fired else "pass"),
-            _kv("gen_ai.evaluation.score.value", 0.0 if r.fired else 1.0),
-            _kv("gen_ai.evaluation.explanation", redact(r.reason)),
-            _kv("faultgate.severity", r.severity.value)]
+        judged = [_kv("gen_ai.evaluation.name", r.check),
+                  _kv("gen_ai.evaluation.score.label", "undecided"),
+                  _kv("error.type", UNDECIDED_ERROR)]
+    else:
+        judged = [_kv("gen_ai.evaluation.name", r.check),
+                  _kv("gen_ai.evaluation.score.label", "fail" if r.fired else "pass"),
+                  _kv("gen_ai.evaluation.score.value", 0.0 if r.fired else 1.0)]
+    return judged + [_kv("gen_ai.evaluation.explanation", redact(r.reason)),
+                     _kv("faultgate.severity", r.severity.value),
+                     _kv("faultgate.evaluator.name", EVALUATOR),
+                     _kv("faultgate.evaluator.version", __version__),
+                     _kv("faultgate.rule.id", r.check),
+                     _kv("faultgate.rule.digest", digest)]
+
+
+def evaluator_scope() -> InstrumentationScope:
+    """The instrumentation scope evaluation log records are emitted under."""
+    return InstrumentationScope(name=EVALUATOR, version=__version__)
+
+
+def _digests(v: RunVerdict) -> tuple[str, ...]:
+    return v.rule_digests if len(v.rule_digests) == len(v.results) else ("",) * len(v.results)
 
 
 def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
@@ -105,18 +126,18 @@ def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
     span.attributes.extend(keep)
     span.attributes.extend(a for a in verdict_attributes(v, redact) if a.key != "faultgate.scenario"
                            or not any(k.key == "faultgate.scenario" for k in keep))
-    when = v.decided_ns or span.end_time_unix_nano
-    for r in v.results:
-        span.events.add(time_unix_nano=when, name=EVENT).attributes.extend(_evaluation_attributes(r, redact))
+    when = span.end_time_unix_nano or v.last_end_ns or v.decided_ns
+    for r, digest in zip(v.results, _digests(v)):
+        span.events.add(time_unix_nano=when, name=EVENT).attributes.extend(_evaluation_attributes(r, redact, digest))
 
 
 def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) -> list[LogRecord]:
-    when = v.decided_ns
+    when = v.last_end_ns or v.decided_ns
     out = []
-    for r in v.results:
-        rec = LogRecord(time_unix_nano=when, observed_time_unix_nano=when, event_name=EVENT,
+    for r, digest in zip(v.results, _digests(v)):
+        rec = LogRecord(time_unix_nano=when, observed_time_unix_nano=v.decided_ns or when, event_name=EVENT,
                         trace_id=trace_id, span_id=span_id, severity_text="INFO", severity_number=9)
         rec.body.string_value = redact(r.reason)
-        rec.attributes.extend(_evaluation_attributes(r, redact))
+        rec.attributes.extend(_evaluation_attributes(r, redact, digest))
         out.append(rec)
     return out

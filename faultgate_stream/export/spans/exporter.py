@@ -62,7 +62,7 @@ class SpanExporter:
             self._failed(kind, spans, records, reason)
         except Exception as e:  # a bug or transport surprise: counted as failed, never silently lost
             log.exception("export_failed", kind=kind, spans=spans, records=records)
-            self._failed(kind, spans, records, f"internal_{type(e).__name__}")
+            self._failed(kind, spans, records, "internal_error")  # the log line names the exception
         else:
             if answer.rejected:
                 log.warning("downstream_partial_success", kind=kind, rejected=answer.rejected, message=answer.message)

@@ -133,7 +133,7 @@ class HttpSender:
             raise ExportError(f"{type(e).__name__}: {e}", retryable=True, reason="connection") from None
         if r.status != 200:
             raise ExportError(f"HTTP {r.status}: {r.data[:200]!r}", retryable=r.status in RETRYABLE_HTTP,
-                              reason=f"http_{r.status}", retry_after_s=_retry_after(r.headers.get("Retry-After")))
+                              reason="http_5xx" if r.status >= 500 else "http_4xx", retry_after_s=_retry_after(r.headers.get("Retry-After")))
         return _answer(kind, r.data)
 
     def close(self) -> None:

@@ -61,6 +61,6 @@ class SpanSink:
         rl = request.resource_logs.add()
         if root is not None:
             rl.resource.CopyFrom(Resource.FromString(root.resource))
-        rl.scope_logs.add().log_records.extend(records)
+        rl.scope_logs.add(scope=annotate.evaluator_scope()).log_records.extend(records)
         if not self._s.queue.put_records(Item("logs", request.SerializeToString(), 0, len(records))):
             self._s.telemetry["faultgate_exporter_failed_log_records"].labels("queue_full").inc(len(records))
