@@ -45,6 +45,13 @@ class LiveAssembler:
         telemetry.registry.register(_InMemory(assembler))
 
     def consume(self, spans: list[SpanRecord], request: object = None) -> AddResult:
+        return self._take(self._asm.add, spans)
+
+    def consume_contents(self, contents: list[SpanRecord], request: object = None) -> ContentResult:
+        """A ``ContentConsumer``: GenAI content from log records, held to join its spans."""
+        return self._take(self._asm.add_contents, contents)
+
+    def _take(self, add, records: list[SpanRecord]):
         # Checked before the lock too: shutdown holds the lock while it completes every run
         # and hands the verdicts to the sinks, which may wait on a full stdout pipe or a
         # slow subscriber; a request must be refused at once meanwhile, not wait its
@@ -55,24 +62,12 @@ class LiveAssembler:
             if self._closing:
                 # the sender keeps the data and retries: another replica, or us after a restart
                 raise CapacityError("shutting down", bound="shutdown", retry_after_s=1.0)
-            # An overdue scan runs first: the runs it completes were due before these spans
+            # An overdue scan runs first: the runs it completes were due before these records
             # came, exactly as if the ticker had not been held up.
             if self._clock.now_ns() - self._last_scan >= self._tick_ns:
                 self._scan()
             try:
-                return self._asm.add(spans)
-            finally:
-                self._record()
-
-    def consume_contents(self, contents: list[SpanRecord], request: object = None) -> ContentResult:
-        """A ``ContentConsumer``: GenAI content from log records, held to join its spans."""
-        with self._lock:
-            if self._closing:
-                raise CapacityError("shutting down", bound="shutdown", retry_after_s=1.0)
-            if self._clock.now_ns() - self._last_scan >= self._tick_ns:
-                self._scan()
-            try:
-                return self._asm.add_contents(contents)
+                return add(records)
             finally:
                 self._record()
 

@@ -37,7 +37,7 @@ def logs_json(body: bytes) -> tuple[Any, DecodedLogs]:
     return None, otlp_logs.read_json(doc)
 
 
-def _json(body: bytes) -> dict[str, Any]:
+def _json(body: bytes, what: str = "an OTLP export request") -> dict[str, Any]:
     try:
         doc = json.loads(body)
     except UnicodeDecodeError:
@@ -45,19 +45,12 @@ def _json(body: bytes) -> dict[str, Any]:
     except ValueError as e:
         raise InputError(f"body is not valid JSON: {e}") from None
     if not isinstance(doc, dict):
-        raise InputError("body is not an OTLP export request: expected a JSON object")
+        raise InputError(f"body is not {what}: expected a JSON object")
     return doc
 
 
 def json_body(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
-    try:
-        doc = json.loads(body)
-    except UnicodeDecodeError:
-        raise InputError("body is not UTF-8 JSON") from None
-    except ValueError as e:
-        raise InputError(f"body is not valid JSON: {e}") from None
-    if not isinstance(doc, dict):
-        raise InputError("body is not an ExportTraceServiceRequest: expected a JSON object")
+    doc = _json(body, "an ExportTraceServiceRequest")
     doc.setdefault("resourceSpans", [])
     request, _, first = otlp_json.to_request(doc)
     decoded = otlp_proto.read(request)
