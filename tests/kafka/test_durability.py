@@ -125,17 +125,10 @@ def test_a_replica_joining_mid_stream_takes_partitions_and_splits_no_trace(tmp_p
     # no trace split: every verdict is of a whole run (its root and all its tools), no
     # fragment was closed as an orphan on either side
     assert {v["completion"] for v in verdicts} <= {"grace"}
+    # (a decided run whose root message lay past another run's unfinished message was once
+    # re-read from its root alone by the new owner: the commit point now never cuts a trace)
     partial = [v for v in verdicts if v["spans"] != TOOLS + 1 or not v["root_span_id"]]
-    whole = {v["trace_id"] for v in verdicts if v not in partial}
-    # KNOWN BUG (issue 9's closing note): the commit point is the first unfinished message,
-    # so a run already decided and exported whose root message lies past an unfinished
-    # message of another run is re-read by the new owner from its root alone, and decided
-    # again on that part. Until the commit carries the runs finished past it, such a part
-    # may only ever be a second verdict of a run decided whole, counted as replayed (below).
-    re_read = [v for v in partial if v["trace_id"] in whole and v["root_span_id"]]
-    assert [v for v in partial if v not in re_read] == [], (partial[:5], a.stdout, b.stdout)
-    if re_read:
-        print(f"\nknown re-read of decided runs from their root message: {len(re_read)} verdict(s)")
+    assert partial == [], (partial[:5], a.stdout, b.stdout)
     per_run = Counter(v["trace_id"] for v in verdicts)
     assert set(per_run) == set(load.acked_runs)
     duplicates = sum(n - 1 for n in per_run.values())

@@ -145,3 +145,18 @@ def test_the_example_kafka_config_loads_as_shipped():
     cfg = load(root / "examples" / "kafka" / "faultgate.yaml")
     assert cfg.receive.kafka.enabled and cfg.receive.kafka.topic == "otlp_spans"
     assert load(root / "examples" / "config.yaml").receive.kafka.enabled is False
+
+
+def test_the_commit_point_never_cuts_through_a_trace():
+    """A run's tools in one message, its root in a later one, another run's message in
+    between still in flight: committing between the two would make a new owner re-read
+    the root alone and decide the run again on that part."""
+    t, p = OffsetTracker(), FakeProgress()
+    p.in_flight = {"u"}
+    for offset, trace in ((0, "a"), (1, "t"), (2, "u"), (3, "t")):
+        t.read(TP, offset, [trace])
+    t.advance(p)
+    assert t.log(TP).safe_offset() == 1   # "t" is decided, but its root message 3 is past "u"
+    p.in_flight.clear()
+    t.advance(p)
+    assert t.log(TP).safe_offset() == 4 and t.pending == 0 and t.log(TP).last_of == {}

@@ -14,6 +14,11 @@ so a restarted replica re-reads exactly what was not finished. Tracking is per t
 per run: a trace with one run decided and another in flight keeps its messages pending,
 which can only re-read more, never less.
 
+The commit point never cuts through a trace: a finished message stays pending while a
+later message of one of its traces lies past the first unfinished message. Otherwise a
+new owner would re-read that trace from its later messages alone (a run's root without
+its tools) and decide it again on that part.
+
 Owned by the source's one consumer thread; no locking here.
 """
 from __future__ import annotations
@@ -56,6 +61,9 @@ class PartitionLog:
     pending: deque[_Message] = field(default_factory=deque)
     next_offset: int | None = None   # one past the last message read; None before the first
     committed: int | None = None     # the offset last committed by us
+    # trace id -> offset of its last pending message: the commit point may pass a trace's
+    # messages only all together (bounded by the pending messages)
+    last_of: dict[str, int] = field(default_factory=dict)
 
     def safe_offset(self) -> int | None:
         """The offset to commit: the first unfinished message, else one past the last read."""
@@ -82,7 +90,10 @@ class OffsetTracker:
     def read(self, tp: TopicPartition, offset: int, trace_ids: Iterable[str], replay: bool = False) -> None:
         """A message was taken (its spans handed on) or settled (rejected: no traces)."""
         log = self.log(tp)
-        log.pending.append(_Message(offset, tuple(set(trace_ids)), replay))
+        message = _Message(offset, tuple(set(trace_ids)), replay)
+        log.pending.append(message)
+        for t in message.traces:
+            log.last_of[t] = offset
         log.next_offset = offset + 1
         self.pending += 1
 
@@ -91,15 +102,26 @@ class OffsetTracker:
         finished (so replay bookkeeping can forget them)."""
         finished: list[_Message] = []
         for log in self._logs.values():
-            while log.pending:
-                head = log.pending[0]
-                if head.mark is None:
-                    if head.traces and progress.undecided(head.traces):
+            # the finished prefix first: where the first unfinished message stands
+            limit = log.next_offset if log.next_offset is not None else 0
+            for m in log.pending:
+                if m.mark is None:
+                    if m.traces and progress.undecided(m.traces):
+                        limit = m.offset
                         break
-                    head.mark = progress.export_mark()
-                if not progress.exported(head.mark):
+                    m.mark = progress.export_mark()
+                if not progress.exported(m.mark):
+                    limit = m.offset
+                    break
+            # then pop it, but never past a message whose trace goes on beyond that point
+            while log.pending and log.pending[0].offset < limit:
+                head = log.pending[0]
+                if any(log.last_of.get(t, -1) >= limit for t in head.traces):
                     break
                 log.pending.popleft()
+                for t in head.traces:
+                    if log.last_of.get(t) == head.offset:
+                        del log.last_of[t]
                 self.pending -= 1
                 finished.append(head)
         return finished
