@@ -198,7 +198,9 @@ def read(doc: dict[str, Any]) -> list[SpanRecord]:
     traces: dict[str, str] = {}
     parents: dict[str, str] = {}
     versions: dict[int, Any] = {}
-    for i, rs in enumerate(doc.get("resourceSpans") or ()):
+    resource_spans = doc.get("resourceSpans")
+    # not a list: _located_spans below says so, naming the field
+    for i, rs in enumerate(resource_spans if isinstance(resource_spans, list) else ()):
         attrs = ((rs or {}).get("resource") or {}).get("attributes") if isinstance(rs, dict) else None
         for kv in attrs if isinstance(attrs, list) else ():
             if isinstance(kv, dict) and kv.get("key") == SERVICE_VERSION:
