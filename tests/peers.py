@@ -68,6 +68,28 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def forwarding_collector_config(inbound: int, target: str, *, logs: bool = False) -> str:
+    """A collector in front of the service, as an operator's agent tier is: OTLP/gRPC in on
+    ``inbound``, batched, OTLP/gRPC out to ``target`` (traces, and logs when asked)."""
+    pipelines = "    traces: {receivers: [otlp], processors: [batch], exporters: [otlp]}\n"
+    if logs:
+        pipelines += "    logs: {receivers: [otlp], processors: [batch], exporters: [otlp]}\n"
+    return f"""
+receivers:
+  otlp:
+    protocols:
+      grpc: {{endpoint: "127.0.0.1:{inbound}"}}
+processors:
+  batch: {{timeout: 200ms, send_batch_size: 256}}
+exporters:
+  otlp:
+    endpoint: "{target}"
+    tls: {{insecure: true}}
+service:
+  pipelines:
+{pipelines}"""
+
+
 def eventually(probe: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.2,
                what: str | Callable[[], str] = "condition") -> T:
     """Call ``probe`` until it returns something truthy, and return that.

@@ -14,7 +14,7 @@ from tests.conformance.score import (
     Score, expected, families, input_files, offline_verdicts, score, table, verdict_of,
 )
 from tests.live_service import make_config
-from tests.peers import free_port, running_collector
+from tests.peers import forwarding_collector_config, free_port, running_collector
 
 FAMILIES = families()
 
@@ -85,22 +85,7 @@ def test_the_corpus_replayed_through_a_real_collector_gives_the_offline_verdicts
     # a generous grace: the collector's batches of one trace may arrive some time apart
     live = live_service(make_config(root_grace=3.0))
     inbound = free_port()
-    config = f"""
-receivers:
-  otlp:
-    protocols:
-      grpc: {{endpoint: "127.0.0.1:{inbound}"}}
-processors:
-  batch: {{timeout: 200ms, send_batch_size: 256}}
-exporters:
-  otlp:
-    endpoint: "{live.grpc}"
-    tls: {{insecure: true}}
-service:
-  pipelines:
-    traces: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
-    logs: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
-"""
+    config = forwarding_collector_config(inbound, live.grpc, logs=True)
     with running_collector(config, tmp_path):
         # the log events first: their content waits, bounded, for the spans it belongs to
         logs = [p for f in FAMILIES for p in input_files(f) if p.name == "logs.json"]

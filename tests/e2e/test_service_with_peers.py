@@ -14,7 +14,7 @@ from faultgate_stream.read.files import read_file
 from faultgate_stream.receive.config import ReceiveConfig
 from tests.conftest import CORPUS
 from tests.live_service import make_config
-from tests.peers import eventually, free_port, running_collector, running_prometheus
+from tests.peers import eventually, forwarding_collector_config, free_port, running_collector, running_prometheus
 
 FILES = [CORPUS / "faultgate-0.4.1" / f for f in
          ("examples/traces.json", "tests/fixtures/retail_gaps.json", "examples/gate/candidate_qwen.json")]
@@ -32,21 +32,7 @@ def test_a_collector_in_front_gives_the_verdicts_of_a_direct_replay(live_service
     offline = _offline()
     live = live_service()
     inbound = free_port()
-    config = f"""
-receivers:
-  otlp:
-    protocols:
-      grpc: {{endpoint: "127.0.0.1:{inbound}"}}
-processors:
-  batch: {{timeout: 200ms, send_batch_size: 256}}
-exporters:
-  otlp:
-    endpoint: "{live.grpc}"
-    tls: {{insecure: true}}
-service:
-  pipelines:
-    traces: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
-"""
+    config = forwarding_collector_config(inbound, live.grpc)
     with running_collector(config, tmp_path):
         sender = GrpcSender(f"127.0.0.1:{inbound}")
         try:
