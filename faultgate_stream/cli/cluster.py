@@ -268,8 +268,9 @@ class Cluster:
             if r.process is not None and r.process.poll() is None:
                 r.process.terminate()
         for r in self.replicas:
-            if r.process is not None:
-                _terminate(r.process, STOP_TIMEOUT)
+            if r.process is not None and not _terminate(r.process, STOP_TIMEOUT):
+                print(f"faultgate-stream: replica {r.index} did not stop within {STOP_TIMEOUT:g}s and was killed; "
+                      f"its stacks are in {r.log_path}", file=sys.stderr)
 
     def __enter__(self) -> Cluster:
         return self.start()
@@ -278,14 +279,17 @@ class Cluster:
         self.stop()
 
 
-def _terminate(p: subprocess.Popen, timeout: float) -> None:
+def _terminate(p: subprocess.Popen, timeout: float) -> bool:
+    """SIGTERM, then SIGKILL after ``timeout``; False when it had to kill."""
     if p.poll() is None:
         p.terminate()
     try:
         p.wait(timeout=timeout)
+        return True
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait(timeout=timeout)
+        return False
 
 
 def _tail(path: Path, lines: int = 15) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import faulthandler
 import os
 import signal
 import sys
@@ -10,6 +11,9 @@ import threading
 
 from faultgate_stream.config import ENV_PREFIX, ConfigError, ServiceConfig, load
 from faultgate_stream.model.errors import InputError
+
+# seconds past shutdown_grace after which a shutdown still running dumps every stack
+SHUTDOWN_STACKS_AFTER = 3.0
 
 DESCRIPTION = """\
 The live service: OTLP/gRPC and OTLP/HTTP in; Prometheus metrics, annotated spans
@@ -69,16 +73,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"faultgate-stream: cannot start: {line}", file=sys.stderr)
         return 2
     configure_logging(config.log.level)
+    # Handlers before start: /readyz answers 200 from inside start(), and a supervisor may
+    # send SIGTERM the moment it does; the default action would exit with nothing logged.
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    service_box: list[Service] = []
+    signal.signal(signal.SIGHUP, lambda *_: service_box and service_box[0].reload())
     try:
         service = Service(config)
+        service_box.append(service)
         service.start()
     except (InputError, OSError, RuntimeError) as e:  # grpc reports a failed bind as RuntimeError
         print(f"faultgate-stream: cannot start: {e}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    signal.signal(signal.SIGHUP, lambda *_: service.reload())
     stop.wait()
+    # A shutdown that outlives its grace is a bug to find: every thread's stack goes to
+    # stderr before a supervisor's SIGKILL can come (the process carries on meanwhile).
+    faulthandler.dump_traceback_later(config.shutdown_grace + SHUTDOWN_STACKS_AFTER, exit=False)
     service.shutdown()
+    faulthandler.cancel_dump_traceback_later()
     return 0
