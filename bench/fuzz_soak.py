@@ -2,8 +2,10 @@
 
     .venv/bin/python bench/fuzz_soak.py --inputs 1000000 [--seconds N]
 
-Each input goes through one target in turn (OTLP/JSON request, OTLP protobuf request,
-every offline reader; every 50th also through ``check`` on a file). An internal error
+Hypothesis builds documents; each seeds ``--mutants`` cheap mutants (``tests/fuzz/mutate.py``),
+because building is most of the cost. Each input goes through one target in turn (OTLP/JSON
+request, OTLP protobuf request, the same protobuf with bytes mutated, every offline reader;
+every 200th also through ``check`` on a file). An internal error
 stops the soak with its input written to tests/fuzz/corpus/found-<n>.json, to keep as a
 regression once fixed. Prints inputs tried, by target, and errors found.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -23,58 +26,82 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 from faultgate_stream.model.errors import InputError  # noqa: E402
 from faultgate_stream.read.otlp_json import to_request  # noqa: E402
-from tests.fuzz import strategies, targets  # noqa: E402
+from tests.fuzz import mutate, strategies, targets  # noqa: E402
+
+
+class _Stop(BaseException):
+    """Ends the soak at once: hypothesis lets BaseException through, so it neither shrinks
+    (the mutants' random state would not replay) nor builds documents no one will use."""
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--inputs", type=int, default=1_000_000)
     ap.add_argument("--seconds", type=float, default=0, help="stop after this long (0: no limit)")
+    ap.add_argument("--mutants", type=int, default=15,
+                    help="mutants fed after each document hypothesis builds (0: hypothesis alone)")
+    ap.add_argument("--seed", type=int, default=0, help="the mutants' seed; a failure names (seed, input)")
     args = ap.parse_args()
     structlog.configure(logger_factory=structlog.ReturnLoggerFactory())  # the engine's own logs, silenced
-    counts = {"json": 0, "proto": 0, "offline": 0, "check": 0}
+    counts = {"json": 0, "proto": 0, "proto-bytes": 0, "offline": 0, "check": 0}
     started = time.monotonic()
     engine = [targets.Engine()]
     n = [0]
+    rng = random.Random(args.seed)
+    found: list[targets.InternalError] = []
 
-    @settings(max_examples=args.inputs, deadline=None, database=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
-    @given(strategies.any_document())
-    def one(doc):
-        if args.seconds and time.monotonic() - started > args.seconds:
-            return
+    def feed(doc, body: bytes) -> None:
         i = n[0] = n[0] + 1
+        wire = None
         if i % 5000 == 0:
             engine[0] = targets.Engine()  # a fresh engine now and then: memory stays flat
             print(f"{i} inputs, {time.monotonic() - started:.0f}s, {counts}", flush=True)
         try:
-            body = strategies.dumps(doc)
-            if i % 3 == 0:
+            if i % 4 == 0:
                 counts["json"] += 1
                 engine[0].receive(body, "http", json=True)
-            elif i % 3 == 1:
+            elif i % 4 in (1, 3):
                 try:
                     request, _, _ = to_request(json.loads(body))
-                except (InputError, RecursionError):
+                except (InputError, RecursionError, ValueError):
                     request = None
-                counts["proto"] += 1
-                engine[0].receive(request.SerializeToString() if request is not None else body, "grpc")
+                wire = request.SerializeToString() if request is not None else body
+                if i % 4 == 3:
+                    counts["proto-bytes"] += 1
+                    wire = mutate.byte_mutant(wire, rng)
+                else:
+                    counts["proto"] += 1
+                engine[0].receive(wire, "grpc")
             else:
                 counts["offline"] += 1
                 targets.offline(doc)
-            if i % 50 == 0:
+            if i % 200 == 0:
                 counts["check"] += 1
                 targets.check_file(body)
-        except targets.InternalError:
-            out = ROOT / "tests" / "fuzz" / "corpus" / f"found-{i}.json"
-            out.write_bytes(strategies.dumps(doc))
-            print(f"internal error on input {i}, written to {out}", flush=True)
-            raise
+        except targets.InternalError as e:
+            # what the failing target was fed: protobuf bytes for the gRPC targets
+            out = ROOT / "tests" / "fuzz" / "corpus" / f"found-{i}.{'bin' if wire is not None else 'json'}"
+            out.write_bytes(wire if wire is not None else body)
+            print(f"internal error on input {i} (seed {args.seed}), written to {out}", flush=True)
+            found.append(e)
+            raise _Stop from e
+
+    @settings(max_examples=args.inputs // (args.mutants + 1) + 1, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategies.any_document())
+    def one(doc):
+        for k in range(args.mutants + 1):
+            if n[0] >= args.inputs or (args.seconds and time.monotonic() - started > args.seconds):
+                raise _Stop
+            d = doc if k == 0 else mutate.mutant(doc, rng)
+            feed(d, strategies.dumps(d))
 
     try:
         one()
-    except targets.InternalError as e:
-        print(f"FAILED after {n[0]} inputs: {e}")
+    except _Stop:
+        pass
+    if found:
+        print(f"FAILED after {n[0]} inputs: {found[0]}")
         return 1
     print(f"{n[0]} inputs in {time.monotonic() - started:.0f}s, {counts}, 0 internal errors")
     return 0

@@ -74,7 +74,7 @@ def _where(place: Place) -> str:
 def _int(v: Any, place: Place, field: str) -> int:
     try:
         return int(v or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         raise InputError(f"{_where(place)}.{field}: {v!r} is not an integer") from None
 
 
@@ -183,11 +183,11 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str],
     name = str(s.get("name", ""))
     try:
         start = int(s.get("startTimeUnixNano") or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         start = _int(s.get("startTimeUnixNano"), place, "startTimeUnixNano")
     try:
         end = int(s.get("endTimeUnixNano") or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         end = _int(s.get("endTimeUnixNano"), place, "endTimeUnixNano")
     code = st.get("code", 0)
     return build_span(tid, sid, parent, name, start, end,
@@ -239,4 +239,11 @@ def to_request(doc: Any) -> tuple[Any, int, str]:
         request = json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
     except json_format.ParseError as e:
         raise InputError(f"not a valid OTLP/JSON trace export: {e}") from None
+    except SystemError as e:
+        # upb looks an unknown field's name up as UTF-8 and reports an unpaired surrogate
+        # (a JSON escape like "\udcff") as SystemError; every other SystemError is a bug
+        if not isinstance(e.__context__, UnicodeError):
+            raise
+        raise InputError("not a valid OTLP/JSON trace export: a field name holds an unpaired "
+                         "surrogate (not Unicode text)") from None
     return request, bad, first

@@ -22,7 +22,8 @@ from faultgate_stream.model.errors import InputError
 from faultgate_stream.read.otlp_json import to_request
 from tests.fuzz import strategies, targets
 
-CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.json"))
+# *.bin: protobuf bodies the soak's byte mutants found
+CORPUS = sorted(p for p in (Path(__file__).parent / "corpus").iterdir() if p.suffix in (".json", ".bin"))
 BRIEF = settings(max_examples=120, deadline=None, database=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                         HealthCheck.filter_too_much])
@@ -40,6 +41,9 @@ def _proto_body(doc) -> bytes | None:
 def test_the_corpus_meets_every_target_without_an_internal_error(path):
     data = path.read_bytes()
     engine = targets.Engine()
+    if path.suffix == ".bin":
+        engine.receive(data, "grpc")
+        return
     engine.receive(data, "http", json=True)
     engine.receive(data, "grpc")  # the same bytes as protobuf: undecodable, never internal
     try:
@@ -53,6 +57,24 @@ def test_the_corpus_meets_every_target_without_an_internal_error(path):
             engine.receive(body, "grpc")
     code, _ = targets.check_file(data)
     assert code in (0, 1, 2)
+
+
+def test_mutants_of_a_real_trace_never_get_an_internal_error():
+    """The soak's mutator, briefly: one place changed per mutant, in JSON and in bytes."""
+    import random
+
+    from tests.fuzz import mutate
+    doc = json.loads((Path(__file__).parents[2] / "examples/traces/retail_gaps.json").read_text())
+    rng, engine = random.Random(7), targets.Engine()
+    for i in range(150):
+        m = mutate.mutant(doc, rng)
+        body = strategies.dumps(m)
+        engine.receive(body, "http", json=True)
+        wire = _proto_body(m) if isinstance(m, dict) else None
+        if wire is not None:
+            engine.receive(mutate.byte_mutant(wire, rng), "grpc")
+        if i % 3 == 0:
+            targets.offline(m)
 
 
 @BRIEF
