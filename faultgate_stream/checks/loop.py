@@ -248,18 +248,21 @@ class Loop(Check):
         calls = [Call(call_key(st.tool, st.arguments), words(st.result), st.span_id, st.start_ns, st.index,
                       words(f"{st.tool} {st.arguments}"))
                  for st in run.steps if not st.missing and not failed(st.ok, st.result)]
+        unseen = run.calls_not_captured  # calls that may exist with no step at all
         if len(calls) < REPEATS:
             if len(blind) + len(calls) >= REPEATS and blind:
                 return self.undecided(run.steps_not_captured(_TOOL_CONTENT))
+            if unseen:
+                return self.undecided(unseen)
             return self.result(False, f"{len(calls)} successful tool calls: too few for a loop")
         shapes = (("repeat", find_repeat), ("ping-pong", find_ping_pong), ("no-progress", find_stall))
         # adjacency shapes need every call: with some unrecorded, only a repeat (a set) is sure
-        for shape, find in shapes[:1] if blind else shapes:
+        for shape, find in shapes[:1] if blind or unseen else shapes:
             loop = find(calls)
             if loop is not None:
                 wasted = loop[1:] if shape != "ping-pong" else loop[2:]
                 return self.result(True, f"{_describe(shape, loop)}; {waste(run.spans, wasted)}")
-        if blind:
+        if blind or unseen:
             # the unrecorded calls may sit inside a loop, or break one that seems to be there
-            return self.undecided(run.steps_not_captured(_TOOL_CONTENT))
+            return self.undecided(run.steps_not_captured(_TOOL_CONTENT) or unseen)
         return self.result(False, "no repeat, ping-pong or stall among the tool calls")

@@ -66,6 +66,8 @@ class RepeatedCall(Check):
     def finish(self, state: Any, run: Run) -> CheckResult:
         steps = run.steps
         if len(steps) < MIN_REPEATS:
+            if run.calls_not_captured:  # three calls may have been made, unseen
+                return self.undecided(run.calls_not_captured)
             return self.result(False, "fewer than 3 tool calls")
         # A step whose arguments or result were not recorded reads as "" and would repeat
         # any other such step: its tool is judged only when all its calls were recorded.

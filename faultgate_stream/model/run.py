@@ -261,6 +261,16 @@ class Run:
         n = sum(1 for s in self.spans if s.missing & MISSING_OUTPUT)
         return f"the final answer was not captured (no output messages on {n} model span(s))"
 
+    @cached_property
+    def calls_not_captured(self) -> str:
+        """Why some tool calls may be missing from ``steps`` ("" when none can be): the run has
+        no tool spans, so its steps are read from model output messages, and some model span
+        recorded none (instrumentation with content off): the calls it made are unseen."""
+        if not self.missing & MISSING_OUTPUT or any(s.is_tool for s in self.spans):
+            return ""
+        n = sum(1 for s in self.spans if s.missing & MISSING_OUTPUT)
+        return f"tool calls not captured (no tool spans, and no output messages on {n} model span(s))"
+
     def steps_not_captured(self, flags: int) -> str:
         """Why some steps' arguments or results (``flags``) cannot be read; "" when all can."""
         idx = [st.index for st in self.steps if st.missing & flags]

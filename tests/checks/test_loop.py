@@ -187,3 +187,20 @@ def test_same_verdict_whatever_the_arrival_order_and_batching(case, seed):
     sizes = iter(lambda: rng.randint(1, 4), None)
     (v,) = check_spans(batches(shuffled, sizes), [Loop()])
     assert (v.results[0].fired, v.results[0].reason) == (want.fired, want.reason)
+
+
+def test_model_spans_that_recorded_no_output_and_no_tool_spans_leave_loop_and_repeated_call_undecided():
+    """Content off on a framework without tool spans: the calls the model made are nowhere,
+    so "too few calls for a loop" would be a pass on input never seen."""
+    t = trace_id()
+    root = agent(t, answer="done.")
+    chats = [span(t, "chat m", parent=root.span_id, start_s=1.0 + i, gen_ai__operation__name="chat",
+                  gen_ai__response__finish_reasons=["tool_calls"]) for i in range(4)]
+    assert all(c.missing for c in chats)  # the reader flags what a model span should carry
+    r, _ = _verdict([root, *chats])
+    assert r.undecided and "tool calls not captured" in r.reason, r.reason
+    (rc,) = check_spans([[root, *chats]], select(["repeated_call"]))[0].results
+    assert rc.undecided, rc.reason
+    # the same run with its calls' tool spans recorded: one call, seen, is too few for a loop
+    seen = [root, chats[0], tool(t, root.span_id, "search", {"q": "x"}, "found x", start_s=1.5)]
+    assert not _verdict(seen)[0].undecided

@@ -65,7 +65,7 @@ def main(family_name: str, out: Path) -> None:
             fires, verdict = truth(list(s.fires), family.captures)
             runs.append({"scenario": s.name, "trace_id": f"{new[0]:032x}",
                          "not_runs": [f"{t:032x}" for t in sorted(built)], "enacts": sorted(s.fires),
-                         "fires": fires, "verdict": verdict,
+                         "fires": fires, "verdict": verdict, "loop": s.loops,
                          "model_calls": model.script.served if model.script else 0,
                          "tool_calls": sum(WORLD.counts.values())})
     written = capture.write(out / family.name)

@@ -48,6 +48,8 @@ class Scenario:
     # what the run needs from a framework: "budget" (its own step limit ends the run),
     # "nested" (a sub-agent), "parallel" (several calls in one model turn)
     needs: frozenset[str] = field(default_factory=frozenset)
+    # truth for the opt-in ``loop`` check (not in ``fires``, which is the built-in checks')
+    loops: bool = False
 
     def script(self) -> Script:
         return Script(list(self.turns), self.tail)
@@ -162,7 +164,7 @@ SCENARIOS = [
     Scenario("repeated_call", "Is batch job 42 finished?",
              (call("job_status", job_id="42"), call("job_status", job_id="42"), call("job_status", job_id="42"),
               say("Job 42 is still pending.")),
-             {"job_status": returns("status: pending")}, fires=("repeated_call",)),
+             {"job_status": returns("status: pending")}, fires=("repeated_call",), loops=True),
     Scenario("polling_with_changing_results", "Wait for batch job 42 and tell me when it is done.",
              (call("job_status", job_id="42"), call("job_status", job_id="42"), call("job_status", job_id="42"),
               say("Job 42 has finished.")),
@@ -189,6 +191,17 @@ SCENARIOS = [
              (calls(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})),
               say("Both Paris and Rome are at 18C and sunny.")),
              {"get_weather": WEATHER}, needs=frozenset({"parallel"})),
+    # Loops faultgate's exact-repeat rule misses: the opt-in ``loop`` check's cases.
+    Scenario("ping_pong_between_two_tools", "What is our refund window?",
+             (call("search_docs", query="refund window"), call("read_file", path="docs/refunds.md"),
+              call("search_docs", query="refund window"), call("read_file", path="docs/refunds.md"),
+              say("Refunds are accepted within 30 days of delivery.")),
+             {"search_docs": returns('[{"path": "docs/refunds.md", "title": "Refunds"}]'),
+              "read_file": returns("# Refunds\n\nRefunds are accepted within 30 days of delivery.")}, loops=True),
+    Scenario("repeat_with_equivalent_arguments", "What is the weather in Paris?",
+             (call("get_weather", city="Paris"), call("get_weather", city="paris"), call("get_weather", city="PARIS"),
+              say("It is 18C and sunny in Paris, with a light wind.")),
+             {"get_weather": WEATHER}, loops=True),
     Scenario("step_budget_search_loop", "Find our refund policy for damaged goods.",
              (), {"search_docs": returns("[]")}, fires=("search_loop",), tail=_search_tail,
              needs=frozenset({"budget"})),
