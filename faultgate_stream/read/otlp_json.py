@@ -239,6 +239,8 @@ def to_request(doc: Any) -> tuple[Any, int, str]:
         request = json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
     except json_format.ParseError as e:
         raise InputError(f"not a valid OTLP/JSON trace export: {e}") from None
+    except OverflowError:  # json_format converts an infinite float for an integer field with int()
+        raise InputError("not a valid OTLP/JSON trace export: an integer field holds an infinite number") from None
     except SystemError as e:
         # upb looks an unknown field's name up as UTF-8 and reports an unpaired surrogate
         # (a JSON escape like "\udcff") as SystemError; every other SystemError is a bug
