@@ -17,6 +17,7 @@ from faultgate_stream.read import events
 from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
+FIXED64 = 2**64  # OTLP times are fixed64 nanoseconds: what the protobuf reader can be sent
 STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 
 
@@ -189,6 +190,9 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str],
         end = int(s.get("endTimeUnixNano") or 0)
     except (TypeError, ValueError, OverflowError):
         end = _int(s.get("endTimeUnixNano"), place, "endTimeUnixNano")
+    if not (0 <= start < FIXED64 and 0 <= end < FIXED64):  # the protobuf reader cannot see others
+        bad = "startTimeUnixNano" if not 0 <= start < FIXED64 else "endTimeUnixNano"
+        raise InputError(f"{_where(place)}.{bad}: {s.get(bad)!r} is not a nanosecond time (0 to 2^64-1)")
     code = st.get("code", 0)
     return build_span(tid, sid, parent, name, start, end,
                       code if type(code) is int else _status(code, place), str(st.get("message", "")), attrs)
@@ -201,7 +205,8 @@ def read(doc: dict[str, Any]) -> list[SpanRecord]:
     resource_spans = doc.get("resourceSpans")
     # not a list: _located_spans below says so, naming the field
     for i, rs in enumerate(resource_spans if isinstance(resource_spans, list) else ()):
-        attrs = ((rs or {}).get("resource") or {}).get("attributes") if isinstance(rs, dict) else None
+        resource = rs.get("resource") if isinstance(rs, dict) else None
+        attrs = resource.get("attributes") if isinstance(resource, dict) else None
         for kv in attrs if isinstance(attrs, list) else ():
             if isinstance(kv, dict) and kv.get("key") == SERVICE_VERSION:
                 versions[i] = value(kv.get("value"))

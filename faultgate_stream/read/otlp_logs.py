@@ -74,8 +74,11 @@ def read_json(doc: Any) -> DecodedLogs:
                     continue
                 try:
                     t = int(lr.get("timeUnixNano") or lr.get("observedTimeUnixNano") or 0)
-                except (TypeError, ValueError):
-                    raise InputError(f"{where}.timeUnixNano: {lr.get('timeUnixNano')!r} is not an integer") from None
+                    if not 0 <= t < otlp_json.FIXED64:
+                        raise ValueError
+                except (TypeError, ValueError, OverflowError):
+                    raise InputError(f"{where}.timeUnixNano: {lr.get('timeUnixNano')!r} is not a "
+                                     "nanosecond time (an integer from 0 to 2^64-1)") from None
                 contents.append(log_events.content_record(ids[0], ids[1], t, content))
     return DecodedLogs(contents, n, rejected, first)
 

@@ -122,3 +122,25 @@ def test_attributes_that_are_not_a_list_are_an_input_error(attributes):
     """Found by the soak (bench/fuzz_soak.py, input 8,984): a float as ``attributes``."""
     with pytest.raises(InputError, match="attributes"):
         otlp_json.read(_doc({"attributes": attributes}))
+
+
+# Found by the mutation soak (bench/fuzz_soak.py), which re-runs these shapes at depth.
+@pytest.mark.parametrize("field,value", [("startTimeUnixNano", float("inf")), ("endTimeUnixNano", float("-inf")),
+                                         ("startTimeUnixNano", str(2**64)), ("endTimeUnixNano", "-1"),
+                                         ("startTimeUnixNano", 10**400)])
+def test_a_span_time_that_is_not_a_fixed64_nanosecond_is_rejected_naming_the_field(field, value):
+    with pytest.raises(InputError, match=rf"spans\[0\]\.{field}"):
+        otlp_json.read(_doc({field: value}))
+
+
+def test_a_resource_that_is_not_an_object_is_read_as_having_no_attributes():
+    doc = _doc()
+    doc["resourceSpans"][0]["resource"] = [{"attributes": []}]
+    assert len(otlp_json.read(doc)) == 1
+
+
+@pytest.mark.parametrize("doc", [{"resourceSpans": [{"\udcff": 1}]},
+                                 {"resourceSpans": [{"scopeSpans": [{"spans": [{"droppedEventsCount": float("inf")}]}]}]}])
+def test_documents_protobuf_json_format_chokes_on_are_input_errors(doc):
+    with pytest.raises(InputError, match="not a valid OTLP/JSON trace export"):
+        otlp_json.to_request(doc)
