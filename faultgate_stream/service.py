@@ -20,6 +20,8 @@ from prometheus_client.registry import Collector
 from faultgate_stream import __version__
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.live import LiveAssembler
+from faultgate_stream.checks.telemetry import WindowStoreMetrics
+from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.config import ServiceConfig
 from faultgate_stream.export.log.sink import VerdictLog
@@ -69,7 +71,11 @@ class Service:
         runtime.register(self.telemetry.registry)
         self.log = structlog.get_logger("faultgate_stream")
         self.threads = Threads(self.telemetry)  # every background thread, for readiness
-        self.ruleset = ruleset.build(config.checks)
+        # windowed budgets' counts across runs: one store for the service's life, kept on reload
+        self.windows = WindowStore(max_keys=config.checks.windows.max_keys,
+                                   max_events_per_key=config.checks.windows.max_events_per_key)
+        self.telemetry.registry.register(WindowStoreMetrics(self.windows))
+        self.ruleset = ruleset.build(config.checks, store=self.windows)
         redact = get_redactor(config.log.redact)
         sinks = self._build_sinks(redact) + list(extra_sinks or [])
         self.replays = self._build_replays()
@@ -234,7 +240,7 @@ class Service:
         runs that start afterwards; an invalid one is rejected, the old one kept, and the
         reason logged and counted. Runs in flight keep the rules they started with."""
         try:
-            new = ruleset.build(self.config.checks, self.ruleset.generation + 1)
+            new = ruleset.build(self.config.checks, self.ruleset.generation + 1, self.windows)
             bands = self.gate.load_bands() if self.gate is not None else None
         except (InputError, ValueError) as e:
             self.telemetry["faultgate_config_reloads"].labels("rejected").inc()

@@ -33,15 +33,33 @@ class BindingConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WindowsConfig:
+    """The store behind windowed budgets (policy ``max_calls`` / ``limits`` with ``within``
+    or ``per: session | agent``): other runs' counts, bounded. See ``checks/window_store.py``."""
+
+    # keys are (binding, budget, session or agent, argument value); past this many the least
+    # recently used is dropped whole (faultgate_window_evicted_keys_total)
+    max_keys: int = 100_000
+    # a budget of N needs N + 1 events inside its window to be exact; past this many a key's
+    # oldest go (faultgate_window_evicted_events_total)
+    max_events_per_key: int = 1024
+
+    def validate(self) -> list[str]:
+        return [f"{k}: must be at least 1" for k in ("max_keys", "max_events_per_key") if getattr(self, k) < 1]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ChecksConfig:
     enabled: tuple[str, ...] | None = None  # None: every rule, plus golden/outcome when their files are set
     golden: str | None = None               # golden.json: expected answers by scenario key or prompt
     outcomes: str | None = None             # outcomes.json: true/false by scenario key or prompt
     # Per-agent rules, first match wins; reloaded on SIGHUP (runs in flight keep theirs).
     bindings: tuple[BindingConfig, ...] = ()
+    windows: WindowsConfig = WindowsConfig()  # the bounded store behind windowed budgets
 
     def validate(self) -> list[str]:
         from faultgate_stream.checks.registry import NAMES
 
         return [f"enabled: unknown check {n!r}; available: {', '.join(NAMES)}"
                 for n in self.enabled or () if n not in NAMES]
+

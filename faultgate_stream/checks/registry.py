@@ -14,6 +14,7 @@ from faultgate_stream.checks.repeated_call import RepeatedCall
 from faultgate_stream.checks.search_loop import SearchLoop
 from faultgate_stream.checks.truncation import Truncation
 from faultgate_stream.checks.unrecovered_tool_error import UnrecoveredToolError
+from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.checks.wrong_answer import WrongAnswer
 from faultgate_stream.model.errors import InputError
 
@@ -27,18 +28,20 @@ ALL: tuple[type[Check], ...] = (*RULES, *GOLDEN, Outcome, *EXTRA)
 NAMES = tuple(c.name for c in ALL)
 
 
-def policy_checks(policy: Policy) -> list[Check]:
+def policy_checks(policy: Policy, store: WindowStore | None = None, namespace: str = "") -> list[Check]:
     """What a policy file brings: the ``policy`` check with its keys, and, when its
     ``requires`` name interchangeable tools, an ``unrecovered_tool_error`` that counts a
-    success of an alternative as recovery (see that module)."""
-    out: list[Check] = [PolicyCheck(policy)]
+    success of an alternative as recovery (see that module). ``store`` and ``namespace``
+    are where its windowed budgets keep other runs' counts (``PolicyCheck``)."""
+    out: list[Check] = [PolicyCheck(policy, store=store, namespace=namespace)]
     if policy.alternatives:
         out.append(UnrecoveredToolError(policy.alternatives))
     return out
 
 
 def select(names: list[str] | None = None, *, golden: Golden | None = None,
-           outcomes: Outcomes | None = None, policy: Policy | None = None) -> list[Check]:
+           outcomes: Outcomes | None = None, policy: Policy | None = None,
+           store: WindowStore | None = None) -> list[Check]:
     """The checks to run. By default every rule, the golden checks when answers are given,
     and ``outcome`` when outcomes are. A named golden check without answers is an error:
     it would report nothing while looking like it ran."""
@@ -47,7 +50,7 @@ def select(names: list[str] | None = None, *, golden: Golden | None = None,
         wanted += ["outcome"] if outcomes is not None else []
     else:
         wanted = names
-    with_policy = {c.name: c for c in policy_checks(policy)} if policy is not None else {}
+    with_policy = {c.name: c for c in policy_checks(policy, store)} if policy is not None else {}
     out: list[Check] = []
     for n in wanted:
         if n in with_policy:

@@ -53,7 +53,10 @@ def checks_from_args(args: argparse.Namespace) -> list[Check]:
     if args.policy:
         from faultgate_stream.checks.policy import load_policy
         policy = load_policy(args.policy)
-    checks = select(names, golden=golden, outcomes=outcomes, policy=policy)
+    # one store for every run of this command: windowed budgets count across its runs
+    # (a file holding several runs of a session, in time order) and nothing else
+    from faultgate_stream.checks.window_store import WindowStore
+    checks = select(names, golden=golden, outcomes=outcomes, policy=policy, store=WindowStore())
     if args.spec:
         from faultgate_stream.checks.trajectory import checks_for, load_spec
         checks += checks_for(load_spec(args.spec))

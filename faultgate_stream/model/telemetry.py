@@ -203,6 +203,22 @@ CATALOG: tuple[MetricSpec, ...] = (
                ("agent", "version", "verdict"), "gate", external=True),
     MetricSpec("faultgate_shadow_gate_clean_rate", "gauge", "The window's clean rate under the shadow rules.",
                ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_window_keys", "gauge",
+               "Keys (binding, budget, session or agent, argument value) the windowed-budget store holds.",
+               (), "checks", external=True),
+    MetricSpec("faultgate_window_events", "gauge", "Timed events the windowed-budget store holds, over every key.",
+               (), "checks", external=True),
+    MetricSpec("faultgate_window_max_keys", "gauge", "The bound on the store's keys (checks.windows.max_keys).",
+               (), "checks", external=True),
+    MetricSpec("faultgate_window_evicted_keys", "counter",
+               "Keys dropped whole (least recently used) because the store held checks.windows.max_keys: their "
+               "budgets undercount from then on.", (), "checks", external=True),
+    MetricSpec("faultgate_window_evicted_events", "counter",
+               "Events dropped before their window ended: with an evicted key, or a key's oldest past "
+               "checks.windows.max_events_per_key.", (), "checks", external=True),
+    MetricSpec("faultgate_window_expired_events", "counter",
+               "Events dropped because they fell out of their budget's window (not a bound).", (), "checks",
+               external=True),
     MetricSpec("faultgate_check_errors", "counter",
                "Checks that raised on a run (a bug): that run got an undecided result for the check, the others "
                "went on.", ("check",), "verdict"),

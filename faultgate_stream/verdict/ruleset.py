@@ -18,6 +18,7 @@ from faultgate_stream.checks.expectations import Golden, Outcomes
 from faultgate_stream.checks.policy import load_policy
 from faultgate_stream.checks.registry import policy_checks, select
 from faultgate_stream.checks.trajectory import checks_for, load_spec
+from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.model.errors import InputError
 
 ANY_AGENT = "*"
@@ -89,9 +90,11 @@ class Ruleset:
         return out
 
 
-def build(config: ChecksConfig, generation: int = 0) -> Ruleset:
+def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None = None) -> Ruleset:
     """The ruleset a service's checks config describes: files read and validated now.
-    Raises ``InputError`` naming every bad file by its binding's path in the config."""
+    Raises ``InputError`` naming every bad file by its binding's path in the config.
+    ``store`` keeps windowed budgets' counts across runs and reloads: pass the same one
+    each time (the budgets of two bindings are kept apart by the binding's place)."""
     golden = Golden.load(config.golden) if config.golden else None
     # the outcome check joins with an outcomes file, or by name in ``enabled`` (then it
     # reads the root's faultgate.outcome attribute): the default set stays faultgate's
@@ -100,8 +103,8 @@ def build(config: ChecksConfig, generation: int = 0) -> Ruleset:
     bindings, problems = [], []
     for i, b in enumerate(config.bindings):
         try:
-            bound = _checks_of(b.policy, b.spec)
-            shadow = _checks_of(b.shadow.policy, b.shadow.spec)
+            bound = _checks_of(b.policy, b.spec, store, f"bindings[{i}]")
+            shadow = _checks_of(b.shadow.policy, b.shadow.spec, store, f"bindings[{i}].shadow")
         except InputError as e:
             problems.append(f"checks.bindings[{i}]: {e}")
             continue
@@ -116,10 +119,10 @@ def build(config: ChecksConfig, generation: int = 0) -> Ruleset:
     return Ruleset(checks, tuple(bindings), generation, _digest((config.golden, config.outcomes), every_run))
 
 
-def _checks_of(policy: str, spec: str) -> list[Check]:
+def _checks_of(policy: str, spec: str, store: WindowStore | None = None, namespace: str = "") -> list[Check]:
     out: list[Check] = []
     if policy:
-        out += policy_checks(load_policy(policy))
+        out += policy_checks(load_policy(policy), store, namespace)
     if spec:
         out += checks_for(load_spec(spec))
     return out

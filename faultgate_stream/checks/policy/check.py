@@ -4,7 +4,8 @@ Without a policy file only the default ``deny_patterns`` apply. The verdict list
 reasons in faultgate 0.4.1's order, so the two tools' reports read alike: for each step,
 allowlist, denied pattern, argument size, then the business rules (limits, identity,
 values, requires, required_args, confirmation); then the per-value budgets, the
-incomplete run (``require_complete``) and the call budget (``max_calls``).
+incomplete run (``require_complete``), the call budget (``max_calls``), then the windowed
+budgets (``windows``: counted over a time window, a session or an agent).
 
 Early findings. ``observe`` reports, when a call arrives, what that call alone decides:
 an unlisted tool, a denied pattern, oversized arguments, an argument out of its limits, a
@@ -32,6 +33,8 @@ from faultgate_stream.checks.policy.identity import IdentityRule
 from faultgate_stream.checks.policy.requires import Requires
 from faultgate_stream.checks.policy.rule import CallRule
 from faultgate_stream.checks.policy.schema import Policy
+from faultgate_stream.checks.policy.windows import WindowedBudgets
+from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.checks.signals import step_errors
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, SpanRecord
@@ -82,14 +85,18 @@ class PolicyCheck(Check):
                    "value not allowed, missing required argument, missing confirmation, or (with "
                    "require_complete) an incomplete run.")
 
-    def __init__(self, policy: Policy | None = None) -> None:
+    def __init__(self, policy: Policy | None = None, *, store: WindowStore | None = None,
+                 namespace: str = "") -> None:
+        """``store`` keeps other runs' counts for windowed budgets per session or agent
+        (one is made when none is given); ``namespace`` keeps this check's counts apart
+        from another policy's in the same store."""
         self.policy = p = policy if policy is not None else Policy()
         self.deny = DenyPatterns(p.deny_patterns)  # compiled once, here
         self._allow = Allow(p.allow) if p.allow is not None else None
         self._size = MaxArgChars(p.max_arg_chars) if p.max_arg_chars is not None else None
         rules: list[CallRule] = []  # per-call business rules, in faultgate's order
-        if p.limits:
-            rules.append(Limits(p.limits))
+        if p.per_call_limits:
+            rules.append(Limits(p.per_call_limits))
         if p.identity is not None:
             rules.append(IdentityRule(p.identity))
         if p.values:
@@ -102,6 +109,7 @@ class PolicyCheck(Check):
             rules.append(ConfirmationRule(p.confirmation))
         self._rules = tuple(rules)
         self._budgets = PerValueBudgets(p.max_calls_per_arg) if p.max_calls_per_arg else None
+        self._windows = WindowedBudgets(p.windows, store, namespace) if p.windows else None
         self._deny_only = p.only_defaults
         # tools whose calls a history rule reads, kept as they arrive
         self._reads = frozenset(t for r in rules if r.history for t in r.reads)  # type: ignore[attr-defined]
@@ -197,7 +205,7 @@ class PolicyCheck(Check):
                 state.history.setdefault(key, a)
         # Counted per trace, as observe's state is: in the rare trace with two top-level
         # agents (two runs), their calls add up here, and only the verdict counts per run.
-        limit = self.policy.max_calls
+        limit = self.policy.run_max_calls
         if limit is not None and not mirrored:
             if not a.call_id or a.call_id not in state.call_ids:
                 state.call_ids.add(a.call_id)
@@ -219,21 +227,23 @@ class PolicyCheck(Check):
         memo = state.deny if state is not None else {}
         steps = run.steps
         if self._deny_only:
-            bad = []
+            bad, window_gap = [], ""
             for st in steps:
                 pattern = self._first_match(memo, st.arguments)
                 if pattern:
                     bad.append(f"step {st.index}: argument matches denied pattern {pattern!r}")
         else:
-            bad = self._violations(memo, run)
+            bad, window_gap = self._violations(memo, run)
         if bad:
             return self.result(True, "; ".join(bad))
         gap = run.steps_not_captured(MISSING_TOOL_ARGUMENTS)
         if gap:
             return self.undecided(gap)
+        if window_gap:
+            return self.undecided(window_gap)
         return self.result(False, f"{len(steps)} calls within policy")
 
-    def _violations(self, memo: dict[str, str | None], run: Run) -> list[str]:
+    def _violations(self, memo: dict[str, str | None], run: Run) -> tuple[list[str], str]:
         steps = run.steps
         errors = step_errors(run)  # shared with other checks through run.derived
         spans: dict[str, SpanRecord] = {}
@@ -258,7 +268,11 @@ class PolicyCheck(Check):
             bad += self._budgets.check(ctx, [st.index for st in steps])
         if self.policy.require_complete:
             bad += incomplete(run)
-        limit = self.policy.max_calls
+        limit = self.policy.run_max_calls
         if limit is not None and len(steps) > limit:
             bad.append(max_calls_reason(len(steps), limit))
-        return bad
+        gap = ""
+        if self._windows is not None:
+            over, gap = self._windows.check(ctx, steps, run)
+            bad += over
+        return bad, gap

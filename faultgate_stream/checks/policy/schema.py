@@ -7,8 +7,12 @@ allow                tool names; any other tool is a violation          ``allow`
 deny_patterns        regexes searched in the argument text (defaults    ``deny_patterns``
                      below, active without a policy file)
 max_arg_chars        most characters of one call's argument text        ``arguments``
-max_calls            most tool calls in a run                           ``budgets``
-limits               ``{tool, arg, min?, max?}``: numeric bounds         ``arguments``
+max_calls            most tool calls in a run; or ``{max, within?,       ``budgets``,
+                     per?, tools?, by?}`` (one or a list): calls        ``windows``
+                     counted over a time window, a session or an agent
+limits               ``{tool, arg, min?, max?}``: numeric bounds;        ``arguments``,
+                     ``{tool, arg, sum: true, max, within?, per?,       ``windows``
+                     by?}``: a running total of the argument
 identity             ``{arg, session_attr?, tools?}``: argument equals   ``identity``
                      a root-span attribute (default ``enduser.id``)
 values               ``{tool, arg, allowed}``: text allowlist            ``arguments``
@@ -50,6 +54,18 @@ from faultgate_stream.model.errors import InputError
 # OpenTelemetry attribute for the authenticated user.
 DEFAULT_SESSION_ATTR = "enduser.id"
 PREDICATE_OPS = ("equals", "in", "not_in", "exists")
+# What a windowed budget counts over (``per``): one run, the runs of one session
+# (``session.id``, else ``gen_ai.conversation.id``), or every run of one agent.
+WINDOW_SCOPES = ("run", "session", "agent")
+_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$")
+_WINDOW_NS = {"ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9, "d": 86400 * 10**9}
+
+
+def window_ns(text: str) -> int:
+    """``10m`` -> nanoseconds (span times are nanoseconds). ``text`` was validated by ``window``."""
+    m = _WINDOW.match(text)
+    assert m is not None, text
+    return int(float(m.group(1)) * _WINDOW_NS[m.group(2)])
 
 
 class PolicyError(InputError):
@@ -99,6 +115,28 @@ def at_least_one(where: str, v: Any, problems: list[str]) -> Any:
 def count_or_null(where: str, v: Any, problems: list[str]) -> Any:
     # null is "off", as a missing key is (faultgate reads it so)
     return v if v is None or (_is_whole(v) and v >= 0) else _bad(problems, where, "must be a whole number >= 0")
+
+
+def window(where: str, v: Any, problems: list[str]) -> Any:
+    # kept as written ("10m"): reasons name the window as the policy does
+    if isinstance(v, str) and _WINDOW.match(v) and window_ns(v) > 0:
+        return v.strip()
+    return _bad(problems, where, "must be a duration like 30s, 10m, 24h or 7d")
+
+
+def scope(where: str, v: Any, problems: list[str]) -> Any:
+    return v if v in WINDOW_SCOPES else _bad(problems, where, f"must be one of {', '.join(WINDOW_SCOPES)}")
+
+
+def call_budget(where: str, v: Any, problems: list[str]) -> Any:
+    """``max_calls``: a whole number (faultgate's per-run budget), or windowed budgets: one
+    object or a list of them (``CallWindow``)."""
+    if isinstance(v, Mapping):
+        got = _record(CallWindow, where, v, problems)
+        return got if got is _INVALID else (got,)
+    if isinstance(v, list) and v and all(isinstance(x, Mapping) for x in v):
+        return records(CallWindow)(where, v, problems)
+    return count_or_null(where, v, problems)
 
 
 def flag(where: str, v: Any, problems: list[str]) -> Any:
@@ -210,16 +248,67 @@ class _Record:
         return []
 
 
+class _Windowed:
+    """What a windowed budget adds: where its count is kept (``per``), over how long
+    (``within``; none: as long as the store keeps the key) and by which argument value
+    (``by``: refunds per customer)."""
+
+    within: str | None
+    per: str | None
+    by: str | None
+
+    @property
+    def scope(self) -> str:
+        return self.per or "run"
+
+    @property
+    def within_ns(self) -> int | None:
+        return window_ns(self.within) if self.within else None
+
+
 @dataclass(frozen=True, kw_only=True)
-class Limit(_Record):
-    """A numeric floor and/or ceiling on one argument of one tool (``issue_refund.amount``)."""
+class CallWindow(_Record, _Windowed):
+    """``max_calls`` as an object: at most ``max`` calls (to ``tools``, else any tool)
+    ``within`` a window, ``per`` run, session or agent, optionally per value of ``by``."""
+
+    max: int = key(count_or_null, required=True)
+    within: str | None = key(window, default=None)
+    per: str | None = key(scope, default=None)
+    tools: frozenset[str] | None = key(tool_set, default=None)
+    by: str | None = key(text, default=None)
+
+    def problems(self, where: str) -> list[str]:
+        if self.max is None:
+            return [f"policy: {where}.max must be a whole number >= 0"]
+        if self.by is not None and self.tools is None:
+            # every tool would need the argument, and a call without it fails closed
+            return [f"policy: {where}.by needs 'tools' (the tools that carry {self.by!r})"]
+        return []
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limit(_Record, _Windowed):
+    """A numeric floor and/or ceiling on one argument of one tool (``issue_refund.amount``);
+    with ``sum: true``, a ceiling on the running total of that argument ``within`` a
+    window, ``per`` run, session or agent, optionally per value of ``by``."""
 
     tool: str = key(text, required=True)
     arg: str = key(text, required=True)  # a dotted path into the JSON arguments
     min: float | None = key(finite_number, default=None)
     max: float | None = key(finite_number, default=None)
+    sum: bool = key(flag, default=False)
+    within: str | None = key(window, default=None)
+    per: str | None = key(scope, default=None)
+    by: str | None = key(text, default=None)
 
     def problems(self, where: str) -> list[str]:
+        if self.sum:
+            if self.max is None or self.min is not None:
+                return [f"policy: {where} with 'sum' needs 'max' and takes no 'min' (a ceiling on a running total)"]
+            return []
+        extra = [k for k in ("within", "per", "by") if getattr(self, k) is not None]
+        if extra:
+            return [f"policy: {where}.{extra[0]} needs 'sum': true (a bound on one call's value has no window)"]
         if self.min is None and self.max is None:
             return [f"policy: {where} needs 'min' or 'max'"]
         if self.min is not None and self.max is not None and self.min > self.max:
@@ -345,7 +434,8 @@ class Policy:
 
     allow: frozenset[str] | None = key(tool_set, default=None)
     deny_patterns: tuple[str, ...] = key(patterns, default=DEFAULT_DENY_PATTERNS)
-    max_calls: int | None = key(count_or_null, default=None)
+    # a whole number (faultgate's), or windowed budgets (``CallWindow``s): see ``run_max_calls``
+    max_calls: int | tuple[CallWindow, ...] | None = key(call_budget, default=None)
     max_arg_chars: int | None = key(count_or_null, default=None)
     limits: tuple[Limit, ...] = key(records(Limit), default=())
     identity: Identity | None = key(record(Identity), default=None)
@@ -370,6 +460,23 @@ class Policy:
         if problems:
             raise PolicyError(problems, source)
         return cls(**values)
+
+    @property
+    def run_max_calls(self) -> int | None:
+        """faultgate's ``max_calls``: the most tool calls in one run (windowed ones aside)."""
+        return self.max_calls if isinstance(self.max_calls, int) else None
+
+    @property
+    def per_call_limits(self) -> tuple[Limit, ...]:
+        """``limits`` on one call's value (faultgate's); running totals are ``windows``."""
+        return tuple(lim for lim in self.limits if not lim.sum)
+
+    @property
+    def windows(self) -> tuple[CallWindow | Limit, ...]:
+        """The budgets counted across calls in a window, session or agent, in policy
+        order: windowed ``max_calls``, then ``limits`` with ``sum``."""
+        calls = self.max_calls if isinstance(self.max_calls, tuple) else ()
+        return (*calls, *(lim for lim in self.limits if lim.sum))
 
     @property
     def only_defaults(self) -> bool:
