@@ -32,6 +32,7 @@ finding (``finish`` still sees every step).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -173,7 +174,27 @@ def find_stall(calls: list[Call]) -> list[Call] | None:
 
 # --------------------------------------------------------------------------- waste
 
-def waste(spans: Iterable[SpanRecord], wasted: list[Call]) -> str:
+class Waste(NamedTuple):
+    """What the calls inside a loop cost. ``None``: no span in the loop recorded it."""
+
+    steps: int
+    seconds: float | None
+    tokens: float | None
+    cost_usd: float | None
+
+    def text(self) -> str:
+        parts = [f"{self.steps} step{'s' if self.steps != 1 else ''}",
+                 f"{self.seconds:.2f} s" if self.seconds is not None else "seconds not recorded",
+                 f"{self.tokens:,.0f} tokens" if self.tokens is not None else "tokens not recorded",
+                 f"${self.cost_usd:.4f}" if self.cost_usd is not None else "cost not recorded"]
+        return "wasted inside the loop: " + ", ".join(parts)
+
+    def measures(self) -> tuple[tuple[str, float], ...]:
+        """The recorded figures, for ``CheckResult.measures`` (and so the waste metrics)."""
+        return tuple((k, float(v)) for k, v in zip(self._fields, self) if v is not None)
+
+
+def measure_waste(spans: Iterable[SpanRecord], wasted: list[Call]) -> Waste:
     """Steps, seconds, tokens and cost spent inside the loop: the calls after its first,
     and every span that started in their window (the model calls that chose them)."""
     by_id = {s.span_id: s for s in spans}
@@ -195,11 +216,8 @@ def waste(spans: Iterable[SpanRecord], wasted: list[Call]) -> str:
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
             cost += v
             cost_seen = True
-    parts = [f"{len(wasted)} step{'s' if len(wasted) != 1 else ''}",
-             f"{(end - start) / 1e9:.2f} s" if end > start else "seconds not recorded",
-             f"{tokens:,.0f} tokens" if token_seen else "tokens not recorded",
-             f"${cost:.4f}" if cost_seen else "cost not recorded"]
-    return "wasted inside the loop: " + ", ".join(parts)
+    return Waste(len(wasted), (end - start) / 1e9 if end > start else None,
+                 tokens if token_seen else None, cost if cost_seen else None)
 
 
 def _describe(shape: str, loop: list[Call]) -> str:
@@ -261,7 +279,9 @@ class Loop(Check):
             loop = find(calls)
             if loop is not None:
                 wasted = loop[1:] if shape != "ping-pong" else loop[2:]
-                return self.result(True, f"{_describe(shape, loop)}; {waste(run.spans, wasted)}")
+                cost = measure_waste(run.spans, wasted)
+                return dataclasses.replace(self.result(True, f"{_describe(shape, loop)}; {cost.text()}"),
+                                           measures=cost.measures())
         if blind or unseen:
             # the unrecorded calls may sit inside a loop, or break one that seems to be there
             return self.undecided(run.steps_not_captured(_TOOL_CONTENT) or unseen)

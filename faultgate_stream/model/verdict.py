@@ -47,6 +47,9 @@ class CheckResult:
     # The check could not see its input (content not captured): neither fired nor passed.
     # ``fired`` is False and ``confidence`` 0, so code that only knows "fired" stays right.
     undecided: bool = False
+    # What a check measured on the run, as (name, value) pairs: the loop's waste (steps,
+    # seconds, tokens, cost_usd, each only when recorded), which metrics add up by agent.
+    measures: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,11 @@ from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 
 
+# CheckResult.measures name -> the counter it adds to (only the loop check measures these)
+WASTE = {"steps": "faultgate_loop_waste_steps", "seconds": "faultgate_loop_waste_seconds",
+         "tokens": "faultgate_loop_waste_tokens", "cost_usd": "faultgate_loop_waste_cost_usd"}
+
+
 class MetricsSink:
     """A ``VerdictConsumer``."""
 
@@ -38,6 +43,11 @@ class MetricsSink:
         t["faultgate_runs"].labels(agent, v.verdict, v.completion.value).inc(exemplar=ex)
         for r in v.fired:
             t["faultgate_check_fired"].labels(agent, r.check, r.severity.value).inc(exemplar=ex)
+            for name, value in r.measures:
+                # the loop's waste, one counter per figure it measured; a sender's negative
+                # token count is not waste (and a counter refuses it)
+                if name in WASTE and value > 0:
+                    t[WASTE[name]].labels(agent).inc(value, exemplar=ex)
         for r in v.shadow:
             if r.fired:
                 t["faultgate_shadow_check_fired"].labels(agent, r.check).inc(exemplar=ex)
