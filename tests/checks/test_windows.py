@@ -273,3 +273,12 @@ def test_check_over_a_file_with_several_runs_of_one_session_fires_on_the_run_ove
     fired = {r["trace_id"]: r for r in results if r["detected"]}
     assert list(fired) == [runs[2][0].trace_id]
     assert "6 tool calls > max 5 within 10m per session 'S-7'" in fired[runs[2][0].trace_id]["reason"]
+
+
+def test_the_example_policy_loads_with_its_windowed_budgets_and_its_per_call_limit():
+    from pathlib import Path
+
+    from faultgate_stream.checks.policy import load_policy
+
+    p = load_policy(Path(__file__).resolve().parents[2] / "examples" / "policies" / "session-budgets.yaml")
+    assert len(p.windows) == 4 and [lim.max for lim in p.per_call_limits] == [500]
