@@ -8,8 +8,10 @@ day) needs what earlier runs did, so that state lives here, in one object the se
 A key is (namespace, budget, scope value, argument value): the namespace keeps apart the
 same budget in two bindings (and a shadow policy from the enforced one); the budget is its
 definition, so a reload that keeps a budget keeps its counts. Each key holds events
-``(span start ns, amount)`` grouped by the run that made them: a run recorded again (its
-verdict amended) replaces its own events instead of adding to them.
+``(span start ns, amount)`` sorted by time, each tagged with the run that made it: a run
+recorded again (its verdict amended) replaces its own events instead of adding to them,
+and a run reads back only the slice of time its own calls' windows cover, so the cost of
+a hot key's long history is a bisection, not a copy.
 
 Bounded, and every bound counted:
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from bisect import bisect_right, insort
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -65,11 +68,16 @@ def bounded_value(v: str) -> str:
 
 
 class _Entry:
-    __slots__ = ("runs", "events")
+    __slots__ = ("events", "runs")
 
     def __init__(self) -> None:
-        self.runs: dict[str, list[Event]] = {}  # run id -> its events, in recording order
-        self.events = 0
+        # (span start ns, amount, run id), sorted: a window is a slice found by bisection,
+        # and the oldest events are the front, so every bound is one slice deletion
+        self.events: list[tuple[int, float, str]] = []
+        self.runs: set[str] = set()  # runs that may have events here (a superset: trims leave ids)
+
+
+_AFTER = float("inf")  # sorts after any amount: (t, _AFTER) follows every event at time t
 
 
 class WindowStore:
@@ -89,58 +97,53 @@ class WindowStore:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def exchange(self, key: StoreKey, run_id: str, own: Sequence[Event], window_ns: int | None) -> list[Event]:
-        """The events other runs recorded under ``key``, then ``own`` recorded as
-        ``run_id``'s (replacing what that run recorded before), in one step."""
+    def exchange(self, key: StoreKey, run_id: str, own: Sequence[Event], window_ns: int | None,
+                 after_ns: int | None = None, until_ns: int | None = None) -> list[Event]:
+        """The events other runs recorded under ``key`` with ``after_ns < t <= until_ns``
+        (either end open when None), then ``own`` recorded as ``run_id``'s (replacing what
+        that run recorded before), in one step. ``window_ns`` is the budget's window: events
+        older than the key's newest minus it are dropped."""
         with self._lock:
             entry = self._keys.get(key)
             if entry is None:
                 entry = self._keys[key] = _Entry()
             else:
                 self._keys.move_to_end(key)
-            others = [e for rid, evs in entry.runs.items() if rid != run_id for e in evs]
-            previous = entry.runs.pop(run_id, None)
-            if previous is not None:
-                entry.events -= len(previous)
-                self.events -= len(previous)
+            evs = entry.events
+            if run_id in entry.runs:  # judged again (an amended verdict): its old events go
+                kept = [e for e in evs if e[2] != run_id]
+                self.events -= len(evs) - len(kept)
+                evs = entry.events = kept
+            lo = 0 if after_ns is None else bisect_right(evs, (after_ns, _AFTER))
+            hi = len(evs) if until_ns is None else bisect_right(evs, (until_ns, _AFTER))
+            others = [Event(t, a) for t, a, _ in evs[lo:hi]]
             if own:
-                entry.runs[run_id] = list(own)
-                entry.events += len(own)
+                entry.runs.add(run_id)
+                for t, a in own:
+                    insort(evs, (t, a, run_id))
                 self.events += len(own)
             self._trim(entry, window_ns)
-            if not entry.runs:
+            if not entry.events:
                 del self._keys[key]
             while len(self._keys) > self.max_keys:
                 _, dropped = self._keys.popitem(last=False)
                 self.evicted_keys += 1
-                self.evicted_events += dropped.events
-                self.events -= dropped.events
+                self.evicted_events += len(dropped.events)
+                self.events -= len(dropped.events)
             return others
 
     def _trim(self, entry: _Entry, window_ns: int | None) -> None:
-        if window_ns is not None and entry.events:
-            newest = max(e.t_ns for evs in entry.runs.values() for e in evs)
-            self._drop(entry, lambda e: e.t_ns <= newest - window_ns, expired=True)
-        over = entry.events - self.max_events_per_key
+        evs = entry.events
+        if window_ns is not None and evs:
+            cut = bisect_right(evs, (evs[-1][0] - window_ns, _AFTER))  # t <= newest - window
+            if cut:
+                del evs[:cut]
+                self.expired_events += cut
+                self.events -= cut
+        over = len(evs) - self.max_events_per_key
         if over > 0:
-            cut = sorted(e.t_ns for evs in entry.runs.values() for e in evs)[over - 1]
-            # the oldest ``over`` events; a tie at the cut goes too, so the bound holds
-            self._drop(entry, lambda e: e.t_ns <= cut, expired=False)
-
-    def _drop(self, entry: _Entry, old, *, expired: bool) -> None:
-        for rid in list(entry.runs):
-            evs = entry.runs[rid]
-            kept = [e for e in evs if not old(e)]
-            gone = len(evs) - len(kept)
-            if not gone:
-                continue
-            entry.events -= gone
-            self.events -= gone
-            if expired:
-                self.expired_events += gone
-            else:
-                self.evicted_events += gone
-            if kept:
-                entry.runs[rid] = kept
-            else:
-                del entry.runs[rid]
+            del evs[:over]
+            self.evicted_events += over
+            self.events -= over
+        if len(entry.runs) > 2 * self.max_events_per_key:  # ids of runs trimmed away
+            entry.runs = {e[2] for e in evs}

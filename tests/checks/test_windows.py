@@ -282,3 +282,11 @@ def test_the_example_policy_loads_with_its_windowed_budgets_and_its_per_call_lim
 
     p = load_policy(Path(__file__).resolve().parents[2] / "examples" / "policies" / "session-budgets.yaml")
     assert len(p.windows) == 4 and [lim.max for lim in p.per_call_limits] == [500]
+
+
+def test_a_run_reads_back_only_the_events_its_windows_can_hold():
+    store = WindowStore()
+    key = StoreKey("", "b", "S", "")
+    store.exchange(key, "r1", [Event(t, 1.0) for t in (10, 20, 30, 40)], None)
+    assert store.exchange(key, "r2", [], None, after_ns=20, until_ns=30) == [Event(30, 1.0)]
+    assert store.exchange(key, "r2", [], None, until_ns=20) == [Event(10, 1.0), Event(20, 1.0)]

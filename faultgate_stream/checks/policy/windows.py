@@ -150,8 +150,10 @@ class WindowedBudgets:
             others: list[Event] = []
             if b.scope != "run" and scope_value is not None and self.store is not None:
                 key = StoreKey(self.namespace, b.ident, bounded_value(scope_value), bounded_value(value))
-                others = self.store.exchange(key, f"{run.key}#{run.agent}",
-                                             [Event(t, a) for t, a, _ in events], b.within_ns)
+                # only what can fall in a window of this run's calls is read back
+                after = min(t for t, _, _ in events) - b.within_ns if b.within_ns is not None else None
+                others = self.store.exchange(key, f"{run.key}#{run.agent}", [Event(t, a) for t, a, _ in events],
+                                             b.within_ns, after, max(t for t, _, _ in events))
             reason = self._over(b, events, others, scope_value, value, ctx, steps)
             if reason:
                 bad.append(reason + (" (this run alone: it carries no session.id or gen_ai.conversation.id)"
