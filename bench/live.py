@@ -399,7 +399,32 @@ def stop(children: list[Child]) -> None:
             c.proc.wait(timeout=5)
 
 
-def service_config(workdir: Path, name: str, export_port: int | None) -> Path:
+# ``--extra-checks``: the same service with issue 13's checks on, each its own process in the
+# same rounds. ``bound`` holds every run to a per-run policy through a binding (what any
+# policy file costs live); ``window`` adds windowed budgets to that policy (per session,
+# and a running total per session and query: the workload's runs share 32 conversation ids
+# and fixed span times, so each key fills to checks.windows.max_events_per_key, a hot
+# key's worst case); ``loop`` is the default rules plus ``loop``.
+EXTRA_CHECKS = {
+    "loop": ("checks:\n  enabled: [search_loop, abstention, policy, repeated_call, unrecovered_tool_error, "
+             "context_overflow, loop]\n", None),
+    "bound": ("", "max_calls: 100000\n"),
+    "window": ("", "max_calls: [{max: 100000, within: 10m, per: session}]\n"
+               "limits: [{tool: lookup_order, arg: limit, sum: true, max: 1000000000000, within: 24h, per: session, "
+               "by: query}]\n"),
+}
+
+
+def extra_config(workdir: Path, name: str) -> list[str]:
+    checks, policy = EXTRA_CHECKS[name]
+    if policy is None:
+        return checks.splitlines()
+    path = workdir / f"{name}-policy.yaml"
+    path.write_text(policy)
+    return ["checks:", "  bindings:", f'    - {{agents: ["*"], policy: "{path}"}}']
+
+
+def service_config(workdir: Path, name: str, export_port: int | None, extra: list[str] | None = None) -> Path:
     # Port 0 everywhere: the kernel picks free loopback ports and the service names them in
     # its "started" log line, so two benches (or a test run) never collide.
     lines = [
@@ -416,6 +441,7 @@ def service_config(workdir: Path, name: str, export_port: int | None) -> Path:
     ]
     if export_port is not None:
         lines += ["export:", f'  endpoint: "127.0.0.1:{export_port}"', "  tls: {insecure: true}"]
+    lines += extra or []
     path = workdir / f"{name}.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -820,6 +846,11 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     print(f"  export-on / off     throughput  {spread(export_cost, '.3f')}"
           f"   (export adds {med([e.cpu_us_per_span - s.cpu_us_per_span for e, s in zip(results['export'], results['service'])]):.2f}"
           f" CPU us/span)")
+    for c, base in (("loop", "service"), ("bound", "service"), ("window", "bound")):
+        if c in results:
+            ratio = [x / b if b else float("nan") for x, b in zip(per_round[c], per_round[base])]
+            added = med([x.cpu_us_per_span - b.cpu_us_per_span for x, b in zip(results[c], results[base])])
+            print(f"  {c + ' / ' + base:<20}throughput  {spread(ratio, '.3f')}   ({c} adds {added:.2f} CPU us/span)")
     peers = [c for c in configs if c in PEERS]
     vs_peer = {c: [e / t if t else float("nan") for e, t in zip(per_round["export"], per_round[c])] for c in peers}
     for c in peers:
@@ -1060,6 +1091,8 @@ def main() -> int:
     p.add_argument("--soak", type=float, metavar="MINUTES", help="after the rounds, MINUTES one-minute windows at "
                                                                    "half the export-on maximum: throughput, RSS and "
                                                                    "verdict delay per minute")
+    p.add_argument("--extra-checks", action="store_true", help="also measure the service with loop on, with a "
+                   "bound per-run policy, and with windowed budgets added to it (issue 13)")
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
                                                            "groupbytrace (the peers)")
     p.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
@@ -1132,6 +1165,12 @@ def main() -> int:
         wait_started(service)
         wait_started(export)
         servers = {"null": null, "service": service, "export": export}
+        if args.extra_checks:
+            for name in EXTRA_CHECKS:
+                servers[name] = spawn(name, serve_argv(service_config(workdir, name, None, extra_config(workdir, name))),
+                                      workdir, server_cpu)
+                children.append(servers[name])
+                wait_started(servers[name])
         binary = collector_binary() if not args.no_peers else None
         if binary is not None:
             for name in PEERS:

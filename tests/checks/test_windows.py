@@ -189,7 +189,7 @@ def test_a_run_recorded_again_replaces_its_events_instead_of_adding_them():
     key = StoreKey("", "b", "S", "")
     store.exchange(key, "run-1", [Event(1, 1.0), Event(2, 1.0)], None)
     store.exchange(key, "run-1", [Event(1, 1.0), Event(2, 1.0)], None)
-    assert store.exchange(key, "run-2", [], None) == [Event(1, 1.0), Event(2, 1.0)]
+    assert store.others(key, "run-2") == [Event(1, 1.0), Event(2, 1.0)]
     assert store.events == 2
 
 
@@ -208,7 +208,7 @@ def test_the_store_drops_the_least_recent_key_past_max_keys_and_counts_it():
     for s in ("a", "b", "c"):
         store.exchange(StoreKey("", "b", s, ""), "r", [Event(1, 1.0), Event(2, 1.0)], None)
     assert len(store) == 2 and store.evicted_keys == 1 and store.evicted_events == 2 and store.events == 4
-    assert store.exchange(StoreKey("", "b", "a", ""), "other", [], None) == []  # forgotten: undercounts from now
+    assert store.others(StoreKey("", "b", "a", ""), "other") == []  # forgotten: undercounts from now
 
 
 def test_a_key_keeps_at_most_max_events_the_newest_by_span_time():
@@ -216,7 +216,7 @@ def test_a_key_keeps_at_most_max_events_the_newest_by_span_time():
     key = StoreKey("", "b", "S", "")
     store.exchange(key, "r1", [Event(5, 1.0), Event(1, 1.0)], None)
     store.exchange(key, "r2", [Event(3, 1.0), Event(4, 1.0)], None)
-    assert sorted(e.t_ns for e in store.exchange(key, "r3", [], None)) == [3, 4, 5]
+    assert [e.t_ns for e in store.others(key, "r3")] == [3, 4, 5]
     assert store.evicted_events == 1
 
 
@@ -225,7 +225,7 @@ def test_events_older_than_the_window_expire_and_are_counted_apart_from_eviction
     key = StoreKey("", "b", "S", "")
     store.exchange(key, "r1", [Event(0, 1.0)], 10)
     store.exchange(key, "r2", [Event(100, 1.0)], 10)
-    assert store.exchange(key, "r3", [], 10) == [Event(100, 1.0)]
+    assert store.others(key, "r3") == [Event(100, 1.0)]
     assert store.expired_events == 1 and store.evicted_events == 0
 
 
@@ -287,6 +287,7 @@ def test_the_example_policy_loads_with_its_windowed_budgets_and_its_per_call_lim
 def test_a_run_reads_back_only_the_events_its_windows_can_hold():
     store = WindowStore()
     key = StoreKey("", "b", "S", "")
-    store.exchange(key, "r1", [Event(t, 1.0) for t in (10, 20, 30, 40)], None)
-    assert store.exchange(key, "r2", [], None, after_ns=20, until_ns=30) == [Event(30, 1.0)]
-    assert store.exchange(key, "r2", [], None, until_ns=20) == [Event(10, 1.0), Event(20, 1.0)]
+    store.exchange(key, "r1", [Event(t, a) for t, a in ((10, 1.0), (20, 2.0), (30, 4.0), (40, 8.0))], None)
+    found = store.exchange(key, "r2", [], None, after_ns=10, until_ns=30)
+    assert found.times == [20, 30] and found.total(None, 30) == (6.0, 2) and found.total(20, 30) == (4.0, 1)
+    assert store.exchange(key, "r2", [], None, until_ns=20).total(None, 40) == (3.0, 2)

@@ -29,11 +29,13 @@ the root span, the last to arrive.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 
 from faultgate_stream.checks.policy.facts import ABSENT, Calls, number
 from faultgate_stream.checks.policy.schema import CallWindow, Limit
-from faultgate_stream.checks.window_store import Event, StoreKey, WindowStore, bounded_value
+from faultgate_stream.checks.window_store import Event, Slice, StoreKey, WindowStore, bounded_value
 from faultgate_stream.model.records import Step
 from faultgate_stream.model.run import Run
 
@@ -147,14 +149,14 @@ class WindowedBudgets:
         alone = b.scope != "run" and scope_value is None
         fired = False
         for value, events in own.items():
-            others: list[Event] = []
+            found: Slice | None = None
             if b.scope != "run" and scope_value is not None and self.store is not None:
                 key = StoreKey(self.namespace, b.ident, bounded_value(scope_value), bounded_value(value))
                 # only what can fall in a window of this run's calls is read back
                 after = min(t for t, _, _ in events) - b.within_ns if b.within_ns is not None else None
-                others = self.store.exchange(key, f"{run.key}#{run.agent}", [Event(t, a) for t, a, _ in events],
-                                             b.within_ns, after, max(t for t, _, _ in events))
-            reason = self._over(b, events, others, scope_value, value, ctx, steps)
+                found = self.store.exchange(key, f"{run.key}#{run.agent}", [Event(t, a) for t, a, _ in events],
+                                            b.within_ns, after, max(t for t, _, _ in events))
+            reason = self._over(b, events, found, scope_value, value, ctx, steps)
             if reason:
                 bad.append(reason + (" (this run alone: it carries no session.id or gen_ai.conversation.id)"
                                      if alone else ""))
@@ -163,31 +165,27 @@ class WindowedBudgets:
             gaps.append(f"per session: no session.id or gen_ai.conversation.id on the run, so only its own calls "
                         f"were counted against max {_num(b.max)}")
 
-    def _over(self, b: _Budget, events: list[tuple[int, float, int]], others: list[Event],
+    def _over(self, b: _Budget, events: list[tuple[int, float, int]], found: Slice | None,
               scope_value: str | None, value: str, ctx: Calls, steps: Sequence[Step]) -> str | None:
         """The reason for the first of this run's calls at which the window's total
-        exceeds the budget, or None."""
-        # (time, 0 for other runs' events so a tie counts them first, step, amount)
-        timeline = sorted([(e.t_ns, 0, 0, e.amount) for e in others] + [(t, 1, i, a) for t, a, i in events])
-        total, lo = 0.0, 0
-        for hi, (t, mine, index, amount) in enumerate(timeline):
-            total += amount
-            if b.within_ns is not None:
-                while timeline[lo][0] <= t - b.within_ns:
-                    total -= timeline[lo][3]
-                    lo += 1
-            if mine and total > b.max + 1e-9:
-                inside = timeline[lo:hi + 1]
-                mine_in = [x[2] for x in inside if x[1]]
-                other_n = sum(1 for x in inside if not x[1])
-                where = next(c.where for c, st in zip(ctx.calls, steps) if st.index == index)
-                shown = ", ".join(map(str, mine_in[:SHOWN_STEPS])) + (
-                    f" and {len(mine_in) - SHOWN_STEPS} more" if len(mine_in) > SHOWN_STEPS else "")
-                earlier = ""
-                if other_n:
-                    other_total = sum(x[3] for x in inside if not x[1])
-                    earlier = (f"; {other_n} in earlier runs" if b.arg is None else
-                               f"; {_num(other_total)} in {other_n} call(s) of earlier runs")
-                return (f"{where}: {b.what(total)} {b.where(scope_value, value)} "
-                        f"(step(s) {shown} of this run{earlier})")
+        exceeds the budget, or None. ``events`` are in step order, which is start order;
+        ``found`` holds other runs' events (at a tie in time, they count first)."""
+        times = [t for t, _, _ in events]
+        cum = [0.0, *accumulate(a for _, a, _ in events)]
+        for i, (t, _, index) in enumerate(events):
+            start = t - b.within_ns if b.within_ns is not None else None
+            lo = bisect_right(times, start, 0, i) if start is not None else 0
+            other_total, other_n = found.total(start, t) if found is not None else (0.0, 0)
+            total = cum[i + 1] - cum[lo] + other_total
+            if total <= b.max + 1e-9:
+                continue
+            mine_in = [x[2] for x in events[lo:i + 1]]
+            where = next(c.where for c, st in zip(ctx.calls, steps) if st.index == index)
+            shown = ", ".join(map(str, mine_in[:SHOWN_STEPS])) + (
+                f" and {len(mine_in) - SHOWN_STEPS} more" if len(mine_in) > SHOWN_STEPS else "")
+            earlier = ""
+            if other_n:
+                earlier = (f"; {other_n} in earlier runs" if b.arg is None else
+                           f"; {_num(other_total)} in {other_n} call(s) of earlier runs")
+            return f"{where}: {b.what(total)} {b.where(scope_value, value)} (step(s) {shown} of this run{earlier})"
         return None
