@@ -45,7 +45,8 @@ class WindowsConfig:
     max_events_per_key: int = 1024
 
     def validate(self) -> list[str]:
-        return [f"{k}: must be at least 1" for k in ("max_keys", "max_events_per_key") if getattr(self, k) < 1]
+        return [f"{k}: must be at least 1, not {getattr(self, k)}" for k in ("max_keys", "max_events_per_key")
+                if getattr(self, k) < 1]
 
 
 @dataclass(frozen=True, kw_only=True)
