@@ -1,0 +1,111 @@
+"""What issue 13's checks cost per span, in process: CPU time of assembling and judging the
+live bench's workload with the default rules, with ``loop`` added, with a per-run policy,
+and with windowed budgets in that policy, interleaved in rounds.
+
+    .venv/bin/python bench/checks_cost.py [--rounds 7] [--requests 40]
+
+The workload is ``bench/live.py``'s (``build_template``): requests of 32 runs of 16 spans,
+read once into records, then fed request by request through the assembler and evaluator
+(fresh trace ids per request, so every run is decided). Its 32 conversation ids repeat in
+every request with the same span times, so each windowed-budget key fills to
+``checks.windows.max_events_per_key``: a hot key's worst case. CPU time
+(``time.process_time``) rather than wall time, medians of the rounds, and the differences
+are taken within a round: on a shared machine this is steadier than ``bench/live.py
+--extra-checks``, which measures the same configurations end to end over gRPC.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from live import SPANS_PER_RUN, build_template  # noqa: E402
+
+from faultgate_stream.assemble.assembler import Assembler  # noqa: E402
+from faultgate_stream.checks.loop import Loop  # noqa: E402
+from faultgate_stream.checks.policy import Policy, PolicyCheck  # noqa: E402
+from faultgate_stream.checks.registry import select  # noqa: E402
+from faultgate_stream.checks.window_store import WindowStore  # noqa: E402
+from faultgate_stream.model.clock import ManualClock  # noqa: E402
+from faultgate_stream.model.verdict import Completion  # noqa: E402
+from faultgate_stream.pipeline import OFFLINE_LIMITS, VerdictList  # noqa: E402
+from faultgate_stream.read import otlp_proto  # noqa: E402
+from faultgate_stream.verdict.evaluate import Evaluator  # noqa: E402
+
+WINDOWED = {"max_calls": [{"max": 100000, "within": "10m", "per": "session"}],
+            "limits": [{"tool": "lookup_order", "arg": "limit", "sum": True, "max": 10**12, "within": "24h",
+                        "per": "session", "by": "query"}]}
+
+
+def configs(store: WindowStore) -> dict:
+    return {
+        "default": lambda: select(None),
+        "loop": lambda: select(None) + [Loop()],
+        "bound": lambda: select(None) + [PolicyCheck(Policy.from_mapping({"max_calls": 100000}))],
+        "window": lambda: select(None) + [PolicyCheck(Policy.from_mapping(WINDOWED), store=store)],
+    }
+
+
+def template_spans() -> list:
+    body, _, _ = build_template(32, random.Random(20261129))
+    return otlp_proto.read(otlp_proto.parse(body)).spans
+
+
+def requests(spans: list, n: int, first: int) -> list[list]:
+    """``n`` requests with trace ids never used before (``first`` on), as the live bench
+    patches them: every run is new to the store too, never a run judged again."""
+    return [[s._replace(trace_id=f"{i:08x}{s.trace_id[8:]}") for s in spans] for i in range(first, first + n)]
+
+
+def cpu_us_per_span(checks: list, reqs: list[list]) -> float:
+    sink = VerdictList()
+    assembler = Assembler(Evaluator(checks, sink), ManualClock(), OFFLINE_LIMITS)
+    t0 = time.process_time()
+    for r in reqs:
+        assembler.add(r)
+        assembler.close_all(Completion.COMPLETE)
+    spent = time.process_time() - t0
+    assert len(sink.verdicts) * SPANS_PER_RUN == sum(len(r) for r in reqs)
+    return spent / sum(len(r) for r in reqs) * 1e6
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--requests", type=int, default=40, help="requests of 512 spans per configuration and round")
+    args = p.parse_args()
+    spans = template_spans()
+    store = WindowStore()  # one for every round: keys stay full, the hot case
+    made = configs(store)
+    results: dict[str, list[float]] = {k: [] for k in made}
+    print(f"{'round':>5} " + " ".join(f"{k:>10}" for k in made) + "   (CPU us per span)")
+    first = 0
+    for rnd in range(1, args.rounds + 1):
+        for name, build in made.items():
+            reqs = requests(spans, args.requests, first)
+            first += args.requests
+            results[name].append(cpu_us_per_span(build(), reqs))
+        print(f"{rnd:>5} " + " ".join(f"{results[k][-1]:>10.2f}" for k in made), flush=True)
+    med = {k: statistics.median(v) for k, v in results.items()}
+
+    def added(a: str, b: str) -> float:
+        return statistics.median([x - y for x, y in zip(results[a], results[b])])
+
+    print(f"median CPU us/span: " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
+    print(f"loop adds {added('loop', 'default'):.2f}; a bound per-run policy adds {added('bound', 'default'):.2f}; "
+          f"windowed budgets add {added('window', 'bound'):.2f} over it (store: {len(store)} keys, "
+          f"{store.events} events, {store.evicted_events} evicted)")
+    print(f"RESULT loop_us_per_span={added('loop', 'default'):.2f} bound_us_per_span={added('bound', 'default'):.2f} "
+          f"window_us_per_span={added('window', 'bound'):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
