@@ -30,6 +30,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from faultgate_stream import __version__
+from faultgate_stream.export.spans import wire
 from faultgate_stream.model.verdict import CheckResult, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
 
@@ -141,3 +142,47 @@ def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) 
         rec.attributes.extend(_evaluation_attributes(r, redact, digest))
         out.append(rec)
     return out
+
+
+# Distinct evaluation results kept encoded. Most results repeat from run to run (a check
+# that passed says the same thing each time); a fired check's reason names steps and
+# values, so the table is cleared when full rather than grown (the bench workload needs
+# a few dozen entries).
+MAX_CACHED_EVALUATIONS = 4096
+
+
+class VerdictBytes:
+    """The verdict as bytes to append to a root's own encoding: ``write_verdict``'s result
+    for a root that carries no ``faultgate.*`` attribute yet (nothing to replace), without
+    decoding the root. Building each evaluation's attributes cost ~60 ``KeyValue``s per
+    root, more than the checks of its run (bench/README.md); their encodings are cached by
+    result. Holds only bytes and strings, so the collector does not walk it."""
+
+    def __init__(self, redact: Redact) -> None:
+        self._redact = redact
+        self._events: dict[tuple, bytes] = {}
+
+    @staticmethod
+    def applies_to(span: bytes) -> bool:
+        """True when ``span`` (an encoded root) holds no ``faultgate.`` text at all, so no
+        attribute of ours is on it yet. Content that merely mentions the prefix takes the
+        decoding path (``write_verdict``), which gives the same result."""
+        return VERDICT_KEYS_PREFIX.encode() not in span
+
+    def __call__(self, v: RunVerdict, end_ns: int) -> bytes:
+        out = Span(attributes=verdict_attributes(v, self._redact)).SerializeToString()
+        when = end_ns or v.last_end_ns or v.decided_ns
+        head = Span.Event(time_unix_nano=when, name=EVENT).SerializeToString()
+        for r, digest in zip(v.results, _digests(v)):
+            out += wire.field(wire.SPAN_EVENTS, head + self._evaluation(r, digest))
+        return out
+
+    def _evaluation(self, r: CheckResult, digest: str) -> bytes:
+        key = (r.check, r.fired, r.undecided, r.reason, r.severity, digest)
+        got = self._events.get(key)
+        if got is None:
+            if len(self._events) >= MAX_CACHED_EVALUATIONS:
+                self._events.clear()
+            got = self._events[key] = Span.Event(
+                attributes=_evaluation_attributes(r, self._redact, digest)).SerializeToString()
+        return got

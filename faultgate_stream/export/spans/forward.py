@@ -9,6 +9,7 @@ at once, carrying the earlier verdict. Every span received is exported exactly o
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -19,7 +20,7 @@ from faultgate_stream.export.spans.queue import Item
 from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.spans.split import chunks
 from faultgate_stream.model.consumers import SpanConsumer
-from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.records import INVOKE_AGENT, SpanRecord
 
 
 class Forwarder:
@@ -44,6 +45,61 @@ class Forwarder:
         return result
 
     def _forward(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:
+        cfg = self._s.config
+        if cfg.mode == "verdict_only" or cfg.strip_content or not self._forward_request(request, spans, result):
+            self._forward_each(request, spans, result)
+
+    def _forward_request(self, request: ExportTraceServiceRequest, spans: list[SpanRecord],
+                         result: AddResult) -> bool:
+        """Passthrough of a request whose every span was taken: its root candidates are
+        taken out of the parsed request (held, or annotated when late) and the rest is
+        serialized by upb in one call, with no Python work per span beyond finding the
+        roots among the records. False, having changed nothing, when the records are not
+        the request's spans in order (the reader rejected some)."""
+        scopes = [(rs, ss) for rs in request.resource_spans for ss in rs.scope_spans]
+        starts, total = [], 0
+        for _, ss in scopes:
+            starts.append(total)
+            total += len(ss.spans)
+        if total != len(spans):
+            return False
+        roots = [i for i, s in enumerate(spans) if s.operation == INVOKE_AGENT or not s.parent_id]
+        where = []
+        for i in roots:
+            at = bisect_right(starts, i) - 1
+            span = scopes[at][1].spans[i - starts[at]]
+            if span.span_id.hex() != spans[i].span_id or span.trace_id.hex() != spans[i].trace_id:
+                return False
+            where.append((at, i - starts[at], span))
+        taken: dict[int, list[int]] = {}
+        framing: dict[int, tuple[bytes, bytes]] = {}  # scope index -> its resource and scope, encoded
+        for (at, k, span), i in zip(where, roots):
+            tid, sid = spans[i].trace_id, spans[i].span_id
+            late = result.late_runs.get(sid) or result.decided_duplicates.get(sid) or result.closed_runs.get(sid)
+            if late is None:
+                rs, ss = scopes[at]
+                if at not in framing:
+                    framing[at] = (rs.resource.SerializeToString(), ss.scope.SerializeToString())
+                resource, scope = framing[at]
+                held = HeldSpan(resource, rs.schema_url, scope, ss.schema_url, span.SerializeToString(),
+                                span.end_time_unix_nano)
+                if self._s.held.hold(tid, sid, held):
+                    taken.setdefault(at, []).append(k)
+            else:
+                # as in _forward_each: a root after its run's verdict goes out at once with it
+                v = self._s.cache.get(late)
+                if v is not None and v.root_span_id == sid:
+                    annotate.write_verdict(span, v, self._s.redact)
+        for at, ks in taken.items():
+            spans_of = scopes[at][1].spans
+            for k in reversed(ks):
+                del spans_of[k]
+        if total - sum(len(ks) for ks in taken.values()):
+            for payload, count in chunks(request, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
+                self._s.queue.put(Item("traces", payload, count))
+        return True
+
+    def _forward_each(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:
         # The reader decided which spans are valid; a span it rejected is not among the
         # records, was never acknowledged, and is not forwarded.
         accepted = {(s.trace_id, s.span_id) for s in spans}
@@ -67,7 +123,8 @@ class Forwarder:
                                 or result.closed_runs.get(sid))
                         if late is None:
                             held = HeldSpan(rs.resource.SerializeToString(), rs.schema_url,
-                                            ss.scope.SerializeToString(), ss.schema_url, span.SerializeToString())
+                                            ss.scope.SerializeToString(), ss.schema_url, span.SerializeToString(),
+                                            span.end_time_unix_nano)
                             if self._s.held.hold(tid, sid, held):
                                 continue
                         else:

@@ -14,6 +14,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
+from faultgate_stream.export.spans import wire
+
 
 @dataclass(frozen=True, slots=True)
 class HeldSpan:
@@ -22,6 +24,13 @@ class HeldSpan:
     scope: bytes
     scope_schema: str
     span: bytes
+    end_ns: int = 0  # the span's end time: its evaluation events are stamped with it
+
+    def request_entry(self, span: bytes) -> bytes:
+        """``span`` (this span's encoding, annotated or not) as one ``resource_spans``
+        entry of an export request, under this span's resource and scope."""
+        return wire.resource_spans_entry(self.resource, self.resource_schema, self.scope, self.scope_schema,
+                                         wire.field(wire.SCOPE_SPANS_SPANS, span))
 
     def resource_spans(self, span: Span | None = None) -> ResourceSpans:
         rs = ResourceSpans(resource=Resource.FromString(self.resource), schema_url=self.resource_schema)

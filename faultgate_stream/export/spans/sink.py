@@ -8,7 +8,6 @@ from __future__ import annotations
 
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -16,7 +15,7 @@ from faultgate_stream.export.spans import annotate
 from faultgate_stream.export.spans.held import HeldSpan
 from faultgate_stream.export.spans.queue import Item
 from faultgate_stream.export.spans.state import ExportState
-from faultgate_stream.export.spans.split import chunks
+from faultgate_stream.export.spans.split import packed
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 
 
@@ -25,6 +24,7 @@ class SpanSink:
 
     def __init__(self, state: ExportState) -> None:
         self._s = state
+        self._verdict_bytes = annotate.VerdictBytes(state.redact)
 
     def early(self, finding: EarlyFinding) -> None:
         """Early findings reach the spans with the run's verdict."""
@@ -41,18 +41,29 @@ class SpanSink:
             self._logs(v, root)
 
     def export_held(self, held: dict[str, HeldSpan], v: RunVerdict | None) -> None:
-        """Queue released spans (their room is already reserved); the root gets ``v``."""
+        """Queue released spans (their room is already reserved); the root gets ``v``.
+        Spans stay bytes: a root that carries none of our attributes gets the verdict
+        appended to its encoding (``annotate.VerdictBytes``); only stripping content, or
+        replacing attributes of ours already on it, decodes one."""
         if not held:
             return
-        request = ExportTraceServiceRequest()
+        strip = self._s.config.strip_content
+        entries = []
         for sid, h in held.items():
-            span = Span.FromString(h.span)
-            if self._s.config.strip_content:
-                annotate.strip_content(span)
-            if v is not None and sid == v.root_span_id:
-                annotate.write_verdict(span, v, self._s.redact)
-            request.resource_spans.append(h.resource_spans(span))
-        for payload, n in chunks(request, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
+            is_root = v is not None and sid == v.root_span_id
+            if strip or (is_root and not self._verdict_bytes.applies_to(h.span)):
+                span = Span.FromString(h.span)
+                if strip:
+                    annotate.strip_content(span)
+                if is_root:
+                    annotate.write_verdict(span, v, self._s.redact)
+                body = span.SerializeToString()
+            elif is_root:
+                body = h.span + self._verdict_bytes(v, h.end_ns)
+            else:
+                body = h.span
+            entries.append(h.request_entry(body))
+        for payload, n in packed(entries, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
             self._s.queue.put(Item("traces", payload, n))
 
     def _logs(self, v: RunVerdict, root: HeldSpan | None) -> None:

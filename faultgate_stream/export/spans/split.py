@@ -39,3 +39,19 @@ def chunks(request: ExportTraceServiceRequest, max_spans: int, max_bytes: int) -
                 size += cost
     if n:
         yield out.SerializeToString(), n
+
+
+def packed(entries: list[bytes], max_spans: int, max_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """``chunks`` for spans already encoded one per ``resource_spans`` entry: (payload,
+    spans) pieces of at most ``max_spans`` entries and about ``max_bytes`` bytes; an entry
+    over ``max_bytes`` goes alone."""
+    group: list[bytes] = []
+    size = 0
+    for e in entries:
+        if group and (len(group) + 1 > max_spans or size + len(e) > max_bytes):
+            yield b"".join(group), len(group)
+            group, size = [], 0
+        group.append(e)
+        size += len(e)
+    if group:
+        yield b"".join(group), len(group)
