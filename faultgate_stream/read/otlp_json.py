@@ -195,7 +195,8 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str],
         raise InputError(f"{_where(place)}.{bad}: {s.get(bad)!r} is not a nanosecond time (0 to 2^64-1)")
     code = st.get("code", 0)
     return build_span(tid, sid, parent, name, start, end,
-                      code if type(code) is int else _status(code, place), str(st.get("message", "")), attrs)
+                      code if type(code) is int else _status(code, place), str(st.get("message", "")), attrs,
+                      owned=True)
 
 
 def read(doc: dict[str, Any]) -> list[SpanRecord]:

@@ -32,6 +32,7 @@ log = structlog.get_logger("faultgate_stream.verdict")
 class _TraceState:
     ruleset: Ruleset
     states: list[Any]
+    observing: tuple[int, ...]  # indexes of the checks that look at spans as they arrive
     bound_states: dict[int, Any] = field(default_factory=dict)   # id(check) -> early state
     agents: NearestAgent = field(default_factory=NearestAgent)  # span -> its nearest agent's name
     early: list[EarlyFinding] = field(default_factory=list)
@@ -46,6 +47,7 @@ class Evaluator:
         self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
+        self._observing_memo: tuple[Ruleset, tuple[int, ...]] | None = None
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
 
     # A check that raises is a bug, never an answer about the run: that run gets an error
@@ -84,8 +86,18 @@ class Evaluator:
         st = self._traces.get(trace_id)
         if st is None:
             rs = self.ruleset
-            st = self._traces[trace_id] = _TraceState(rs, [c.start() for c in rs.checks])
+            st = self._traces[trace_id] = _TraceState(rs, [c.start() for c in rs.checks], self._observing(rs))
         return st
+
+    def _observing(self, rs: Ruleset) -> tuple[int, ...]:
+        """The checks of ``rs`` that override ``observe``: most only judge the finished run,
+        and calling their no-op ``observe`` on every span cost more than the ones that
+        look (worked out once per ruleset)."""
+        memo = self._observing_memo
+        if memo is None or memo[0] is not rs:
+            memo = self._observing_memo = (rs, tuple(i for i, c in enumerate(rs.checks)
+                                                     if type(c).observe is not Check.observe))
+        return memo[1]
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
@@ -97,8 +109,11 @@ class Evaluator:
 
     def span_arrived(self, span: SpanRecord) -> None:
         st = self._state(span.trace_id)
-        for check, state in zip(st.ruleset.checks, st.states):
-            self._early(st, check, self._observe(check, state, span), span, "")
+        checks, states = st.ruleset.checks, st.states
+        for i in st.observing:
+            reason = self._observe(checks[i], states[i], span)
+            if reason:
+                self._early(st, checks[i], reason, span, "")
         if not st.ruleset.bindings:
             return
         st.agents.add(span.span_id, span.parent_id,
@@ -125,7 +140,7 @@ class Evaluator:
         st = self._traces.pop(run.trace_id, None)
         if st is None:
             rs = self.ruleset
-            st = _TraceState(rs, [c.start() for c in rs.checks])
+            st = _TraceState(rs, [c.start() for c in rs.checks], self._observing(rs))
         setup_only = bool(run.spans) and all(s.operation == CREATE_AGENT for s in run.spans)
         results = () if setup_only else self._results(st, run)
         members = {s.span_id for s in run.spans}
