@@ -37,7 +37,7 @@ class SpanExporter:
     def _work(self) -> None:
         cfg = self._config
         while True:
-            items = self._queue.take(cfg.max_batch_spans, cfg.max_batch_bytes, timeout=0.2)
+            items = self._queue.take(cfg.max_batch_spans, cfg.max_batch_bytes, timeout=0.2, linger=cfg.linger)
             if not items:
                 if self._abort.is_set() or self._queue.closed:
                     return

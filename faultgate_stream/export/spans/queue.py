@@ -39,6 +39,7 @@ class SendQueue:
         self._items: deque[Item] = deque()
         self._reserved = 0       # spans accepted and not yet exported or failed
         self._queued_spans = 0
+        self._queued_bytes = 0   # payload bytes queued, for a lingering take
         self._cv = threading.Condition()
         self._closed = False
         self.full_refusals = 0
@@ -82,6 +83,7 @@ class SendQueue:
             self._number(item)
             self._items.append(item)
             self._queued_spans += item.spans
+            self._queued_bytes += len(item.payload)
             self._cv.notify_all()
 
     def _number(self, item: Item) -> None:
@@ -111,18 +113,32 @@ class SendQueue:
             self._number(item)
             self._items.append(item)
             self._queued_records += item.records
+            self._queued_bytes += len(item.payload)
             self._cv.notify_all()
             return True
 
-    def take(self, max_spans: int, max_bytes: int, timeout: float) -> list[Item]:
-        """Items of one kind, up to the limits (at least one item), waiting up to ``timeout``."""
+    def take(self, max_spans: int, max_bytes: int, timeout: float, linger: float = 0.0) -> list[Item]:
+        """Items of one kind, up to the limits (at least one item), waiting up to ``timeout``
+        for the first. Then, for up to ``linger`` seconds, more are let in until the
+        limits are reached: each export call has a fixed cost, and taking only what was
+        queued sent ~90 spans a call under load (bench/README.md). Closing ends the wait."""
         deadline = time.monotonic() + timeout
         with self._cv:
-            while not self._items:
-                left = deadline - time.monotonic()
-                if self._closed or left <= 0:
-                    return []
-                self._cv.wait(left)
+            while True:
+                while not self._items:
+                    left = deadline - time.monotonic()
+                    if self._closed or left <= 0:
+                        return []
+                    self._cv.wait(left)
+                if linger > 0:
+                    full_by = time.monotonic() + linger
+                    while not self._closed and self._queued_spans < max_spans and self._queued_bytes < max_bytes:
+                        left = full_by - time.monotonic()
+                        if left <= 0:
+                            break
+                        self._cv.wait(left)
+                if self._items:  # another worker may have taken them meanwhile
+                    break
             first = self._items.popleft()
             out, spans, size = [first], first.spans, len(first.payload)
             while self._items:
@@ -133,6 +149,7 @@ class SendQueue:
                 spans += nxt.spans
                 size += len(nxt.payload)
             self._queued_spans -= spans
+            self._queued_bytes -= size
             self._queued_records -= sum(i.records for i in out)
             for i in out:
                 self._sending[id(i)] = self._seq_of.pop(id(i))
