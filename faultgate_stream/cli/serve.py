@@ -59,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from faultgate_stream.cli import ports
+    from faultgate_stream.cli import heap, ports
     from faultgate_stream.service import Service, configure_logging
 
     try:
@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     except (InputError, OSError, RuntimeError) as e:  # grpc reports a failed bind as RuntimeError
         print(f"faultgate-stream: cannot start: {e}", file=sys.stderr)
         return 2
+    heap.settle()
     stop.wait()
     # A shutdown that outlives its grace is a bug to find: every thread's stack goes to
     # stderr before a supervisor's SIGKILL can come (the process carries on meanwhile).

@@ -12,6 +12,9 @@ from faultgate_stream.export.metrics.labels import BoundedLabel
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 
+# Agent names kept masked; beyond ``metrics.max_agents`` they fold into "other" anyway.
+MAX_MASKED = 4096
+
 
 # CheckResult.measures name -> the counter it adds to (only the loop check measures these)
 WASTE = {"steps": "faultgate_loop_waste_steps", "seconds": "faultgate_loop_waste_seconds",
@@ -27,8 +30,21 @@ class MetricsSink:
         bounded = BoundedLabel("agent", max_agents, telemetry["faultgate_label_values_folded"],
                                telemetry["faultgate_label_values_shortened"], max_label_length)
         mask = redact or (lambda s: s)
-        # masked before it is cut: an email or a key in an agent name must not leave half-masked
-        self.agent = lambda name: bounded(mask(name))
+        masked: dict[str, str] = {}
+
+        def agent(name: str) -> str:
+            # masked before it is cut: an email or a key in an agent name must not leave
+            # half-masked. A service sees few agent names, and masking one ran every
+            # redaction pattern on every verdict: each name is masked once (the table is
+            # cleared at MAX_MASKED, so a flood of names costs time, not memory).
+            m = masked.get(name)
+            if m is None:
+                if len(masked) >= MAX_MASKED:
+                    masked.clear()
+                m = masked[name] = mask(name)
+            return bounded(m)
+
+        self.agent = agent
 
     def early(self, finding: EarlyFinding) -> None:
         self.t["faultgate_check_early_fired"].labels(self.agent(finding.agent), finding.check).inc(
