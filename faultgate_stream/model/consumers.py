@@ -8,11 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-import structlog
-
 from faultgate_stream.model.records import RunKey, SpanRecord
 
-_log = structlog.get_logger("faultgate_stream.verdict")
+
+
+def _log() -> Any:
+    # imported on first use: the offline command never logs a sink failure, and loading
+    # structlog (and the asyncio it imports) was a tenth of its start-up
+    import structlog
+
+    return structlog.get_logger("faultgate_stream.verdict")
 
 if TYPE_CHECKING:
     from faultgate_stream.model.run import Run
@@ -63,7 +68,7 @@ class VerdictFanout:
 
     def _failed(self, sink: object) -> None:
         name = type(sink).__name__
-        _log.exception("sink_failed", sink=name)
+        _log().exception("sink_failed", sink=name)
         if self._on_error is not None:
             self._on_error(name)
 

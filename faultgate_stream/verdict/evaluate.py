@@ -11,21 +11,26 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
-
-import structlog
+from typing import TYPE_CHECKING, Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.consumers import VerdictConsumer
 from faultgate_stream.model.records import CREATE_AGENT, RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
-from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
-log = structlog.get_logger("faultgate_stream.verdict")
+if TYPE_CHECKING:  # the offline command needs no metrics library
+    from faultgate_stream.model.telemetry import Telemetry
+
+
+def _log() -> Any:
+    # imported on first use, as in model/consumers.py: offline start-up need not load it
+    import structlog
+
+    return structlog.get_logger("faultgate_stream.verdict")
 
 
 @dataclass
@@ -54,7 +59,7 @@ class Evaluator:
     # result for that check (counted, logged with its traceback), and every other check
     # and every other run goes on as if nothing happened (issue 9, defect 1).
     def _failed(self, check: Check, where: str, run_key: object) -> None:
-        log.exception("check_failed", check=check.name, stage=where, run=str(run_key))
+        _log().exception("check_failed", check=check.name, stage=where, run=str(run_key))
         if self._errors is not None:
             self._errors.labels(check.name).inc()
 
