@@ -80,3 +80,46 @@ def _hex_id_without_shortcut(raw: str, nbytes: int) -> str | None:
 @given(st.text(alphabet="0123456789abcdefABCDEF +/=xg", max_size=40), st.sampled_from([8, 16]))
 def test_hex_id_shortcut_agrees_with_the_full_check(raw, nbytes):
     assert hex_id(raw, nbytes) == _hex_id_without_shortcut(raw, nbytes)
+
+
+ATTR_KEYS = st.sampled_from([
+    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion", "error.type",
+    "gen_ai.prompt.0.content", "gen_ai.completion.0.content", "llm.input_messages.0.message.content",
+    "traceloop.span.kind", "input.value", "gen_ai.agent.name", "custom.key",
+])
+ATTR_VALUES = st.sampled_from(["execute_tool", "chat", "invoke_agent", "tool", "x", '{"a": 1}', "",
+                               "Sorry, need more steps to process this request.",
+                               '[{"role": "assistant", "parts": [{"type": "text", '
+                               '"content": "Sorry, need more steps to process this request."}]}]']) | st.integers()
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(ATTR_KEYS, ATTR_VALUES, max_size=8), st.sampled_from(["execute_tool lookup", "chat", "agent"]))
+def test_a_span_read_from_attributes_it_owns_is_the_span_read_from_a_copy(attrs, name):
+    """``build_span(owned=True)`` keeps the reader's dict instead of copying it: same record."""
+    from faultgate_stream.read.conventions import build_span
+
+    given_copy = dict(attrs)
+    copied = build_span("t" * 32, "s" * 16, "p" * 16, name, 1, 2, 0, "", given_copy)
+    owned = build_span("t" * 32, "s" * 16, "p" * 16, name, 1, 2, 0, "", dict(attrs), owned=True)
+    assert owned == copied
+    assert given_copy == attrs  # a dict the caller did not give up is left as it was
+
+
+def test_a_request_read_with_ids_remembered_rejects_what_the_full_check_rejects():
+    """Ids are checked once per distinct value in a request: a 16-byte parent id equal to a
+    trace id is still not a span id."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from faultgate_stream.read.otlp_proto import read
+
+    tid = bytes(range(1, 17))
+    req = ExportTraceServiceRequest()
+    spans = req.resource_spans.add().scope_spans.add().spans
+    spans.add(trace_id=tid, span_id=b"\x01" * 8, name="root")
+    spans.add(trace_id=tid, span_id=b"\x02" * 8, parent_span_id=b"\x01" * 8, name="child")
+    spans.add(trace_id=tid, span_id=b"\x03" * 8, parent_span_id=tid, name="bad parent")
+    decoded = read(req)
+    assert [s.name for s in decoded.spans] == ["root", "child"]
+    assert decoded.rejected == 1 and "spans[2]: parent_span_id is not 8 bytes" in decoded.first_problem
