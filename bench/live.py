@@ -71,6 +71,7 @@ MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "16777216", "MALLOC_TRIM_THRESHOLD_": "1
 START_TIMEOUT_S = 30.0        # a server that has not said where it listens by then has failed
 DRAIN_TIMEOUT_S = 30.0        # runs still undecided this long after the load stopped: a finding
 CALL_TIMEOUT_S = 10.0
+SCRAPE_TIMEOUT_S = 30.0
 POLL_S = 0.05                 # how often start-up and drain are polled
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -594,7 +595,9 @@ _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 def scrape(port: int) -> dict[str, dict[str, float]]:
     """name -> {labels: value} from the Prometheus text exposition."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+    # 30 s, not 5: on a loaded machine a collector's scrape can stall for seconds, and one
+    # late scrape used to end the whole bench (seen with three benches and two soaks at once)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=SCRAPE_TIMEOUT_S) as r:
         text = r.read().decode()
     out: dict[str, dict[str, float]] = {}
     for line in text.splitlines():
