@@ -27,8 +27,10 @@ from faultgate_stream.export.metrics.config import MetricsConfig
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.stream.config import StreamConfig
 from faultgate_stream.gate.config import GateConfig
+from faultgate_stream.judge.config import JudgeConfig
 from faultgate_stream.model.settings import BYTES, DURATION
 from faultgate_stream.receive.config import ReceiveConfig
+from faultgate_stream.verdict.config import AmendConfig
 
 ENV_PREFIX = "FAULTGATE_STREAM__"
 # How often the completion scan runs; ingestion also runs it when a tick is overdue, so a
@@ -49,8 +51,15 @@ class ServiceConfig:
     stream: StreamConfig = StreamConfig()
     log: LogConfig = LogConfig()
     gate: GateConfig = GateConfig()
+    amend: AmendConfig = AmendConfig()
+    judge: JudgeConfig = JudgeConfig()
     tick: float = dataclasses.field(default=DEFAULT_TICK, metadata=DURATION)
     shutdown_grace: float = dataclasses.field(default=DEFAULT_SHUTDOWN_GRACE, metadata=DURATION)
+
+    def validate(self) -> list[str]:
+        if self.judge.spec and not self.amend.enabled:
+            return ["judge.spec: a live judge needs amend.enabled: true (its answers arrive as amended verdicts)"]
+        return []
 
 
 class ConfigError(ValueError):

@@ -35,6 +35,9 @@ from faultgate_stream.export.spans.sink import SpanSink
 from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.stream.sink import VerdictStream
 from faultgate_stream.gate.live import LiveGate
+from faultgate_stream.judge.contract import QUESTIONS
+from faultgate_stream.judge.openai import get_judge
+from faultgate_stream.judge.stage import JudgeStage, QueueGauge
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
@@ -45,6 +48,7 @@ from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
 from faultgate_stream.receive.kafka.replay import ReplayLedger
 from faultgate_stream.verdict import ruleset
+from faultgate_stream.verdict.amend import DecidedRuns
 from faultgate_stream.verdict.evaluate import Evaluator
 from faultgate_stream.verdict.redact import get_redactor
 
@@ -81,8 +85,9 @@ class Service:
         self.replays = self._build_replays()
         if self.replays is not None:
             sinks.append(self.replays)
-        self.evaluator = self._build_evaluate(VerdictFanout(sinks, self._sink_failed))
-        self.assembler = self._build_assemble(self.evaluator, clock or WallClock())
+        clock = clock or WallClock()
+        self.evaluator = self._build_evaluate(VerdictFanout(sinks, self._sink_failed), clock)
+        self.assembler = self._build_assemble(self.evaluator, clock)
         self.ingest = self._build_forward(self.assembler)
         self._ready = threading.Event()
         self._stopped = threading.Event()
@@ -106,7 +111,22 @@ class Service:
         self.gate = self._build_gate()
         if self.gate is not None:
             sinks.append(self.gate.sink)
+        self.judge = self._build_judge(redact)
+        if self.judge is not None:
+            sinks.append(self.judge)
         return sinks
+
+    def _build_judge(self, redact: Callable[[str], str]) -> JudgeStage | None:
+        """The live judge, when ``judge.spec`` is set: fed first verdicts like a sink, its
+        answers go back through the evaluator as amendments (``start``)."""
+        jc = self.config.judge
+        stage = None
+        if jc.spec:
+            asked = tuple(QUESTIONS[n] for n in jc.checks)
+            stage = JudgeStage(jc, get_judge(jc.spec, timeout=jc.timeout), lambda agent: asked, self.telemetry,
+                               self.threads, redact)
+        self.telemetry.registry.register(QueueGauge(stage))
+        return stage
 
     def _build_gate(self) -> LiveGate | None:
         """The rolling gate, when bands are configured: fed verdicts like the other sinks,
@@ -140,8 +160,12 @@ class Service:
 
     # -- verdict, assemble ----------------------------------------------------------------
 
-    def _build_evaluate(self, sinks: VerdictConsumer) -> Evaluator:
-        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry)
+    def _build_evaluate(self, sinks: VerdictConsumer, clock: Clock) -> Evaluator:
+        """With ``amend`` on, decided runs are kept a while, so that late spans (and judge
+        answers) can amend their verdicts."""
+        amend = self.config.amend
+        decided = DecidedRuns(amend, clock, self.telemetry) if amend.enabled else None
+        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided)
 
     def _build_assemble(self, evaluator: Evaluator, clock: Clock) -> LiveAssembler:
         config = self.config
@@ -221,6 +245,8 @@ class Service:
     def start(self) -> None:
         if self.exporter is not None:
             self.exporter.start()
+        if self.judge is not None:
+            self.judge.start(self.evaluator)
         self.assembler.start()
         self.metrics_http.start()
         if self.kafka is not None:
@@ -267,6 +293,9 @@ class Service:
             # first: its runs in flight are finished or handed over, not closed as shutdown
             self.kafka.stop()
         runs = self.assembler.shutdown(Completion.SHUTDOWN)
+        if self.judge is not None:
+            # before the sinks close: a call in progress gets its timeout, the rest is counted
+            self.judge.stop(min(grace, self.config.judge.timeout))
         if self.stream is not None:
             self.stream.close()  # after the shutdown verdicts are queued: subscribers get them, then OK
         out: dict[str, Any] = {"runs_completed_at_shutdown": runs}

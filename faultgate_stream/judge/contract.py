@@ -28,6 +28,10 @@ class JudgeError(Exception):
     """The judge gave no usable answer: the question stays undecided, never "not detected"."""
 
 
+class JudgeTimeout(JudgeError):
+    """The judge did not answer within its timeout (counted apart from other errors live)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Question:
     """A judge check: the check name its result is reported under, and what it asks."""

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from faultgate_stream.judge.contract import Judgement, JudgeError
+from faultgate_stream.judge.contract import Judgement, JudgeError, JudgeTimeout
 
 KEY_ENV = "FAULTGATE_JUDGE_API_KEY"
 SYSTEM = ("You judge one run of an AI agent from its trace. {question}\n"
@@ -53,6 +53,8 @@ class OpenAIJudge:
                                    preload_content=False)
             data = r.read(MAX_REPLY_BYTES + 1)
             r.release_conn()
+        except urllib3.exceptions.TimeoutError as e:
+            raise JudgeTimeout(f"{self.name}: no answer from {self.url}: {type(e).__name__}") from e
         except urllib3.exceptions.HTTPError as e:
             raise JudgeError(f"{self.name}: no answer from {self.url}: {type(e).__name__}") from e
         if r.status != 200:

@@ -56,6 +56,11 @@ EXPORT_FAILED_REASONS = ("retries_exhausted", "shutdown", "downstream_rejected",
                          "resource_exhausted", "failed_precondition", "unimplemented", "internal",
                          "unauthenticated", "unknown", "http_4xx", "http_5xx")
 RELOAD_RESULTS = ("applied", "rejected")
+# verdict/amend.py: why a decided run left the amendment store
+AMEND_EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
+CHECK_OUTCOMES = ("fired", "passed", "undecided")
+# judge/stage.py: why a judge question about a decided run was not answered
+JUDGE_SKIPPED_REASONS = ("budget", "queue_full", "timeout", "error", "evicted", "shutdown", "internal_error")
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,33 @@ CATALOG: tuple[MetricSpec, ...] = (
                "The bound on bytes held for runs in flight (assemble.max_bytes).", (), "assemble"),
     MetricSpec("faultgate_decision_cache_evictions", "counter",
                "Decided traces forgotten by the bounded decision cache.", (), "assemble"),
+    MetricSpec("faultgate_verdict_amendments", "counter",
+               "Amended verdicts (a late span or a judge changed a check's result; the run's verdict went out "
+               "again with a revision), by check whose result changed and its new result.",
+               ("agent", "check", "result"), "export/metrics"),
+    MetricSpec("faultgate_late_spans_unamendable", "counter",
+               "Late spans whose run the amendment store no longer held (evicted: see "
+               "faultgate_amend_store_evictions_total) or never held (not a run, or amend off): they carry "
+               "the earlier verdict and amend nothing.", (), "verdict"),
+    MetricSpec("faultgate_amend_store_evictions", "counter",
+               "Decided runs the amendment store let go of, by the bound that made room (amend.max_runs, "
+               "amend.max_bytes, amend.max_age, amend.max_run_spans).", ("reason",), "verdict",
+               values=(("reason", AMEND_EVICTION_REASONS),)),
+    MetricSpec("faultgate_amend_store_runs", "gauge", "Decided runs kept so that late spans can amend them.",
+               (), "verdict", external=True),
+    MetricSpec("faultgate_amend_store_bytes", "gauge", "Approximate bytes the amendment store holds.",
+               (), "verdict", external=True),
+    MetricSpec("faultgate_judge_answers", "counter",
+               "Judge questions answered about decided runs, by check and answer; each answer arrives as an "
+               "amended verdict.", ("check", "result"), "judge"),
+    MetricSpec("faultgate_judge_skipped", "counter",
+               "Judge questions about decided runs that got no answer, by reason: over judge.per_minute "
+               "(budget), judge.queue full (queue_full), no answer within judge.timeout (timeout), an error "
+               "or unusable reply (error), the run left the amendment store first (evicted), shutdown, "
+               "internal_error. The rule verdict stands; the question is not answered, never passed.",
+               ("reason",), "judge", values=(("reason", JUDGE_SKIPPED_REASONS),)),
+    MetricSpec("faultgate_judge_queue_runs", "gauge", "Decided runs waiting for the judge.", (), "judge",
+               external=True),
     MetricSpec("faultgate_exporter_sent_spans", "counter", "Spans the downstream accepted.", (), "export/spans"),
     MetricSpec("faultgate_exporter_failed_spans", "counter",
                "Spans the downstream refused for good, or that could not be sent before retries or shutdown ended.",

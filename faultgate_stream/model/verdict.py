@@ -93,6 +93,15 @@ class RunVerdict:
     # Results of the run's shadow rules (a binding's ``shadow``): reported in their own
     # series and never part of the verdict, which ``results`` alone makes.
     shadow: tuple[CheckResult, ...] = field(default=())
+    # An amended verdict (``verdict/amend.py``): the same run key again, after a late span or
+    # a judge changed a check's result. ``revision`` counts the amendments (0: the first
+    # verdict); ``previous`` is the verdict (clean/failed/undecided) it replaces;
+    # ``amended_checks`` the checks whose result changed; ``amended_by`` what caused it: the
+    # late span's id, or ``judge:<name>``.
+    revision: int = 0
+    previous: str = ""
+    amended_checks: tuple[str, ...] = ()
+    amended_by: str = ""
 
     @property
     def fired(self) -> tuple[CheckResult, ...]:

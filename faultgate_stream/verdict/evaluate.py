@@ -6,10 +6,18 @@ they arrive, and an early finding is passed on at once (once per trace and check
 run completes, every run's checks give their verdict over its sorted steps; checks bound
 to an agent judge that agent's view of the run (its nearest-agent steps), replayed in
 start order, so a bound check's verdict does not depend on arrival order either.
+
+With a store of decided runs (``amend``), a span that arrives after its run's verdict is
+added to the kept run, which is evaluated again from scratch (fresh states, every span in
+start order, as the first time); when that changes a check's result the run's verdict goes
+out again as an amendment (``verdict/amend.py``). Judge results reach a kept run the same
+way (``amend_judged``), from the judge stage's own thread: hence one lock around what goes
+to the sinks, so they always hear of one verdict at a time.
 """
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +28,7 @@ from faultgate_stream.model.records import CREATE_AGENT, RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.agents import agent_views
+from faultgate_stream.verdict.amend import Decided, DecidedRuns, amendment, changed_checks
 from faultgate_stream.verdict.ruleset import Ruleset
 
 if TYPE_CHECKING:  # the offline command needs no metrics library
@@ -48,12 +57,15 @@ class Evaluator:
     """A ``RunConsumer``: the assembler's next stage."""
 
     def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer, *,
-                 telemetry: Telemetry | None = None) -> None:
+                 telemetry: Telemetry | None = None, decided: DecidedRuns | None = None) -> None:
         self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
         self._observing_memo: tuple[Ruleset, tuple[int, ...]] | None = None
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
+        self.decided = decided
+        self._unamendable = telemetry["faultgate_late_spans_unamendable"] if telemetry is not None else None
+        self._publish = threading.Lock()
 
     # A check that raises is a bug, never an answer about the run: that run gets an error
     # result for that check (counted, logged with its traceback), and every other check
@@ -137,7 +149,8 @@ class Evaluator:
         finding = EarlyFinding(span.trace_id, span.span_id, check.name, reason,
                                agent or str(span.attrs.get(AGENT_NAME, "")))
         st.early.append(finding)
-        self._next.early(finding)
+        with self._publish:
+            self._next.early(finding)
 
     def run_completed(self, run: Run) -> None:
         # The state goes with the trace's first completed run: a later run of the same
@@ -146,10 +159,18 @@ class Evaluator:
         if st is None:
             rs = self.ruleset
             st = _TraceState(rs, [c.start() for c in rs.checks], self._observing(rs))
+        v = self._verdict(st, run)
+        if self.decided is not None and not v.setup_only:
+            # kept before it is published: the judge stage may look the run up at once
+            self.decided.keep(run, v, st.ruleset)
+        with self._publish:
+            self._next.verdict(v)
+
+    def _verdict(self, st: _TraceState, run: Run, judged: tuple[CheckResult, ...] = ()) -> RunVerdict:
         setup_only = bool(run.spans) and all(s.operation == CREATE_AGENT for s in run.spans)
-        results = () if setup_only else self._results(st, run)
+        results = () if setup_only else self._results(st, run) + judged
         members = {s.span_id for s in run.spans}
-        self._next.verdict(RunVerdict(
+        return RunVerdict(
             key=run.key, scenario=run.scenario, agent=run.agent, agent_version=run.agent_version,
             completion=run.completion, results=results, steps=len(run.steps), spans=len(run.spans),
             first_start_ns=min((s.start_ns for s in run.spans), default=0),
@@ -162,7 +183,7 @@ class Evaluator:
             rule_digests=tuple(st.ruleset.digest_of(r.check, r.agent or run.agent) for r in results),
             shadow=self._shadow(st.ruleset, run) if st.ruleset.has_shadow and not setup_only else (),
             setup_only=setup_only,
-        ))
+        )
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
@@ -198,4 +219,53 @@ class Evaluator:
         return tuple(out)
 
     def span_late(self, span: SpanRecord, decided: RunKey) -> None:
-        """Late spans are counted by the assembler; their run's verdict is already out."""
+        """Late spans are counted by the assembler; with a store of decided runs, one that
+        changes a check's result amends its run's verdict."""
+        store = self.decided
+        if store is None:
+            return
+        with store.lock:
+            entry = store.get(decided)
+            if entry is None or not store.grow(entry, span):
+                if self._unamendable is not None:
+                    self._unamendable.inc()
+                return
+            rs = entry.ruleset
+            st = _TraceState(rs, [c.start() for c in rs.checks], self._observing(rs))
+            run = entry.run()
+            for s in run.spans:  # in start order, as a run decided whole would have been
+                for i in st.observing:
+                    self._observe(rs.checks[i], st.states[i], s)
+            self._amend(entry, self._verdict(st, run, entry.judged), span.span_id)
+
+    def amend_judged(self, key: RunKey, judged: tuple[CheckResult, ...], by: str) -> bool | None:
+        """Merge judge results into a kept run's verdict (a result for the same check
+        replaces the earlier one) and publish the amendment when a result changed.
+        ``None`` when the run is no longer kept; else whether it was amended."""
+        store = self.decided
+        if store is None:
+            return None
+        with store.lock:
+            entry = store.get(key)
+            if entry is None:
+                return None
+            names = {r.check for r in judged}
+            entry.judged = tuple(r for r in entry.judged if r.check not in names) + judged
+            prev = entry.verdict
+            digests = prev.rule_digests if len(prev.rule_digests) == len(prev.results) else ("",) * len(prev.results)
+            kept = [(r, d) for r, d in zip(prev.results, digests) if not (r.kind == "judge" and r.check in names)]
+            new = dataclasses.replace(prev, results=tuple(r for r, _ in kept) + judged,
+                                      rule_digests=tuple(d for _, d in kept) + (entry.ruleset.digest,) * len(judged))
+            return self._amend(entry, new, by)
+
+    def _amend(self, entry: Decided, new: RunVerdict, by: str) -> bool:
+        """Publish ``new`` as the next revision of the entry's verdict if a check's result
+        changed. Called with the store's lock held."""
+        checks = changed_checks(entry.verdict.results, new.results)
+        if not checks:
+            return False
+        v = amendment(entry.verdict, new, checks, by, self.decided.now_ns() if self.decided is not None else 0)
+        entry.verdict = v
+        with self._publish:
+            self._next.verdict(v)
+        return True

@@ -22,6 +22,9 @@ class VerdictLog:
                       agent=self.redact(finding.agent), reason=self.redact(finding.reason))
 
     def verdict(self, v: RunVerdict) -> None:
+        # an amendment is the same line again, with what it amends
+        amended = {} if not v.revision else {"revision": v.revision, "previous": v.previous,
+                                             "amended_checks": list(v.amended_checks), "amended_by": v.amended_by}
         self.log.info(
             "verdict", run_id=str(v.key), trace_id=v.key.trace_id, root_span_id=v.root_span_id,
             scenario=safe_key(v.scenario, self._redactor), agent=self.redact(v.agent),
@@ -29,5 +32,5 @@ class VerdictLog:
             undecided={r.check: self.redact(r.reason) for r in v.undecided}, completion=v.completion.value,
             steps=v.steps, spans=v.spans,
             fired={r.check: {"severity": r.severity.value, "reason": self.redact(r.reason)} for r in v.fired},
-            early=[f.check for f in v.early],
+            early=[f.check for f in v.early], **amended,
         )

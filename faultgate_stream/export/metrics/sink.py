@@ -56,6 +56,10 @@ class MetricsSink:
         if v.root_span_id:
             ex["span_id"] = v.root_span_id
         t = self.t
+        if v.revision:
+            # the run was counted with its first verdict: an amendment is counted as one
+            self._amended(agent, v, ex)
+            return
         t["faultgate_runs"].labels(agent, v.verdict, v.completion.value).inc(exemplar=ex)
         for r in v.fired:
             t["faultgate_check_fired"].labels(agent, r.check, r.severity.value).inc(exemplar=ex)
@@ -81,3 +85,10 @@ class MetricsSink:
         if v.root_arrival_ns and v.decided_ns >= v.root_arrival_ns:
             t["faultgate_verdict_delay_seconds"].labels(agent).observe((v.decided_ns - v.root_arrival_ns) / 1e9,
                                                                       exemplar=ex)
+
+    def _amended(self, agent: str, v: RunVerdict, ex: dict[str, str]) -> None:
+        now = {r.check: r for r in v.results}
+        for check in v.amended_checks:
+            r = now.get(check)
+            result = "undecided" if r is None or r.undecided else ("fired" if r.fired else "passed")
+            self.t["faultgate_verdict_amendments"].labels(agent, check, result).inc(exemplar=ex)

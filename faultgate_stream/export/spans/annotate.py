@@ -85,7 +85,16 @@ def verdict_attributes(v: RunVerdict, redact: Redact) -> list[KeyValue]:
              _kv("faultgate.run_id", str(v.key)),
              _kv("faultgate.scenario", safe_key(v.scenario, redact))]
     attrs += [_kv(f"faultgate.reason.{r.check}", redact(r.reason)) for r in v.fired]
+    if v.revision:
+        attrs += _amendment_attributes(v)
     return attrs
+
+
+def _amendment_attributes(v: RunVerdict) -> list[KeyValue]:
+    """On an amended verdict (a late span carries it; its evaluation records go out again):
+    which revision, the verdict it replaces and the checks that changed."""
+    return [_kv("faultgate.revision", v.revision), _kv("faultgate.previous_verdict", v.previous),
+            _kv("faultgate.amended_checks", list(v.amended_checks))]
 
 
 # ``error.type`` of an evaluation that could not be made: its input was not captured.
@@ -135,11 +144,13 @@ def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
 def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) -> list[LogRecord]:
     when = v.last_end_ns or v.decided_ns
     out = []
+    amended = _amendment_attributes(v) if v.revision else []
     for r, digest in zip(v.results, _digests(v)):
         rec = LogRecord(time_unix_nano=when, observed_time_unix_nano=v.decided_ns or when, event_name=EVENT,
                         trace_id=trace_id, span_id=span_id, severity_text="INFO", severity_number=9)
         rec.body.string_value = redact(r.reason)
         rec.attributes.extend(_evaluation_attributes(r, redact, digest))
+        rec.attributes.extend(amended)
         out.append(rec)
     return out
 

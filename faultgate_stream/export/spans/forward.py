@@ -21,6 +21,7 @@ from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.spans.split import chunks
 from faultgate_stream.model.consumers import SpanConsumer
 from faultgate_stream.model.records import INVOKE_AGENT, SpanRecord
+from faultgate_stream.model.verdict import RunVerdict
 
 
 class Forwarder:
@@ -46,8 +47,14 @@ class Forwarder:
 
     def _forward(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:
         cfg = self._s.config
-        if cfg.mode == "verdict_only" or cfg.strip_content or not self._forward_request(request, spans, result):
+        # a late span that amended its run's verdict is written on, span by span (rare: only
+        # a request with late spans looks)
+        if (cfg.mode == "verdict_only" or cfg.strip_content or (result.late_runs and self._amending(result))
+                or not self._forward_request(request, spans, result)):
             self._forward_each(request, spans, result)
+
+    def _amending(self, result: AddResult) -> bool:
+        return any(_amended_by(self._s.cache.get(run), sid) for sid, run in result.late_runs.items())
 
     def _forward_request(self, request: ExportTraceServiceRequest, spans: list[SpanRecord],
                          result: AddResult) -> bool:
@@ -129,8 +136,12 @@ class Forwarder:
                                 continue
                         else:
                             v = self._s.cache.get(late)
-                            if v is not None and v.root_span_id == sid:
+                            if v is not None and (v.root_span_id == sid or _amended_by(v, sid)):
                                 annotate.write_verdict(span, v, self._s.redact)
+                    elif sid in result.late_runs and _amended_by(v := self._s.cache.get(result.late_runs[sid]), sid):
+                        # a late span that amended its run's verdict carries the amendment
+                        # (the root went out with the first one), even when only roots go out
+                        annotate.write_verdict(span, v, self._s.redact)
                     elif verdict_only:
                         filtered += 1
                         continue
@@ -145,3 +156,9 @@ class Forwarder:
             self._s.queue.release(filtered)
         for payload, count in chunks(out, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
             self._s.queue.put(Item("traces", payload, count))
+
+
+def _amended_by(v: RunVerdict | None, span_id: str) -> bool:
+    """The verdict is an amendment this span caused (the evaluator published it while the
+    assembler took the span, before the span is forwarded)."""
+    return v is not None and v.revision > 0 and v.amended_by == span_id

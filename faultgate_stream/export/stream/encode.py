@@ -26,7 +26,9 @@ def encode(v: RunVerdict, redact: Callable[[str], str]) -> pb.Verdict:
         scenario=safe_key(v.scenario, redact), agent=redact(v.agent), agent_version=redact(v.agent_version),
         verdict=_OUTCOME[v.verdict],
         completion=_COMPLETION[v.completion], steps=v.steps, spans=v.spans,
-        decided_time_unix_nano=v.decided_ns,
+        decided_time_unix_nano=v.decided_ns, revision=v.revision,
+        previous_verdict=_OUTCOME[v.previous] if v.previous else pb.OUTCOME_UNSPECIFIED,
+        amended_checks=v.amended_checks, amended_by=v.amended_by,
     )
     msg.results.extend(
         pb.CheckResult(check=r.check, fired=r.fired, confidence=r.confidence, severity=_SEVERITY[r.severity],

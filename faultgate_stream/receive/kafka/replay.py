@@ -40,6 +40,8 @@ class ReplayLedger:
         """Early findings are counted with their run's verdict."""
 
     def verdict(self, verdict: RunVerdict) -> None:
+        if verdict.revision:  # an amendment is not a replay: the run's first verdict was counted
+            return
         with self._lock:
             replayed = verdict.key.trace_id in self._traces
         if replayed:

@@ -75,7 +75,7 @@ class EarlyFinding(_message.Message):
     def __init__(self, check: _Optional[str] = ..., span_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Verdict(_message.Message):
-    __slots__ = ("run_id", "trace_id", "root_span_id", "scenario", "agent", "agent_version", "verdict", "completion", "steps", "spans", "results", "early", "decided_time_unix_nano")
+    __slots__ = ("run_id", "trace_id", "root_span_id", "scenario", "agent", "agent_version", "verdict", "completion", "steps", "spans", "results", "early", "decided_time_unix_nano", "revision", "previous_verdict", "amended_checks", "amended_by")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     ROOT_SPAN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -89,6 +89,10 @@ class Verdict(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     EARLY_FIELD_NUMBER: _ClassVar[int]
     DECIDED_TIME_UNIX_NANO_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_VERDICT_FIELD_NUMBER: _ClassVar[int]
+    AMENDED_CHECKS_FIELD_NUMBER: _ClassVar[int]
+    AMENDED_BY_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     trace_id: str
     root_span_id: str
@@ -102,7 +106,11 @@ class Verdict(_message.Message):
     results: _containers.RepeatedCompositeFieldContainer[CheckResult]
     early: _containers.RepeatedCompositeFieldContainer[EarlyFinding]
     decided_time_unix_nano: int
-    def __init__(self, run_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., root_span_id: _Optional[str] = ..., scenario: _Optional[str] = ..., agent: _Optional[str] = ..., agent_version: _Optional[str] = ..., verdict: _Optional[_Union[Outcome, str]] = ..., completion: _Optional[_Union[Completion, str]] = ..., steps: _Optional[int] = ..., spans: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CheckResult, _Mapping]]] = ..., early: _Optional[_Iterable[_Union[EarlyFinding, _Mapping]]] = ..., decided_time_unix_nano: _Optional[int] = ...) -> None: ...
+    revision: int
+    previous_verdict: Outcome
+    amended_checks: _containers.RepeatedScalarFieldContainer[str]
+    amended_by: str
+    def __init__(self, run_id: _Optional[str] = ..., trace_id: _Optional[str] = ..., root_span_id: _Optional[str] = ..., scenario: _Optional[str] = ..., agent: _Optional[str] = ..., agent_version: _Optional[str] = ..., verdict: _Optional[_Union[Outcome, str]] = ..., completion: _Optional[_Union[Completion, str]] = ..., steps: _Optional[int] = ..., spans: _Optional[int] = ..., results: _Optional[_Iterable[_Union[CheckResult, _Mapping]]] = ..., early: _Optional[_Iterable[_Union[EarlyFinding, _Mapping]]] = ..., decided_time_unix_nano: _Optional[int] = ..., revision: _Optional[int] = ..., previous_verdict: _Optional[_Union[Outcome, str]] = ..., amended_checks: _Optional[_Iterable[str]] = ..., amended_by: _Optional[str] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
     __slots__ = ("agents", "only_failed")

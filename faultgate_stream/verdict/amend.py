@@ -1,0 +1,203 @@
+"""Amended verdicts: decided runs are kept for a while, so that what arrives after a run's
+verdict (a late span, a judge's answer) and changes a check's result produces the run's
+verdict again, under the same run key, with a revision number and the verdict it replaces.
+
+What "changes a check's result" means: some check's outcome (fired, passed or undecided;
+per agent in a multi-agent run) differs, or a check's result appears (a judge answered).
+A late span that only moves a reason's wording (one more step counted, say) changes
+nothing a consumer acts on and amends nothing: it stays counted as late, as before.
+
+The store is bounded three ways, each with a config key (``amend.*``) and a counter of
+what it evicted (``faultgate_amend_store_evictions_total{reason}``): runs, bytes and age
+(checked lazily, whenever the store is touched: with no traffic nothing needs room).
+A fourth bound, spans per kept run, caps the work one late span can cost (a re-evaluation
+of its whole run). A late span whose run is no longer kept is counted as unamendable
+(``faultgate_late_spans_unamendable_total``), never dropped silently; it is still
+counted late and still carries the verdict its run last got.
+
+The offline report never sees any of this: a file has no late spans (nothing completes
+before end of input) and no store is built offline.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from faultgate_stream.model.clock import Clock
+from faultgate_stream.model.records import RunKey, SpanRecord
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.telemetry import Telemetry, describe
+from faultgate_stream.model.verdict import CheckResult, Completion, RunVerdict
+from faultgate_stream.verdict.config import AmendConfig
+from faultgate_stream.verdict.ruleset import Ruleset
+
+NS = 1_000_000_000
+# Approximate bytes a kept run costs beyond its spans' own ``size``: the entry, the verdict
+# it last got and the list holding its spans (sys.getsizeof of a 20-result verdict and its
+# tuples: ~1.5 KB).
+ENTRY_BYTES = 1_600
+# Why a kept run left the store (the ``reason`` of its eviction counter).
+EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
+# Why a late span could not amend its run: the run was kept once and evicted, or its trace
+# was never a run (an agent's setup: no verdict to amend).
+UNAMENDABLE_REASONS = ("evicted", "not_a_run")
+
+
+@dataclass(slots=True)
+class Decided:
+    """A decided run as the store keeps it: what re-evaluating it needs, and the verdict
+    last published for it. Mutated only under the store's lock."""
+
+    key: RunKey
+    spans: list[SpanRecord]
+    root: SpanRecord | None
+    completion: Completion
+    root_arrival_ns: int
+    closed_ns: int
+    ruleset: Ruleset                 # the rules the run was decided with (a reload does not change them)
+    verdict: RunVerdict              # the latest verdict published for the run
+    judged: tuple[CheckResult, ...]  # judge results, kept through later re-evaluations
+    bytes: int
+    kept_ns: int
+
+    def run(self) -> Run:
+        """A fresh ``Run`` of the kept spans (its derived facts are computed again)."""
+        return Run(self.key, self.spans, self.root, self.completion, root_arrival_ns=self.root_arrival_ns,
+                   closed_ns=self.closed_ns)
+
+
+def outcome(r: CheckResult) -> str:
+    return "undecided" if r.undecided else ("fired" if r.fired else "passed")
+
+
+def changed_checks(old: tuple[CheckResult, ...], new: tuple[CheckResult, ...]) -> tuple[str, ...]:
+    """Names of the checks whose outcome differs between two result sets, in result order."""
+    before = {(r.check, r.agent): outcome(r) for r in old}
+    after = {(r.check, r.agent): outcome(r) for r in new}
+    out: dict[str, None] = {}
+    for k in [*after, *before]:
+        if before.get(k) != after.get(k):
+            out[k[0]] = None
+    return tuple(out)
+
+
+def amendment(previous: RunVerdict, new: RunVerdict, checks: tuple[str, ...], by: str, now_ns: int) -> RunVerdict:
+    """``new`` as the next revision of ``previous``. It releases no spans (the run's were
+    released with its first verdict) and repeats the early findings already reported."""
+    return dataclasses.replace(new, revision=previous.revision + 1, previous=previous.verdict, amended_checks=checks,
+                               amended_by=by, early=previous.early, released_span_ids=frozenset(),
+                               root_arrival_ns=previous.root_arrival_ns, decided_ns=now_ns)
+
+
+class DecidedRuns:
+    """Decided runs by run key, oldest first. ``lock`` is held by whoever reads or changes
+    an entry and publishes its amendment, so revisions of one run go out in order."""
+
+    def __init__(self, config: AmendConfig, clock: Clock, telemetry: Telemetry | None = None) -> None:
+        self.config = config
+        self._clock = clock
+        self._runs: OrderedDict[RunKey, Decided] = OrderedDict()
+        self.lock = threading.RLock()
+        self.bytes = 0
+        self.evictions = dict.fromkeys(EVICTION_REASONS, 0)
+        self._evicted_counter = telemetry["faultgate_amend_store_evictions"] if telemetry is not None else None
+        if telemetry is not None:
+            telemetry.registry.register(_StoreGauges(self))
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def now_ns(self) -> int:
+        return self._clock.now_ns()
+
+    def keep(self, run: Run, verdict: RunVerdict, ruleset: Ruleset) -> None:
+        spans = list(run.spans)
+        with self.lock:
+            if len(spans) > self.config.max_run_spans:
+                self._count("max_run_spans")
+                return
+            entry = Decided(run.key, spans, run.root, run.completion, run.root_arrival_ns, run.closed_ns, ruleset,
+                            verdict, (), ENTRY_BYTES + sum(s.size for s in spans), self._clock.now_ns())
+            old = self._runs.pop(run.key, None)
+            if old is not None:
+                self.bytes -= old.bytes
+            self._runs[run.key] = entry
+            self.bytes += entry.bytes
+            self._trim()
+
+    def get(self, key: RunKey) -> Decided | None:
+        with self.lock:
+            self._trim()
+            return self._runs.get(key)
+
+    def snapshot(self, key: RunKey) -> Run | None:
+        """A kept run as it stands, for another thread to read (the judge's): its spans are
+        copied under the lock, since a late span may grow the entry meanwhile."""
+        with self.lock:
+            entry = self.get(key)
+            if entry is None:
+                return None
+            return Run(entry.key, list(entry.spans), entry.root, entry.completion,
+                       root_arrival_ns=entry.root_arrival_ns, closed_ns=entry.closed_ns)
+
+    def grow(self, entry: Decided, span: SpanRecord) -> bool:
+        """Add a late span to a kept run. False (and the run no longer kept) when that
+        takes it past ``max_run_spans``."""
+        with self.lock:
+            if len(entry.spans) >= self.config.max_run_spans:
+                self._drop(entry.key, "max_run_spans")
+                return False
+            entry.spans.append(span)
+            entry.bytes += span.size
+            self.bytes += span.size
+            self._trim(keep=entry.key)
+            return entry.key in self._runs
+
+    def _count(self, reason: str) -> None:
+        self.evictions[reason] += 1
+        if self._evicted_counter is not None:
+            self._evicted_counter.labels(reason).inc()
+
+    def _drop(self, key: RunKey, reason: str) -> None:
+        entry = self._runs.pop(key, None)
+        if entry is not None:
+            self.bytes -= entry.bytes
+            self._count(reason)
+
+    def _trim(self, keep: RunKey | None = None) -> None:
+        """Evict the oldest runs while over a bound; the run being grown goes last."""
+        cfg = self.config
+        oldest_kept = self._clock.now_ns() - int(cfg.max_age * NS)
+        while self._runs:
+            key, first = next(iter(self._runs.items()))
+            if first.kept_ns < oldest_kept:
+                reason = "max_age"
+            elif len(self._runs) > cfg.max_runs:
+                reason = "max_runs"
+            elif self.bytes > cfg.max_bytes:
+                reason = "max_bytes"
+            else:
+                return
+            if key == keep and len(self._runs) > 1 and reason != "max_age":
+                self._runs.move_to_end(key)
+                continue
+            self._drop(key, reason)
+
+
+class _StoreGauges(Collector):
+    """What the store holds right now, read at scrape time."""
+
+    def __init__(self, store: DecidedRuns) -> None:
+        self._s = store
+
+    def collect(self):
+        for name, value in (("faultgate_amend_store_runs", len(self._s)),
+                            ("faultgate_amend_store_bytes", self._s.bytes)):
+            g = GaugeMetricFamily(name, describe(name))
+            g.add_metric([], value)
+            yield g

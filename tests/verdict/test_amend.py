@@ -1,0 +1,146 @@
+"""Amended verdicts: a late span that changes a check's result sends the run's verdict
+again, with a revision; one that changes nothing does not; the store of decided runs is
+bounded and says what it evicted."""
+from __future__ import annotations
+
+from faultgate_stream.assemble.assembler import Assembler
+from faultgate_stream.assemble.config import AssembleConfig
+from faultgate_stream.checks.registry import select
+from faultgate_stream.model.clock import ManualClock
+from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.model.verdict import CheckResult
+from faultgate_stream.pipeline import VerdictList, check_spans
+from faultgate_stream.testing import agent, tool, trace_id
+from faultgate_stream.verdict.amend import DecidedRuns
+from faultgate_stream.verdict.config import AmendConfig
+from faultgate_stream.verdict.evaluate import Evaluator
+
+DENIED = {"path": "../../etc/passwd"}
+
+
+class _Live:
+    def __init__(self, **amend: object) -> None:
+        self.clock = ManualClock(10**18)
+        self.telemetry = Telemetry()
+        self.sink = VerdictList()
+        self.store = DecidedRuns(AmendConfig(**amend), self.clock, self.telemetry)  # type: ignore[arg-type]
+        self.evaluator = Evaluator(select(), self.sink, telemetry=self.telemetry, decided=self.store)
+        self.asm = Assembler(self.evaluator, self.clock, AssembleConfig(root_grace=0.5))
+
+    def decide(self, spans) -> None:
+        self.asm.add(spans)
+        self.clock.advance(1)
+        self.asm.advance()
+
+    def sample(self, name: str, **labels: str) -> float:
+        return self.telemetry.registry.get_sample_value(name, labels) or 0.0
+
+
+def _run():
+    t = trace_id()
+    root = agent(t, prompt="read the config", answer="done")
+    return t, root, [root, tool(t, root.span_id, "read_file", {"path": "conf.yaml"}, "ok", start_s=1)]
+
+
+def test_a_late_span_that_makes_a_check_fire_amends_the_verdict_once():
+    live = _Live()
+    t, root, spans = _run()
+    live.decide(spans)
+    (first,) = live.sink.verdicts
+    assert first.verdict == "clean" and first.revision == 0
+    late = tool(t, root.span_id, "read_file", DENIED, "root:x:0:0", start_s=2)
+    live.asm.add([late])
+    first_, amended = live.sink.verdicts
+    assert amended.key == first.key and amended.revision == 1 and amended.previous == "clean"
+    assert amended.verdict == "failed" and amended.amended_checks == ("policy",) and amended.amended_by == late.span_id
+    assert amended.spans == 3 and amended.steps == 2 and amended.released_span_ids == frozenset()
+    # the same span again (an OTLP retry) is a duplicate: nothing is amended twice
+    live.asm.add([late])
+    assert len(live.sink.verdicts) == 2
+    assert live.sample("faultgate_late_spans_unamendable_total") == 0
+
+
+def test_a_late_span_that_changes_nothing_amends_nothing():
+    live = _Live()
+    t, root, spans = _run()
+    live.decide(spans)
+    live.asm.add([tool(t, root.span_id, "read_file", {"path": "other.yaml"}, "ok", start_s=3)])
+    assert [v.revision for v in live.sink.verdicts] == [0]
+    assert live.asm.stats.late == 1
+
+
+def test_revisions_count_up_and_name_the_verdict_each_replaces():
+    live = _Live()
+    t, root, spans = _run()
+    live.decide(spans)
+    live.asm.add([tool(t, root.span_id, "read_file", DENIED, "x", start_s=2)])
+    # a second late span makes another check fire: revision 2, replacing a failed verdict
+    live.asm.add([tool(t, root.span_id, "lookup", {"q": 1}, "Error: backend down", start_s=4, status=2)])
+    assert [(v.revision, v.previous, v.amended_checks) for v in live.sink.verdicts] == [
+        (0, "", ()), (1, "clean", ("policy",)), (2, "failed", ("unrecovered_tool_error",))]
+
+
+def test_an_amended_verdict_is_the_verdict_the_whole_run_gets_offline():
+    live = _Live()
+    t, root, spans = _run()
+    late = [tool(t, root.span_id, "read_file", DENIED, "x", start_s=2),
+            tool(t, root.span_id, "lookup", {"q": 1}, "Error: backend down", start_s=4, status=2)]
+    live.decide(spans)
+    for s in late:
+        live.asm.add([s])
+    (whole,) = check_spans([spans + late], select())
+    assert live.sink.verdicts[-1].results == whole.results
+
+
+def test_a_late_span_whose_run_was_evicted_is_counted_unamendable_not_dropped():
+    live = _Live(max_runs=1)
+    t, root, spans = _run()
+    live.decide(spans)
+    live.decide(_run()[2])  # a second run takes the only place
+    assert live.sample("faultgate_amend_store_evictions_total", reason="max_runs") == 1
+    live.asm.add([tool(t, root.span_id, "read_file", DENIED, "x", start_s=2)])
+    assert [v.revision for v in live.sink.verdicts] == [0, 0]
+    assert live.sample("faultgate_late_spans_unamendable_total") == 1
+    assert live.asm.stats.late == 1
+
+
+def test_runs_leave_the_store_by_age_by_bytes_and_by_their_span_count_each_counted():
+    live = _Live(max_age=5.0)
+    live.decide(_run()[2])
+    live.clock.advance(10)
+    live.decide(_run()[2])
+    assert live.sample("faultgate_amend_store_evictions_total", reason="max_age") == 1
+    assert len(live.store) == 1
+
+    live = _Live(max_bytes=1)  # no run fits
+    live.decide(_run()[2])
+    assert live.sample("faultgate_amend_store_evictions_total", reason="max_bytes") == 1
+    assert len(live.store) == 0 and live.store.bytes == 0
+
+    live = _Live(max_run_spans=2)
+    t, root, spans = _run()
+    live.decide(spans)
+    assert len(live.store) == 1
+    live.asm.add([tool(t, root.span_id, "read_file", DENIED, "x", start_s=2)])  # a third span: too many to keep
+    assert live.sample("faultgate_amend_store_evictions_total", reason="max_run_spans") == 1
+    assert live.sample("faultgate_late_spans_unamendable_total") == 1
+    assert [v.revision for v in live.sink.verdicts] == [0]
+
+
+def test_a_judge_result_amends_a_kept_run_and_a_repeated_answer_does_not():
+    live = _Live()
+    t, root, spans = _run()
+    live.decide(spans)
+    (first,) = live.sink.verdicts
+    judged = (CheckResult("wrong_direction", True, 0.8, "openai:m: backwards", kind="judge"),)
+    assert live.evaluator.amend_judged(first.key, judged, "judge:openai:m") is True
+    amended = live.sink.verdicts[-1]
+    assert (amended.revision, amended.previous, amended.verdict) == (1, "clean", "failed")
+    assert amended.results[-1] == judged[0] and len(amended.rule_digests) == len(amended.results)
+    assert live.evaluator.amend_judged(first.key, judged, "judge:openai:m") is False
+    # a later late span re-evaluates the rules and keeps the judge's answer
+    live.asm.add([tool(t, root.span_id, "read_file", DENIED, "x", start_s=2)])
+    last = live.sink.verdicts[-1]
+    assert last.revision == 2 and last.amended_checks == ("policy",) and judged[0] in last.results
+    gone = first.key._replace(root_span_id="0" * 16)
+    assert live.evaluator.amend_judged(gone, judged, "judge:openai:m") is None
