@@ -35,7 +35,7 @@ from faultgate_stream.export.spans.sink import SpanSink
 from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.stream.sink import VerdictStream
 from faultgate_stream.gate.live import LiveGate
-from faultgate_stream.judge.contract import QUESTIONS
+from faultgate_stream.judge.contract import QUESTIONS, Question
 from faultgate_stream.judge.openai import get_judge
 from faultgate_stream.judge.stage import JudgeStage, QueueGauge
 from faultgate_stream.model.clock import Clock, WallClock
@@ -122,8 +122,15 @@ class Service:
         jc = self.config.judge
         stage = None
         if jc.spec:
-            asked = tuple(QUESTIONS[n] for n in jc.checks)
-            stage = JudgeStage(jc, get_judge(jc.spec, timeout=jc.timeout), lambda agent: asked, self.telemetry,
+            every_run = tuple(QUESTIONS[n] for n in jc.checks)
+
+            def questions(agent: str) -> tuple[Question, ...]:
+                # every run's, then those the spec of the agent's binding names (the rules in
+                # force now: a reload applies to the next verdict's questions)
+                named = self.ruleset.judged(agent)
+                return every_run + tuple(QUESTIONS[n] for n in named if n not in jc.checks)
+
+            stage = JudgeStage(jc, get_judge(jc.spec, timeout=jc.timeout), questions, self.telemetry,
                                self.threads, redact)
         self.telemetry.registry.register(QueueGauge(stage))
         return stage

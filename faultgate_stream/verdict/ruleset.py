@@ -34,6 +34,7 @@ class Binding:
     source: str = ""                 # the files it came from, for logs
     shadow: tuple[Check, ...] = ()   # judged on the same runs, reported apart, never in a verdict
     digest: str = ""                 # of those files' bytes: which rules, exactly
+    judge: tuple[str, ...] = ()      # judge checks its spec names (asked live, after the rule verdict)
 
     def matches(self, agent: str) -> bool:
         return any(fnmatchcase(agent, g) for g in self.agents)
@@ -77,6 +78,10 @@ class Ruleset:
         """The shadow checks of the binding that holds ``agent`` (the first match)."""
         return next((b.shadow for b in self.bindings if b.matches(agent)), ())
 
+    def judged(self, agent: str) -> tuple[str, ...]:
+        """The judge checks the spec of the binding that holds ``agent`` names."""
+        return next((b.judge for b in self.bindings if b.matches(agent)), ())
+
     @property
     def has_shadow(self) -> bool:
         return any(b.shadow for b in self.bindings)
@@ -112,7 +117,7 @@ def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None =
                                                     ("shadow.policy", b.shadow.policy),
                                                     ("shadow.spec", b.shadow.spec)) if v)
         bindings.append(Binding(tuple(b.agents), tuple(bound), source, tuple(shadow),
-                                _digest((b.policy, b.spec))))
+                                _digest((b.policy, b.spec)), load_spec(b.spec).judge if b.spec else ()))
     if problems:
         raise InputError("\n".join(problems))
     every_run = ",".join(c.name for c in checks)

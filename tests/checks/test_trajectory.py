@@ -214,8 +214,10 @@ def test_without_a_vocabulary_any_tool_name_is_accepted():
 
 @pytest.mark.parametrize("raw, problem", [
     ({"tool": ["a"]}, "spec: tool: unknown key; known: tools, required, forbidden, before, max_steps, no_repeat, "
-                      "ground, untrusted, privileged, secrets"),
+                      "ground, untrusted, privileged, secrets, judge"),
     ({"required": "check_policy"}, "spec: required: must be a list of tool names, not 'check_policy'"),
+    ({"judge": ["wrong_directoin"]}, "spec: judge[0]: unknown judge check 'wrong_directoin'; available: wrong_direction"),
+    ({"judge": "wrong_direction"}, "spec: judge: must be a list of judge check names, not 'wrong_direction'"),
     ({"tools": {"a": 1}}, "spec: tools: must be a list of tool names, not {'a': 1}"),
     ({"forbidden": ["ok", 3]}, "spec: forbidden[1]: must be a tool name (a non-empty string), not 3"),
     ({"forbidden": [""]}, "spec: forbidden[0]: must be a tool name (a non-empty string), not ''"),
@@ -247,7 +249,7 @@ def test_every_problem_of_a_spec_is_reported_at_once():
     with pytest.raises(SpecError) as e:
         Spec.from_mapping({"tools": ["a"], "required": ["b"], "max_steps": 0, "extra": 1, "ground": "no"})
     assert e.value.problems == ["spec: extra: unknown key; known: tools, required, forbidden, before, max_steps, "
-                                "no_repeat, ground, untrusted, privileged, secrets",
+                                "no_repeat, ground, untrusted, privileged, secrets, judge",
                                 "spec: ground: must be true or false, not 'no'",
                                 "spec: max_steps: must be a positive whole number, not 0",
                                 "spec: required[0]: 'b' is not in tools"]

@@ -151,3 +151,10 @@ def test_the_worker_never_holds_the_thread_that_publishes_verdicts():
         gate.set()
         eventually(lambda: sum(1 for v in p.sink.verdicts if v.revision) == 1, what="the held answer")
         p.stage.stop(1)
+
+
+def test_the_judge_checks_a_spec_may_name_are_the_questions_there_are():
+    from faultgate_stream.checks.judged import JUDGE_CHECKS
+    from faultgate_stream.judge.contract import QUESTIONS
+
+    assert JUDGE_CHECKS == tuple(QUESTIONS)

@@ -129,3 +129,25 @@ def test_a_dead_judge_worker_takes_readiness_down(live_service):
         eventually(lambda: ready() == 503, what="/readyz down after the judge thread died")
         agent.close()
         assert live.sample("faultgate_thread_deaths_total", thread="judge") == 1
+
+
+def test_a_spec_names_judge_checks_for_the_agents_its_binding_holds(live_service, tmp_path):
+    from faultgate_stream.checks.config import BindingConfig, ChecksConfig
+
+    spec = tmp_path / "hops.yaml"
+    spec.write_text("judge: [wrong_direction]\n")
+    with ScriptedModel([YES]) as model:
+        cfg = _config(model, checks=())  # no question for every run: only the spec's
+        cfg = dataclasses.replace(cfg, checks=ChecksConfig(bindings=(BindingConfig(agents=("hops",), spec=str(spec)),)))
+        live = live_service(cfg)
+        agent = _Agent(live.grpc)
+        agent.runs(1)
+        with agent.tracer.start_as_current_span("invoke_agent other", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "other"}):
+            pass
+        assert agent.provider.force_flush(10_000)
+        verdicts = live.sink.wait_for(3)
+        agent.close()
+    (amended,) = [v for v in verdicts if v.revision]
+    assert amended.agent == "hops" and amended.amended_checks == ("wrong_direction",) and len(model.requests) == 1
+    assert {v.agent for v in verdicts if not v.revision} == {"hops", "other"}

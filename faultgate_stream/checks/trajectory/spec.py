@@ -18,6 +18,9 @@ ground         true / false (default true)     flag identifier-shaped arguments 
 untrusted,     lists of tool names, both or    a privileged call must not consume data
 privileged     neither                         only an untrusted tool returned
 secrets        true / false (default true)     flag vendor-prefixed credentials in calls
+judge          list of judge check names       ours, not luckrate's: judge questions asked
+                                               live of the runs this spec holds, after their
+                                               rule verdict (``judge`` config section)
 =============  ==============================  ===========================================
 
 An empty list is the same as leaving the key out, as in luckrate: ``tools: []`` sets no
@@ -35,6 +38,7 @@ from typing import Any
 
 
 from faultgate_stream.checks.documents import load_document
+from faultgate_stream.checks.judged import JUDGE_CHECKS
 from faultgate_stream.model.errors import InputError
 
 NAME_LISTS = ("tools", "required", "forbidden", "untrusted", "privileged")
@@ -65,6 +69,7 @@ class Spec:
     untrusted: tuple[str, ...] = ()
     privileged: tuple[str, ...] = ()
     secrets: bool = True
+    judge: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         values, problems = _normalise({f.name: getattr(self, f.name) for f in fields(self)})
@@ -108,6 +113,16 @@ def _names(key: str, v: Any, problems: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _judge_checks(v: Any, problems: list[str]) -> tuple[str, ...]:
+    if isinstance(v, str) or not isinstance(v, (list, tuple)):
+        problems.append(f"spec: judge: must be a list of judge check names, not {v!r}")
+        return ()
+    for i, x in enumerate(v):
+        if x not in JUDGE_CHECKS:
+            problems.append(f"spec: judge[{i}]: unknown judge check {x!r}; available: {', '.join(JUDGE_CHECKS)}")
+    return tuple(x for x in v if x in JUDGE_CHECKS)
+
+
 def _pairs(v: Any, problems: list[str]) -> tuple[tuple[str, str], ...]:
     if isinstance(v, str) or not isinstance(v, (list, tuple)):
         problems.append(f"spec: before: must be a list of [a, b] pairs, not {v!r}")
@@ -135,6 +150,8 @@ def _normalise(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             values[key] = _names(key, raw[key], problems)
     if "before" in raw:
         values["before"] = _pairs(raw["before"], problems)
+    if "judge" in raw:
+        values["judge"] = _judge_checks(raw["judge"], problems)
     for key in FLAGS:
         if key in raw:
             if isinstance(raw[key], bool):
