@@ -144,3 +144,49 @@ def test_a_judge_result_amends_a_kept_run_and_a_repeated_answer_does_not():
     assert last.revision == 2 and last.amended_checks == ("policy",) and judged[0] in last.results
     gone = first.key._replace(root_span_id="0" * 16)
     assert live.evaluator.amend_judged(gone, judged, "judge:openai:m") is None
+
+
+# -- property: whatever arrives late, the last revision is the verdict of the whole run ----
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from faultgate_stream.read.files import read_file  # noqa: E402
+from tests.conftest import CORPUS  # noqa: E402
+
+_FILES = ("examples/traces.json", "tests/fixtures/retail_gaps.json")
+_SPANS = [s for f in _FILES for s in read_file(CORPUS / "faultgate-0.4.1" / f)[1]]
+_WHOLE = {v.key: v.results for v in check_spans([_SPANS], select())}
+
+
+def _leaves(spans):
+    parents = {s.parent_id for s in spans}
+    return [s for s in spans if s.parent_id and s.span_id not in parents and not s.is_agent]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False))
+def test_whatever_arrives_late_the_last_revision_is_the_verdict_of_the_whole_run(rnd):
+    """Leaves of the corpus' runs held back at random and sent after the verdict, re-batched
+    at random: each run's revisions count up from 0, and its last one says what the whole
+    run decided at once (offline) says."""
+    leaves = _leaves(_SPANS)
+    late = [s for s in leaves if rnd.random() < 0.3]
+    held = {s.span_id for s in late}
+    rnd.shuffle(late)
+    live = _Live()
+    live.decide([s for s in _SPANS if s.span_id not in held])
+    while late:
+        n = rnd.randint(1, 4)
+        live.asm.add(late[:n])
+        late = late[n:]
+    last = {}
+    for v in live.sink.verdicts:
+        assert v.revision == last[v.key].revision + 1 if v.key in last else v.revision == 0
+        last[v.key] = v
+    # outcomes, not wording: a late span that only moves a reason (one step more) amends nothing
+    assert {k: _outcomes(v.results) for k, v in last.items()} == {k: _outcomes(r) for k, r in _WHOLE.items()}
+
+
+def _outcomes(results):
+    return [(r.check, r.agent, r.fired, r.undecided, r.severity) for r in results]
