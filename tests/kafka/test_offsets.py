@@ -126,10 +126,12 @@ def test_replayed_verdicts_are_those_of_traces_re_read_and_not_yet_finished():
     ledger.add(["t1", "t2"])
 
     class V:
-        def __init__(self, tid: str) -> None:
+        def __init__(self, tid: str, revision: int = 0) -> None:
             self.key = RunKey(tid, "r")
+            self.revision = revision
 
     ledger.verdict(V("t1"))
+    ledger.verdict(V("t1", revision=1))  # an amendment of a run already counted is not a replay
     ledger.verdict(V("t3"))
     ledger.forget(["t1", "t2"])
     ledger.verdict(V("t1"))
