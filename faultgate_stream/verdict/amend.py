@@ -37,10 +37,10 @@ from faultgate_stream.verdict.config import AmendConfig
 from faultgate_stream.verdict.ruleset import Ruleset
 
 NS = 1_000_000_000
-# Approximate bytes a kept run costs beyond its spans' own ``size``: the entry, the verdict
-# it last got and the list holding its spans (sys.getsizeof of a 20-result verdict and its
-# tuples: ~1.5 KB).
-ENTRY_BYTES = 1_600
+# Approximate bytes a kept run costs beyond its spans' own ``size``, by tracemalloc on
+# 16-span runs under the default checks: the entry and the list of its spans ~310 B, the
+# verdict it last got ~2.6 KB (results, reasons, released span ids).
+ENTRY_BYTES = 3_000
 # Why a kept run left the store (the ``reason`` of its eviction counter).
 EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
 # Why a late span could not amend its run: the run was kept once and evicted, or its trace

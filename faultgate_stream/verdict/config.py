@@ -11,9 +11,12 @@ from faultgate_stream.model.settings import BYTES, DURATION
 DEFAULT_MAX_AGE_S = 60.0
 # A run's records stay alive while it is kept: at the bench's ~1,000 runs/s a minute would
 # be 60,000 runs; the run bound cuts that to what late spans plausibly need, the byte bound
-# to what memory allows (the assembler's own bound is 512 MiB).
+# to what memory allows. Bytes are the assembler's estimates (``SpanRecord.size`` plus
+# ``amend.ENTRY_BYTES``, as ``assemble.max_bytes`` counts them): tracemalloc measured the
+# kept records of 16-span runs with ~130-character contents at 1,109 B a span against an
+# estimate of 636, so 32 MiB of estimate is about 56 MiB of memory.
 DEFAULT_MAX_RUNS = 5_000
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 # Re-evaluating a run costs its every span, once per late span: a run with more spans than
 # this is not kept (counted), so a flood of late spans into a huge run cannot make each
 # span cost a whole run's evaluation.
