@@ -190,3 +190,27 @@ def test_whatever_arrives_late_the_last_revision_is_the_verdict_of_the_whole_run
 
 def _outcomes(results):
     return [(r.check, r.agent, r.fired, r.undecided, r.severity) for r in results]
+
+
+def test_a_run_evaluated_again_for_a_late_span_counts_once_in_its_session_budget():
+    """Windowed budgets keep other runs' counts: re-evaluating a run replaces its own
+    events in the window store instead of adding them a second time."""
+    from faultgate_stream.checks.policy import Policy, PolicyCheck
+    from faultgate_stream.checks.window_store import WindowStore
+
+    budget = Policy.from_mapping({"max_calls": {"max": 3, "within": "10m", "per": "session"}})
+    live = _Live()
+    live.evaluator = Evaluator([PolicyCheck(budget, store=WindowStore(max_keys=100, max_events_per_key=100))],
+                               live.sink, telemetry=live.telemetry, decided=live.store)
+    live.asm = Assembler(live.evaluator, live.clock, AssembleConfig(root_grace=0.5))
+    t = trace_id()
+    root = agent(t, prompt="help", answer="done", session__id="S-1")
+    live.decide([root, tool(t, root.span_id, "lookup", {"q": 1}, "{}", start_s=1)])
+    # two harmless stragglers: 2 and then 3 calls in the session, never 4 or 6
+    live.asm.add([tool(t, root.span_id, "lookup", {"q": 2}, "{}", start_s=2)])
+    live.asm.add([tool(t, root.span_id, "lookup", {"q": 3}, "{}", start_s=3)])
+    assert [v.revision for v in live.sink.verdicts] == [0]
+    # a fourth call is over the budget: the run is amended once
+    live.asm.add([tool(t, root.span_id, "lookup", {"q": 4}, "{}", start_s=4)])
+    assert [(v.revision, v.verdict) for v in live.sink.verdicts] == [(0, "clean"), (1, "failed")]
+    assert "4 tool calls > max 3" in live.sink.verdicts[-1].results[0].reason
