@@ -25,16 +25,17 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
+from typing import TYPE_CHECKING
 
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import Run
-from faultgate_stream.model.telemetry import Telemetry, describe
 from faultgate_stream.model.verdict import CheckResult, Completion, RunVerdict
 from faultgate_stream.verdict.config import AmendConfig
 from faultgate_stream.verdict.ruleset import Ruleset
+
+if TYPE_CHECKING:  # the offline command, which builds no store, needs no metrics library
+    from faultgate_stream.model.telemetry import Telemetry
 
 NS = 1_000_000_000
 # Approximate bytes a kept run costs beyond its spans' own ``size``, by tracemalloc on
@@ -107,7 +108,7 @@ class DecidedRuns:
         self.evictions = dict.fromkeys(EVICTION_REASONS, 0)
         self._evicted_counter = telemetry["faultgate_amend_store_evictions"] if telemetry is not None else None
         if telemetry is not None:
-            telemetry.registry.register(_StoreGauges(self))
+            _register_gauges(self, telemetry)
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -189,15 +190,19 @@ class DecidedRuns:
             self._drop(key, reason)
 
 
-class _StoreGauges(Collector):
+def _register_gauges(store: DecidedRuns, telemetry: Telemetry) -> None:
     """What the store holds right now, read at scrape time."""
+    from prometheus_client.core import GaugeMetricFamily
+    from prometheus_client.registry import Collector
 
-    def __init__(self, store: DecidedRuns) -> None:
-        self._s = store
+    from faultgate_stream.model.telemetry import describe
 
-    def collect(self):
-        for name, value in (("faultgate_amend_store_runs", len(self._s)),
-                            ("faultgate_amend_store_bytes", self._s.bytes)):
-            g = GaugeMetricFamily(name, describe(name))
-            g.add_metric([], value)
-            yield g
+    class StoreGauges(Collector):
+        def collect(self):
+            for name, value in (("faultgate_amend_store_runs", len(store)),
+                                ("faultgate_amend_store_bytes", store.bytes)):
+                g = GaugeMetricFamily(name, describe(name))
+                g.add_metric([], value)
+                yield g
+
+    telemetry.registry.register(StoreGauges())
