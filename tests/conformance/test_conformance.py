@@ -80,6 +80,39 @@ def test_the_loop_check_fires_on_exactly_the_runs_that_loop():
     assert looped >= 3 * 3  # three looping scenarios, in several families
 
 
+def test_a_session_budget_fires_on_the_run_that_takes_its_session_over_and_no_other(tmp_path):
+    """Windowed budgets (issue 13) on runs real frameworks recorded in sessions, through
+    OpenInference's own ``using_session``: 600 then 450 EUR refunded to one customer in one
+    session is over the script's 1000 a day; the same 450 in another session is not."""
+    import json
+
+    from faultgate_stream.checks.policy.schema import load_policy
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.checks.window_store import WindowStore
+    from faultgate_stream.pipeline import check_spans
+    from faultgate_stream.read.files import read_files
+    from tests.conformance.generator.scenarios import SESSION_POLICY
+
+    path = tmp_path / "session-policy.json"
+    path.write_text(json.dumps(SESSION_POLICY))
+    played = 0
+    for family in FAMILIES:
+        runs = [r for r in expected(family)["runs"] if "session" in r]
+        if not runs:
+            continue
+        played += 1
+        found = read_files([str(p) for p in input_files(family)])
+        checks = select(["policy"], policy=load_policy(path), store=WindowStore())  # one store, as `check` has
+        by_trace = {v.key.trace_id: v.results[0] for v in check_spans([f.spans for f in found], checks,
+                                                                       [f.contents for f in found])}
+        for run in runs:
+            r = by_trace[run["trace_id"]]
+            assert r.fired == run["over_session_budget"], (family.name, run["scenario"], r.reason)
+            if r.fired:
+                assert "per session 'sess-A'" in r.reason and "1050" in r.reason, r.reason
+    assert played >= 4
+
+
 def _by_trace(verdicts):
     out: dict[str, list] = {}
     for v in verdicts:

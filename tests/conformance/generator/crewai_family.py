@@ -55,7 +55,7 @@ def setup_crewai(c: Capture) -> None:
 
 
 FAMILY = Family("crewai-openinference", "crewai", "openinference-instrumentation-crewai", setup_crewai, play_crewai,
-                supports=frozenset({"parallel", "budget"}), skip=frozenset({"context_overflow"}),
+                supports=frozenset({"parallel", "budget", "session"}), skip=frozenset({"context_overflow"}),
                 why_skipped="openinference-instrumentation-crewai 1.1.21 records no model span at all (only the "
                             "crew, the task and each tool), so a cut-off answer leaves no trace in what is captured; "
                             "the engine holds context_overflow undecided only where a model span lacks its finish "

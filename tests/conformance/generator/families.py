@@ -276,11 +276,11 @@ def setup_pydantic_ai(c: Capture) -> None:
 
 FAMILIES = {f.name: f for f in [
     Family("langgraph-openinference", "langgraph", "openinference-instrumentation-langchain",
-           setup_langgraph_openinference, play_langgraph, supports=frozenset({"parallel", "budget", "nested"})),
+           setup_langgraph_openinference, play_langgraph, supports=frozenset({"parallel", "budget", "nested", "session"})),
     Family("langgraph-openllmetry", "langgraph", "opentelemetry-instrumentation-langchain",
            setup_langgraph_openllmetry, play_langgraph, supports=frozenset({"parallel", "budget", "nested"})),
     Family("openai-agents-openinference", "openai-agents", "openinference-instrumentation-openai-agents",
-           setup_agents_openinference, play_agents, supports=frozenset({"parallel", "budget", "nested"}),
+           setup_agents_openinference, play_agents, supports=frozenset({"parallel", "budget", "nested", "session"}),
            captures=frozenset({"content"})),  # writes no finish reason on any span
     Family("openai-agents-otel-v2", "openai-agents", "opentelemetry-instrumentation-openai-agents-v2",
            setup_agents_otel_v2, play_agents, supports=frozenset({"parallel", "budget", "nested"}),
@@ -291,7 +291,7 @@ FAMILIES = {f.name: f for f in [
              extras={"util": "opentelemetry-util-genai"})
       for mode in ("span_only", "event_only", "span_and_event", "off")],
     Family("smolagents-openinference", "smolagents", "openinference-instrumentation-smolagents",
-           setup_smolagents, play_smolagents, supports=frozenset({"parallel", "budget"}), adapt=smolagents_turn,
+           setup_smolagents, play_smolagents, supports=frozenset({"parallel", "budget", "session"}), adapt=smolagents_turn,
            captures=frozenset({"content"}),  # its LLM spans carry no llm.finish_reason
            skip=frozenset({"context_overflow"}),
            why_skipped="a ToolCallingAgent answers only through its final_answer tool call, so a cut-off text "

@@ -59,13 +59,21 @@ def main(family_name: str, out: Path) -> None:
             before = _traces(capture)
             invoke = family.play(s, model)
             built = _traces(capture) - before   # traces of building the agent (create_agent): not runs
-            invoke()
+            if s.session:
+                # OpenInference's own way to put session.id on every span of the run
+                from openinference.instrumentation import using_session
+                with using_session(s.session):
+                    invoke()
+            else:
+                invoke()
             new = sorted(_traces(capture) - before - built)
             assert len(new) == 1, f"{family.name}/{s.name}: {len(new)} traces, expected one"
             fires, verdict = truth(list(s.fires), family.captures)
             runs.append({"scenario": s.name, "trace_id": f"{new[0]:032x}",
                          "not_runs": [f"{t:032x}" for t in sorted(built)], "enacts": sorted(s.fires),
                          "fires": fires, "verdict": verdict, "loop": s.loops,
+                         **({"session": s.session, "over_session_budget": s.over_session_budget}
+                            if s.session else {}),
                          "model_calls": model.script.served if model.script else 0,
                          "tool_calls": sum(WORLD.counts.values())})
     written = capture.write(out / family.name)

@@ -50,6 +50,10 @@ class Scenario:
     needs: frozenset[str] = field(default_factory=frozenset)
     # truth for the opt-in ``loop`` check (not in ``fires``, which is the built-in checks')
     loops: bool = False
+    # the session the run belongs to (``needs`` "session": the instrumentation writes
+    # ``session.id``), and whether the session budget of ``SESSION_POLICY`` fires on it
+    session: str = ""
+    over_session_budget: bool = False
 
     def script(self) -> Script:
         return Script(list(self.turns), self.tail)
@@ -133,7 +137,22 @@ def get_orders(customer: str) -> str:
     return WORLD.call("get_orders", customer=customer)
 
 
-TOOLS = [get_weather, search_docs, read_file, job_status, fetch_invoice, get_orders]
+def issue_refund(customer_id: str, amount: float) -> str:
+    """Refund an amount to a customer.
+
+    Args:
+        customer_id: The customer id.
+        amount: The amount in EUR.
+    """
+    return WORLD.call("issue_refund", customer_id=customer_id, amount=amount)
+
+
+TOOLS = [get_weather, search_docs, read_file, job_status, fetch_invoice, get_orders, issue_refund]
+
+# The windowed budget the session scenarios enact (issue 13): refunds per customer per
+# session add up to at most 1000 EUR a day.
+SESSION_POLICY = {"limits": [{"tool": "issue_refund", "arg": "amount", "sum": True, "max": 1000,
+                              "within": "24h", "per": "session", "by": "customer_id"}]}
 
 WEATHER = returns("18C, sunny, wind 10 km/h")
 INVOICE_DOWN = "invoice service unavailable (HTTP 503)"
@@ -202,6 +221,20 @@ SCENARIOS = [
              (call("get_weather", city="Paris"), call("get_weather", city="paris"), call("get_weather", city="PARIS"),
               say("It is 18C and sunny in Paris, with a light wind.")),
              {"get_weather": WEATHER}, loops=True),
+    # A session budget across runs (played in this order): 600 then 450 EUR to C-1 in one
+    # session is over 1000; the same 450 in another session is not.
+    Scenario("refund_first_in_session", "Refund 600 EUR to customer C-1.",
+             (call("issue_refund", customer_id="C-1", amount=600), say("I refunded 600 EUR to customer C-1.")),
+             {"issue_refund": returns("refunded 600.00 EUR to C-1")}, session="sess-A",
+             needs=frozenset({"session"})),
+    Scenario("refund_second_in_session_over_budget", "Refund another 450 EUR to customer C-1.",
+             (call("issue_refund", customer_id="C-1", amount=450), say("I refunded 450 EUR to customer C-1.")),
+             {"issue_refund": returns("refunded 450.00 EUR to C-1")}, session="sess-A",
+             needs=frozenset({"session"}), over_session_budget=True),
+    Scenario("refund_in_another_session", "Refund 450 EUR to customer C-1.",
+             (call("issue_refund", customer_id="C-1", amount=450), say("I refunded 450 EUR to customer C-1.")),
+             {"issue_refund": returns("refunded 450.00 EUR to C-1")}, session="sess-B",
+             needs=frozenset({"session"})),
     Scenario("step_budget_search_loop", "Find our refund policy for damaged goods.",
              (), {"search_docs": returns("[]")}, fires=("search_loop",), tail=_search_tail,
              needs=frozenset({"budget"})),
