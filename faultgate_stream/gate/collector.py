@@ -78,6 +78,9 @@ class GateCollector(Collector):
         folded = CounterMetricFamily("faultgate_gate_windows_folded", self._help("faultgate_gate_windows_folded"))
         folded.add_metric([], self._windows.folded)
         yield folded
+        missed = CounterMetricFamily("faultgate_gate_amendments_missed", self._help("faultgate_gate_amendments_missed"))
+        missed.add_metric([], self._windows.amend_missed)
+        yield missed
         yield self._luck_rate()
 
     def _luck_rate(self) -> GaugeMetricFamily:

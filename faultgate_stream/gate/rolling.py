@@ -9,7 +9,7 @@ Thread-safe: verdicts arrive on the assembler's threads, scrapes on the HTTP ser
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from faultgate_stream.gate.runs import CLEAN, FAILED, GateRun
@@ -20,26 +20,65 @@ UNKNOWN = "unknown"   # a run that names no version: "" would read as no label a
 
 class Tally:
     """The last ``size`` decided runs as running counts, so a scrape reads three numbers per
-    window instead of walking its runs."""
+    window instead of walking its runs. Runs are kept by key, so an amended verdict replaces
+    its run's first outcome in place instead of counting the run twice."""
 
     def __init__(self, size: int) -> None:
-        self.runs: deque[tuple[bool, bool]] = deque(maxlen=size)   # (clean, policy fired)
+        self.size = size
+        self.runs: OrderedDict[object, tuple[bool, bool]] = OrderedDict()  # key -> (clean, policy fired)
+        # the last ``size`` undecided runs, so an amendment that decides one can find it
+        self.undecided_keys: OrderedDict[object, None] = OrderedDict()
         self.clean = 0
         self.policy = 0
         self.undecided = 0
 
-    def add(self, run: GateRun) -> None:
+    def add(self, run: GateRun, key: object) -> None:
         if run.outcome not in (CLEAN, FAILED):
-            self.undecided += 1
+            self._count_undecided(key)
             return
-        if len(self.runs) == self.runs.maxlen:
-            clean, policy = self.runs[0]
-            self.clean -= clean
-            self.policy -= policy
+        if key in self.runs:
+            self._drop(key)
+        elif len(self.runs) >= self.size:
+            self._drop(next(iter(self.runs)))
+        self._put(key, run)
+
+    def amend(self, run: GateRun, key: object) -> bool:
+        """The run's new outcome in its place; False when the window no longer holds it."""
+        decided = run.outcome in (CLEAN, FAILED)
+        if key in self.runs:
+            if decided:
+                clean, policy = self.runs[key]
+                self.clean -= clean
+                self.policy -= policy
+                self._put(key, run)  # an existing key keeps its place in the order
+            else:
+                self._drop(key)
+                self._count_undecided(key)
+            return True
+        if key in self.undecided_keys:
+            if decided:
+                del self.undecided_keys[key]
+                self.undecided -= 1
+                self.add(run, key)
+            return True
+        return False
+
+    def _put(self, key: object, run: GateRun) -> None:
         entry = (run.outcome == CLEAN, run.policy_fired)
-        self.runs.append(entry)
+        self.runs[key] = entry
         self.clean += entry[0]
         self.policy += entry[1]
+
+    def _drop(self, key: object) -> None:
+        clean, policy = self.runs.pop(key)
+        self.clean -= clean
+        self.policy -= policy
+
+    def _count_undecided(self, key: object) -> None:
+        self.undecided += 1
+        self.undecided_keys[key] = None
+        if len(self.undecided_keys) > self.size:
+            self.undecided_keys.popitem(last=False)
 
     def counts(self) -> "Counts":
         return Counts(self.clean, len(self.runs), self.policy, self.undecided)
@@ -73,6 +112,7 @@ class Windows:
         self.max_agents = max_agents
         self.max_versions = max_versions
         self.folded = 0
+        self.amend_missed = 0
         self._by_agent: dict[str, dict[str, Window]] = {}
         self._lock = threading.Lock()
 
@@ -93,16 +133,32 @@ class Windows:
                 w = versions[version] = Window(Tally(self.size))
         return w
 
-    def add(self, agent: str, version: str, run: GateRun, shadow: GateRun | None = None) -> None:
+    def add(self, agent: str, version: str, run: GateRun, shadow: GateRun | None = None,
+            key: object = None) -> None:
+        """``key`` names the run for a later ``amend`` (default: a run no amendment can name)."""
+        key = object() if key is None else key
         with self._lock:
             w = self._window(agent, version or UNKNOWN)
             if w is None:
                 return
-            w.active.add(run)
+            w.active.add(run, key)
             if shadow is not None:
                 if w.shadow is None:
                     w.shadow = Tally(self.size)
-                w.shadow.add(shadow)
+                w.shadow.add(shadow, key)
+
+    def amend(self, agent: str, version: str, key: object, run: GateRun, shadow: GateRun | None = None) -> bool:
+        """An amended verdict replaces its run's outcome where ``add`` put it. False (and
+        counted in ``amend_missed``) when its run has rolled out of the window or was folded."""
+        with self._lock:
+            versions = self._by_agent.get(agent, {})
+            w = versions.get(version or UNKNOWN) or versions.get(OTHER)
+            found = w is not None and w.active.amend(run, key)
+            if found and shadow is not None and w.shadow is not None:
+                w.shadow.amend(shadow, key)
+            if not found:
+                self.amend_missed += 1
+            return found
 
     def views(self) -> list[WindowView]:
         with self._lock:

@@ -16,12 +16,12 @@ class GateSink:
         """The gate judges whole runs only."""
 
     def verdict(self, v: RunVerdict) -> None:
-        if v.revision:
-            # ponytail: a window holds each run once, as first decided; an amendment would
-            # have to find and replace its run there. Amendments are counted
-            # (faultgate_verdict_amendments_total); a gate that must follow them needs that.
-            return
         if self.bands.band_for(v.agent) is None:
             return  # no band for this agent: nothing to compare its runs with
         shadow = shadow_run(v, v.shadow) if v.shadow else None
-        self.windows.add(v.agent, v.agent_version, gate_run(v), shadow)
+        if v.revision:
+            # a late span or a judge changed the run: its first outcome is replaced, so the
+            # clean rate counts each run once, as it now stands
+            self.windows.amend(v.agent, v.agent_version, str(v.key), gate_run(v), shadow)
+            return
+        self.windows.add(v.agent, v.agent_version, gate_run(v), shadow, key=str(v.key))

@@ -227,6 +227,9 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_gate_windows_folded", "counter",
                "Runs past the window bound: a version past gate.max_versions went to version 'other', an agent "
                "past gate.max_agents was not gated.", (), "gate", external=True),
+    MetricSpec("faultgate_gate_amendments_missed", "counter",
+               "Amended verdicts whose run had already rolled out of its window (or was never gated): the "
+               "window keeps the outcome it had.", (), "gate", external=True),
     MetricSpec("faultgate_gate_luck_rate", "gauge",
                "Luck Rate: passing runs whose path was not clean over passing runs (from faultgate_outcome_runs).",
                ("agent",), "gate", external=True),

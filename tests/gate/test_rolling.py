@@ -57,3 +57,24 @@ def test_any_run_verdict_but_clean_or_failed_is_undecided():
                             ("skipped", "undecided")):
         v = SimpleNamespace(verdict=SimpleNamespace(value=value), clean=value == "clean", results=results)
         assert outcome_of(v) == expected
+
+
+def test_an_amended_verdict_replaces_its_runs_outcome_instead_of_counting_it_twice():
+    w = Windows(size=3, max_agents=1, max_versions=1)
+    w.add("shop", "1", run("clean", 0), key="a")
+    w.add("shop", "1", run("clean", 1), key="b")
+    w.add("shop", "1", run("undecided", 2), key="c")
+    assert w.amend("shop", "1", "a", run("failed", 0, policy=True))        # a late span failed it
+    assert w.amend("shop", "1", "c", run("clean", 2))                      # a judge decided it
+    c = w.views()[0].active
+    assert (c.clean, c.decided, c.policy_violations, c.undecided) == (2, 3, 1, 0)
+    assert w.amend("shop", "1", "b", run("undecided", 1))                  # now it cannot be judged
+    c = w.views()[0].active
+    assert (c.clean, c.decided, c.undecided) == (1, 2, 1)
+    # "a" keeps its place: two more runs roll it out first, then its amendment finds nothing
+    w.add("shop", "1", run("clean", 3), key="d")
+    w.add("shop", "1", run("clean", 4), key="e")
+    assert not w.amend("shop", "1", "a", run("clean", 0))
+    assert w.amend_missed == 1
+    c = w.views()[0].active
+    assert (c.clean, c.decided, c.policy_violations) == (3, 3, 0)
