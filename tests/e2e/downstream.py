@@ -47,6 +47,11 @@ def read_spans(out: Path) -> list[dict]:
 
 
 def read_logs(out: Path) -> list[dict]:
+    return [record for _, record in read_logs_with_resource(out)]
+
+
+def read_logs_with_resource(out: Path) -> list[tuple[dict, dict]]:
+    """(resource attributes, log record) of every record the downstream collector wrote."""
     path = out / "logs.jsonl"
     records = []
     if not path.exists():
@@ -55,8 +60,9 @@ def read_logs(out: Path) -> list[dict]:
         if not line.strip():
             continue
         for rl in json.loads(line).get("resourceLogs", []):
+            resource = attrs(rl.get("resource", {}))
             for sl in rl.get("scopeLogs", []):
-                records.extend(sl.get("logRecords", []))
+                records.extend((resource, r) for r in sl.get("logRecords", []))
     return records
 
 

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.stream.gen import verdict_pb2
-from tests.e2e.downstream import attrs, downstream_config, read_logs, read_spans
+from tests.e2e.downstream import attrs, downstream_config, read_logs, read_logs_with_resource, read_spans
 from tests.live.test_verdict_stream import _subscribe
 from tests.live_service import make_config
 from tests.peers import eventually, free_port, running_collector
@@ -110,3 +110,6 @@ def test_a_late_span_amends_a_verdict_exactly_once(live_service, tmp_path):
     revisions = [attrs(r).get("faultgate.revision") for r in logs]
     assert len(logs) == 2 * n_results
     assert revisions.count("1") == n_results and revisions.count(None) == n_results
+    # the amended records name the run's resource too, though its root left long before
+    resources = [res.get("service.name") for res, _ in read_logs_with_resource(out)]
+    assert resources == ["agent-app"] * len(logs), resources

@@ -13,15 +13,19 @@ DEFAULT_VERDICT_CACHE = 10_000
 
 
 class VerdictCache:
+    """Also keeps each run's root resource (its encoding): an amended verdict's evaluation
+    records go out long after the root left, and name the same resource as the first ones."""
+
     def __init__(self, size: int = DEFAULT_VERDICT_CACHE) -> None:
         self.size = size
-        self._items: OrderedDict[RunKey, RunVerdict] = OrderedDict()
+        self._items: OrderedDict[RunKey, tuple[RunVerdict, bytes]] = OrderedDict()
         self._lock = threading.Lock()
         self.evictions = 0
 
     def put(self, v: RunVerdict) -> None:
         with self._lock:
-            self._items[v.key] = v
+            old = self._items.get(v.key)
+            self._items[v.key] = (v, old[1] if old else b"")
             self._items.move_to_end(v.key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
@@ -29,4 +33,16 @@ class VerdictCache:
 
     def get(self, key: RunKey) -> RunVerdict | None:
         with self._lock:
-            return self._items.get(key)
+            item = self._items.get(key)
+            return item[0] if item else None
+
+    def keep_resource(self, key: RunKey, resource: bytes) -> None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items[key] = (item[0], resource)
+
+    def resource(self, key: RunKey) -> bytes:
+        with self._lock:
+            item = self._items.get(key)
+            return item[1] if item else b""

@@ -33,6 +33,8 @@ class SpanSink:
         self._s.cache.put(v)
         released = self._s.held.release(v.key.trace_id, v.released_span_ids)
         root = released.get(v.root_span_id)
+        if root is not None:
+            self._s.cache.keep_resource(v.key, root.resource)
         if v.setup_only:  # not a run: its spans leave as they came, with nothing written on them
             self.export_held(released, None)
             return
@@ -70,8 +72,10 @@ class SpanSink:
         records = annotate.log_records(v, self._s.redact, bytes.fromhex(v.key.trace_id), bytes.fromhex(v.root_span_id))
         request = ExportLogsServiceRequest()
         rl = request.resource_logs.add()
-        if root is not None:
-            rl.resource.CopyFrom(Resource.FromString(root.resource))
+        # an amendment comes after its root left: the resource it had was kept with the verdict
+        resource = root.resource if root is not None else self._s.cache.resource(v.key)
+        if resource:
+            rl.resource.CopyFrom(Resource.FromString(resource))
         rl.scope_logs.add(scope=annotate.evaluator_scope()).log_records.extend(records)
         if not self._s.queue.put_records(Item("logs", request.SerializeToString(), 0, len(records))):
             self._s.telemetry["faultgate_exporter_failed_log_records"].labels("queue_full").inc(len(records))
