@@ -68,9 +68,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def forwarding_collector_config(inbound: int, target: str, *, logs: bool = False) -> str:
+def forwarding_collector_config(inbound: int, target: str, *, logs: bool = False, exporter_options: str = "") -> str:
     """A collector in front of the service, as an operator's agent tier is: OTLP/gRPC in on
-    ``inbound``, batched, OTLP/gRPC out to ``target`` (traces, and logs when asked)."""
+    ``inbound``, batched, OTLP/gRPC out to ``target`` (traces, and logs when asked).
+    ``exporter_options``: more YAML lines for the exporter (retry, queue), indented 4."""
     pipelines = "    traces: {receivers: [otlp], processors: [batch], exporters: [otlp]}\n"
     if logs:
         pipelines += "    logs: {receivers: [otlp], processors: [batch], exporters: [otlp]}\n"
@@ -85,7 +86,7 @@ exporters:
   otlp:
     endpoint: "{target}"
     tls: {{insecure: true}}
-service:
+{exporter_options}service:
   pipelines:
 {pipelines}"""
 
@@ -277,8 +278,8 @@ def _telemetry_config(port: int) -> str:
 
 @contextlib.contextmanager
 def running_collector(config_yaml: str, tmp_path: Path, name: str = "collector",
-                      start_timeout: float = 30.0) -> Iterator[RunningCollector]:
-    """Run the built collector with ``config_yaml`` until the block ends.
+                      start_timeout: float = 30.0, binary: Path | None = None) -> Iterator[RunningCollector]:
+    """Run the built collector (or ``binary``) with ``config_yaml`` until the block ends.
 
     Files go to ``tmp_path/name/`` (config.yaml, telemetry.yaml, collector.log), so one
     test can run several collectors under different names. The config should bind every
@@ -292,7 +293,7 @@ def running_collector(config_yaml: str, tmp_path: Path, name: str = "collector",
     telemetry_config_path = workdir / "telemetry.yaml"
     telemetry_config_path.write_text(_telemetry_config(telemetry_port))
     collector = RunningCollector(
-        binary=collector_binary(),
+        binary=binary or collector_binary(),
         config_path=config_path,
         telemetry_config_path=telemetry_config_path,
         log_path=workdir / "collector.log",

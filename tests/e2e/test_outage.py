@@ -15,30 +15,15 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from faultgate_stream.export.spans.config import SpansExportConfig
 from tests.e2e.downstream import agent_run_request, downstream_config, read_spans, span_keys
 from tests.live_service import make_config
-from tests.peers import eventually, free_port, running_collector
+from tests.peers import eventually, forwarding_collector_config, free_port, running_collector
 
 OUTAGE_S = 30
 RUNS_PER_S = 40  # 200 spans/s
 
 
-def _upstream_config(port: int, target: str) -> str:
-    return f"""
-receivers:
-  otlp:
-    protocols:
-      grpc: {{endpoint: "127.0.0.1:{port}"}}
-processors:
-  batch: {{timeout: 200ms, send_batch_size: 200}}
-exporters:
-  otlp:
-    endpoint: "{target}"
-    tls: {{insecure: true}}
-    retry_on_failure: {{initial_interval: 500ms, max_interval: 2s, max_elapsed_time: 600s}}
-    sending_queue: {{queue_size: 5000}}
-service:
-  pipelines:
-    traces: {{receivers: [otlp], processors: [batch], exporters: [otlp]}}
-"""
+# the agent tier retries for ten minutes and queues 5000 batches while the service refuses
+UPSTREAM_EXPORTER = ("    retry_on_failure: {initial_interval: 500ms, max_interval: 2s, max_elapsed_time: 600s}\n"
+                     "    sending_queue: {queue_size: 5000}\n")
 
 
 def test_a_30s_downstream_outage_loses_nothing_and_refuses_only_while_the_queue_is_full(live_service, tmp_path):
@@ -48,7 +33,8 @@ def test_a_30s_downstream_outage_loses_nothing_and_refuses_only_while_the_queue_
                                retry_initial_interval=0.2, retry_max_interval=1.0, retry_max_elapsed=0, workers=2)
     with running_collector(downstream_config(down_port, out), tmp_path, name="downstream") as downstream:
         live = live_service(dataclasses.replace(make_config(root_grace=0.5), export=export))
-        with running_collector(_upstream_config(up_port, live.grpc), tmp_path, name="upstream"):
+        with running_collector(forwarding_collector_config(up_port, live.grpc, exporter_options=UPSTREAM_EXPORTER),
+                               tmp_path, name="upstream"):
             sent: set[tuple[str, str]] = set()
             stop = threading.Event()
 

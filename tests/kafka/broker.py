@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.peers import HOST, INSTALL_SCRIPT, PeerError, RunningCollector, _stop_process, _tail, _telemetry_config, \
-    free_port
+from tests.peers import HOST, INSTALL_SCRIPT, PeerError, RunningCollector, _stop_process, _tail, free_port, \
+    running_collector
 
 INSTALL_KAFKA = INSTALL_SCRIPT.parent / "install_kafka.sh"
 # A one-node cluster on a loaded 2-core machine: the JVM needs little heap, and C1 only
@@ -123,18 +123,7 @@ group.initial.rebalance.delay.ms=0
 
 @contextlib.contextmanager
 def running_kafka_collector(config_yaml: str, workdir: Path) -> Iterator[RunningCollector]:
-    """The v0.150.0 collector with the Kafka exporter, like ``tests.peers.running_collector``."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    config_path = workdir / "config.yaml"
-    config_path.write_text(config_yaml)
-    telemetry_port = free_port()
-    telemetry = workdir / "telemetry.yaml"
-    telemetry.write_text(_telemetry_config(telemetry_port))
-    collector = RunningCollector(binary=kafka_collector_binary(), config_path=config_path,
-                                 telemetry_config_path=telemetry, log_path=workdir / "collector.log",
-                                 telemetry_port=telemetry_port, start_timeout=60.0)
-    collector.start()
-    try:
+    """The v0.150.0 collector with the Kafka exporter, under ``workdir``."""
+    with running_collector(config_yaml, workdir.parent, workdir.name, start_timeout=60.0,
+                           binary=kafka_collector_binary()) as collector:
         yield collector
-    finally:
-        collector.stop()
