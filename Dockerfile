@@ -7,14 +7,21 @@
 # Hub), which the machine this was written on cannot reach, and it has no container
 # engine. tests/deploy/test_dockerfile.py lints this file with hadolint instead.
 
-# ---- build: a virtualenv with the package and its dependencies (wheels where there are)
-FROM python:3.12-slim-bookworm AS build
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# ---- wire: the package as a wheel, its compiled reader (native/) built with Rust by
+# maturin, in maturin's own image (Rust, a linker and every CPython; abi3, so any 3.11+)
+FROM ghcr.io/pyo3/maturin:v1.7.4 AS wire
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY native ./native
 COPY faultgate_stream ./faultgate_stream
+RUN maturin build --release --out /wheels
+
+# ---- build: a virtualenv with that wheel and its dependencies (wheels where there are)
+FROM python:3.12-slim-bookworm AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY --from=wire /wheels /wheels
 RUN python -m venv /opt/venv \
- && /opt/venv/bin/pip install --prefer-binary . \
+ && /opt/venv/bin/pip install --prefer-binary /wheels/*.whl \
  && /opt/venv/bin/pip uninstall --yes pip setuptools
 
 # ---- run: the base image plus that virtualenv; no compiler, no pip, no sources

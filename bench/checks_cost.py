@@ -55,7 +55,7 @@ def configs(store: WindowStore) -> dict:
 
 def template_spans() -> list:
     body, _, _ = build_template(32, random.Random(20261129))
-    return otlp_proto.read(otlp_proto.parse(body)).spans
+    return otlp_proto.decode(body)[1].spans
 
 
 def requests(spans: list, n: int, first: int) -> list[list]:

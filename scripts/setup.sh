@@ -6,9 +6,22 @@
 #   bash scripts/setup.sh                 the package, the test extras and the real peers
 #                                         (Prometheus, a collector built with Go, helm)
 #   bash scripts/setup.sh --package-only  the package alone, into .venv: all that `demo`,
-#                                         `serve`, `check` and `replay` need (Python only)
+#                                         `serve`, `check` and `replay` need (Python, and
+#                                         Rust's cargo for the compiled reader)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The package's compiled reader (native/, faultgate_stream.read._wire) is built by cargo
+# through maturin, its build backend, with pyo3 from crates.io. rustup installs cargo in
+# ~/.cargo/bin, which a non-login shell may not have on PATH.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo is not installed; the package's compiled OTLP reader (native/) needs Rust:" \
+       "install it with rustup (https://rustup.rs), then run this again" >&2
+  exit 2
+fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -35,12 +35,12 @@ def from_json(events: Any, value: Any) -> tuple[tuple[str, str, float | None], .
     return tuple(out)
 
 
-def from_proto(events: Any, value: Any) -> tuple[tuple[str, str, float | None], ...]:
-    """From protobuf span events; ``value`` reads an AnyValue."""
+def from_attributes(events: list[dict[str, Any]]) -> tuple[tuple[str, str, float | None], ...]:
+    """From the attributes of protobuf span events named ``EVENT`` (the compiled reader
+    picks them out)."""
     out = []
-    for e in events:
-        if e.name == EVENT:
-            r = _result({kv.key: value(kv.value) for kv in e.attributes})
-            if r:
-                out.append(r)
+    for attrs in events:
+        r = _result(attrs)
+        if r:
+            out.append(r)
     return tuple(out)

@@ -224,7 +224,7 @@ def _proto(p: Path, data: bytes) -> tuple[list[SpanRecord], list[SpanRecord], st
     for i, message in enumerate(messages or [data]):
         where = f"{p}: message {i + 1}" if messages else f"{p}"
         try:
-            decoded, problem = otlp_proto.read(otlp_proto.parse(message)), ""
+            decoded, problem = otlp_proto.decode(message)[1], ""
         except InputError as e:
             decoded, problem = None, str(e)
         if messages and (decoded is None or not decoded.spans):

@@ -22,8 +22,7 @@ class PayloadTooLarge(InputError):
 
 
 def protobuf(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
-    request = otlp_proto.parse(body)
-    return request, otlp_proto.read(request)
+    return otlp_proto.decode(body)
 
 
 def logs_protobuf(body: bytes) -> tuple[Any, DecodedLogs]:
@@ -53,6 +52,6 @@ def json_body(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
     doc = _json(body, "an ExportTraceServiceRequest")
     doc.setdefault("resourceSpans", [])
     request, _, first = otlp_json.to_request(doc)
-    decoded = otlp_proto.read(request)
+    decoded = otlp_proto.read(request.SerializeToString())
     # the JSON path knows the field and the value at fault; the protobuf reader only bytes
     return request, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem)

@@ -88,7 +88,7 @@ def _forward_both(request_of) -> tuple[dict, dict, ExportState, ExportState]:
     whole, each = _state(), _state()
     for state, forward in ((whole, None), (each, "each")):
         req = request_of()
-        decoded = read(req)
+        decoded = read(req.SerializeToString())
         f = Forwarder(_Taken(), state)
         if forward is None:
             f.consume(decoded.spans, req)
@@ -113,7 +113,7 @@ def test_a_request_with_a_rejected_span_is_forwarded_without_it():
 
 def test_a_root_annotated_as_bytes_decodes_as_the_decoding_path_annotates_it():
     state = _state()
-    Forwarder(_Taken(), state).consume(read(req := _request(1)).spans, req)
+    Forwarder(_Taken(), state).consume(read((req := _request(1)).SerializeToString()).spans, req)
     _exported(state)  # the children
     root_id = (100).to_bytes(8, "big").hex()
     trace_id = (TID[:15] + b"\x00").hex()
@@ -137,7 +137,7 @@ def test_a_root_that_already_carries_a_verdict_has_it_replaced_not_doubled():
     req = _request(1)
     root = req.resource_spans[0].scope_spans[0].spans[-1]
     root.attributes.append(_kv("faultgate.verdict", "clean"))
-    Forwarder(_Taken(), state).consume(read(req).spans, req)
+    Forwarder(_Taken(), state).consume(read(req.SerializeToString()).spans, req)
     _exported(state)
     root_id, trace_id = root.span_id.hex(), root.trace_id.hex()
     held = state.held.release_all()

@@ -120,6 +120,6 @@ def test_a_request_read_with_ids_remembered_rejects_what_the_full_check_rejects(
     spans.add(trace_id=tid, span_id=b"\x01" * 8, name="root")
     spans.add(trace_id=tid, span_id=b"\x02" * 8, parent_span_id=b"\x01" * 8, name="child")
     spans.add(trace_id=tid, span_id=b"\x03" * 8, parent_span_id=tid, name="bad parent")
-    decoded = read(req)
+    decoded = read(req.SerializeToString())
     assert [s.name for s in decoded.spans] == ["root", "child"]
     assert decoded.rejected == 1 and "spans[2]: parent_span_id is not 8 bytes" in decoded.first_problem

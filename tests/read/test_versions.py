@@ -25,7 +25,7 @@ def _doc(resource_version: str | None, agent_version: str | None):
 def _versions(doc):
     from_json = [r.agent_version for r in assemble_runs(otlp_json.read(copy.deepcopy(doc)))]
     request, _, _ = otlp_json.to_request(copy.deepcopy(doc))
-    from_proto = [r.agent_version for r in assemble_runs(otlp_proto.read(request).spans)]
+    from_proto = [r.agent_version for r in assemble_runs(otlp_proto.read(request.SerializeToString()).spans)]
     return from_json, from_proto
 
 

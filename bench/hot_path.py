@@ -1,0 +1,141 @@
+"""The live service's hot path in one thread, CPU time only: where a span's microseconds go.
+
+    .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--profile]
+
+The stages are the service's own, built by ``Service`` from a config as ``serve`` builds
+them: the gRPC handler (``TraceExport``, called with the request's bytes), the forwarder,
+the live assembler on a manual clock, evaluation with the default checks, every verdict
+sink, and the export queue, drained here by the exporter's own ``_send``. Only the network
+is left out: the sender is a stub that compresses the payload as the gRPC channel's gzip
+does (zlib's default level) and answers success. Nothing listens; no thread runs.
+
+The workload is ``bench/live.py``'s: requests of 32 runs of 16 spans with fresh trace ids.
+Every request is followed by a clock step past ``root_grace`` and a completion scan, so
+every run is decided (and exported) before the next request.
+
+``bench/live.py`` measures the same service end to end, over gRPC, with its threads and the
+GIL's hand-offs; this isolates the Python work per span from them, so a change to the hot
+path can be compared before and after within minutes on a shared machine (``process_time``,
+medians of rounds). ``--profile`` prints cProfile's top functions for one round.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import statistics
+import sys
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from live import Requests, build_template  # noqa: E402
+
+from faultgate_stream import config as service_config  # noqa: E402
+from faultgate_stream.export.spans.sender import Answer  # noqa: E402
+from faultgate_stream.model.clock import ManualClock  # noqa: E402
+from faultgate_stream.receive.grpc_server import TraceExport  # noqa: E402
+from faultgate_stream.service import Service  # noqa: E402
+
+RUNS_PER_REQUEST = 32
+
+
+class CompressingSender:
+    """The downstream without a network: what the gRPC channel's gzip costs, then success."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def send(self, kind: str, payload: bytes) -> Answer:
+        self.bytes += len(zlib.compress(payload, 6))
+        return Answer(0, "")
+
+
+def build(export: bool) -> tuple[Service, ManualClock, CompressingSender]:
+    env = {"FAULTGATE_STREAM__LOG__VERDICTS": "false", "FAULTGATE_STREAM__ASSEMBLE__ROOT_GRACE": "0.5s",
+           "FAULTGATE_STREAM__RECEIVE__GRPC_ENDPOINT": "127.0.0.1:0",
+           "FAULTGATE_STREAM__RECEIVE__HTTP_ENDPOINT": "127.0.0.1:0",
+           "FAULTGATE_STREAM__METRICS__ENDPOINT": "127.0.0.1:0"}
+    if export:
+        env["FAULTGATE_STREAM__EXPORT__ENDPOINT"] = "127.0.0.1:9"
+    clock = ManualClock(1_700_000_000 * 10**9)
+    service = Service(service_config.load(None, env), clock=clock)
+    sender = CompressingSender()
+    if export:
+        service.exporter._senders["traces"] = sender
+    return service, clock, sender
+
+
+def drive(service: Service, clock: ManualClock, bodies: list[bytes]) -> None:
+    handler = TraceExport(service.ingest, service.telemetry)
+    live = service.assembler
+    exporter = getattr(service, "exporter", None)
+    cfg = service.config.export
+    for body in bodies:
+        handler(body, None)
+        clock.advance(0.6)
+        live._scan()
+        if exporter is not None:
+            while True:
+                items = service.queue.take(cfg.max_batch_spans, cfg.max_batch_bytes, timeout=0)
+                if not items:
+                    break
+                exporter._send(items)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--requests", type=int, default=60)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--no-export", action="store_true")
+    p.add_argument("--profile", action="store_true")
+    args = p.parse_args()
+    template, offsets, spans_per_request = build_template(RUNS_PER_REQUEST, random.Random(20261201))
+    source = Requests(template, offsets, 0)
+    export = not args.no_export
+    service, clock, sender = build(export)
+    drive(service, clock, [source.next() for _ in range(10)])  # warm: imports, caches, first verdicts
+    spans = args.requests * spans_per_request
+    if args.profile:
+        bodies = [source.next() for _ in range(args.requests)]
+        prof = cProfile.Profile()
+        prof.enable()
+        drive(service, clock, bodies)
+        prof.disable()
+        stats = pstats.Stats(prof)
+        total = stats.total_tt
+        print(f"cProfile, {spans:,} spans, export {'on' if export else 'off'}: {total / spans * 1e6:.1f} us/span "
+              f"under the profiler")
+        for key in ("tottime", "cumulative"):
+            print(f"\ntop 25 by {key}:")
+            rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2 if key == "tottime" else 3], reverse=True)
+            for (file, line, fn), (_, calls, tt, ct, _) in rows[:25]:
+                where = f"{Path(file).parent.name}/{Path(file).name}:{line}" if line else file
+                print(f"  {tt / total:6.1%} self {ct / total:6.1%} cum {calls:>8}  {where}({fn})")
+        return 0
+    figures = []
+    for _ in range(args.rounds):
+        bodies = [source.next() for _ in range(args.requests)]
+        t0 = time.process_time()
+        drive(service, clock, bodies)
+        figures.append((time.process_time() - t0) / spans * 1e6)
+    runs = service.telemetry["faultgate_runs"]
+    decided = sum(s.value for m in runs.collect() for s in m.samples if s.name.endswith("_total"))
+    expected = (10 + args.rounds * args.requests) * RUNS_PER_REQUEST
+    if decided != expected:
+        print(f"PROBLEM: {decided:.0f} runs decided, expected {expected}")
+        return 1
+    print(f"export {'on' if export else 'off'}: CPU us/span median {statistics.median(figures):.2f} "
+          f"[{min(figures):.2f}-{max(figures):.2f}] over {args.rounds} rounds of {spans:,} spans; "
+          f"{decided:.0f} runs decided" + (f", {sender.bytes:,} gzip bytes sent" if export else ""))
+    print(f"RESULT hot_path_us_per_span={statistics.median(figures):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

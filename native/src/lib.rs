@@ -1,0 +1,421 @@
+//! The OTLP trace reader's decoding half: an `ExportTraceServiceRequest`'s bytes -> one
+//! tuple per span of exactly what `read/otlp_proto.py` builds records from.
+//!
+//! Why it exists: reading a span through upb's Python objects made one Python object per
+//! `KeyValue` and `AnyValue` and cost about 11 CPU us per span of the bench's workload
+//! (bench/README.md), most of a span's read. Here the bytes are walked once and only the
+//! fields a record needs become Python objects.
+//!
+//! The bytes were parsed by upb first (the receiver forwards that parse), so they are a
+//! valid request: this reader agrees with upb's reading of it, field by field:
+//! - a known field number with an unexpected wire type is an unknown field, skipped;
+//! - a scalar field that appears twice keeps its last value;
+//! - a singular message field that appears twice is merged (its occurrences read as one
+//!   message, in order), as protobuf merges them; repeated fields append;
+//! - an `AnyValue` whose oneof is set twice keeps the last member, and merges two
+//!   occurrences of the same message member (`array_value`, `kvlist_value`);
+//! - an enum (`Status.code`) is the varint's low 32 bits as a signed int, as upb reads it.
+//!
+//! Anything that is not protobuf at all raises `ValueError` instead of a guess.
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::collections::HashMap;
+
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+// upb refuses messages nested deeper than 100; this bound only keeps the stack safe if a
+// caller ever hands over bytes upb did not parse.
+const MAX_DEPTH: u32 = 128;
+
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+const LEN: u8 = 2;
+const GROUP_START: u8 = 3;
+const GROUP_END: u8 = 4;
+const FIXED32: u8 = 5;
+
+struct Malformed(&'static str);
+
+impl From<Malformed> for PyErr {
+    fn from(m: Malformed) -> PyErr {
+        PyValueError::new_err(format!("not a protobuf message: {}", m.0))
+    }
+}
+
+type Result<T> = std::result::Result<T, Malformed>;
+
+/// One message's bytes, field by field.
+struct Fields<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+enum Value<'a> {
+    Varint(u64),
+    Fixed64(u64),
+    Bytes(&'a [u8]),
+    Other,
+}
+
+impl<'a> Fields<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Fields { buf, pos: 0 }
+    }
+
+    fn varint(&mut self) -> Result<u64> {
+        let mut out: u64 = 0;
+        for i in 0..10 {
+            let b = *self.buf.get(self.pos).ok_or(Malformed("truncated varint"))?;
+            self.pos += 1;
+            out |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(out);
+            }
+        }
+        Err(Malformed("varint longer than 10 bytes"))
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or(Malformed("truncated field"))?;
+        let out = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+
+    fn fixed64(&mut self) -> Result<u64> {
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+
+    /// Skips a group up to its end tag, nested groups included.
+    fn skip_group(&mut self, number: u64, depth: u32) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(Malformed("groups nested too deep"));
+        }
+        loop {
+            if self.pos >= self.buf.len() {
+                return Err(Malformed("unterminated group"));
+            }
+            let tag = self.varint()?;
+            let (n, wt) = (tag >> 3, (tag & 7) as u8);
+            match wt {
+                GROUP_END if n == number => return Ok(()),
+                GROUP_END => return Err(Malformed("mismatched end group")),
+                GROUP_START => self.skip_group(n, depth + 1)?,
+                _ => {
+                    self.value(wt)?;
+                }
+            }
+        }
+    }
+
+    fn value(&mut self, wt: u8) -> Result<Value<'a>> {
+        Ok(match wt {
+            VARINT => Value::Varint(self.varint()?),
+            FIXED64 => Value::Fixed64(self.fixed64()?),
+            LEN => {
+                let n = self.varint()?;
+                Value::Bytes(self.take(usize::try_from(n).map_err(|_| Malformed("length too large"))?)?)
+            }
+            FIXED32 => {
+                self.take(4)?;
+                Value::Other
+            }
+            _ => return Err(Malformed("invalid wire type")),
+        })
+    }
+
+    /// The next field as (number, value); unknown groups are skipped on the way.
+    fn next(&mut self) -> Result<Option<(u64, Value<'a>)>> {
+        loop {
+            if self.pos >= self.buf.len() {
+                return Ok(None);
+            }
+            let tag = self.varint()?;
+            let (n, wt) = (tag >> 3, (tag & 7) as u8);
+            if n == 0 {
+                return Err(Malformed("field number 0"));
+            }
+            match wt {
+                GROUP_START => self.skip_group(n, 0)?,
+                GROUP_END => return Err(Malformed("end group without a start")),
+                _ => return Ok(Some((n, self.value(wt)?))),
+            }
+        }
+    }
+}
+
+fn utf8(b: &[u8]) -> Result<&str> {
+    std::str::from_utf8(b).map_err(|_| Malformed("a string field is not UTF-8"))
+}
+
+/// The `AnyValue` of its occurrences (merged), as the plain Python value the reader keeps.
+fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32) -> PyResult<PyObject> {
+    let py = keys.py;
+    enum Member<'a> {
+        Unset,
+        Str(&'a [u8]),
+        Bool(bool),
+        Int(i64),
+        Double(f64),
+        Bytes(&'a [u8]),
+        Array(Vec<&'a [u8]>),
+        KvList(Vec<&'a [u8]>),
+    }
+    if depth > MAX_DEPTH {
+        return Err(Malformed("values nested too deep").into());
+    }
+    let mut member = Member::Unset;
+    for chunk in chunks {
+        let mut f = Fields::new(chunk);
+        while let Some((n, v)) = f.next()? {
+            member = match (n, v) {
+                (1, Value::Bytes(b)) => Member::Str(b),
+                (2, Value::Varint(x)) => Member::Bool(x != 0),
+                (3, Value::Varint(x)) => Member::Int(x as i64),
+                (4, Value::Fixed64(x)) => Member::Double(f64::from_bits(x)),
+                (5, Value::Bytes(b)) => match member {
+                    Member::Array(mut parts) => {
+                        parts.push(b);
+                        Member::Array(parts)
+                    }
+                    _ => Member::Array(vec![b]),
+                },
+                (6, Value::Bytes(b)) => match member {
+                    Member::KvList(mut parts) => {
+                        parts.push(b);
+                        Member::KvList(parts)
+                    }
+                    _ => Member::KvList(vec![b]),
+                },
+                (7, Value::Bytes(b)) => Member::Bytes(b),
+                _ => member,
+            };
+        }
+    }
+    Ok(match member {
+        Member::Unset => py.None(),
+        Member::Str(b) => PyString::new(py, utf8(b)?).into_any().unbind(),
+        Member::Bool(x) => x.into_pyobject(py)?.to_owned().into_any().unbind(),
+        Member::Int(x) => x.into_pyobject(py)?.into_any().unbind(),
+        Member::Double(x) => x.into_pyobject(py)?.into_any().unbind(),
+        Member::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
+        Member::Array(parts) => {
+            let out = PyList::empty(py);
+            for part in parts {
+                let mut f = Fields::new(part);
+                while let Some((n, v)) = f.next()? {
+                    if let (1, Value::Bytes(b)) = (n, v) {
+                        out.append(any_value(keys, &[b], depth + 1)?)?;
+                    }
+                }
+            }
+            out.into_any().unbind()
+        }
+        Member::KvList(parts) => {
+            let out = PyDict::new(py);
+            for part in parts {
+                key_values(keys, part, &out, depth + 1)?;
+            }
+            out.into_any().unbind()
+        }
+    })
+}
+
+/// Attribute keys seen in this request, one Python string each: a request's spans repeat
+/// the same few keys, and every record's dict then shares them instead of holding copies.
+struct Keys<'a, 'py> {
+    py: Python<'py>,
+    seen: HashMap<&'a [u8], Bound<'py, PyString>>,
+}
+
+impl<'a, 'py> Keys<'a, 'py> {
+    fn get(&mut self, key: &'a [u8]) -> Result<Bound<'py, PyString>> {
+        if let Some(k) = self.seen.get(key) {
+            return Ok(k.clone());
+        }
+        // bounded by the request: at most one entry per KeyValue in it
+        let k = PyString::intern(self.py, utf8(key)?);
+        self.seen.insert(key, k.clone());
+        Ok(k)
+    }
+}
+
+/// A `KeyValue`'s key and its value's occurrences.
+fn key_value<'a>(kv: &'a [u8]) -> Result<(&'a [u8], Vec<&'a [u8]>)> {
+    let mut key: &[u8] = b"";
+    let mut value = Vec::new();
+    let mut f = Fields::new(kv);
+    while let Some((n, v)) = f.next()? {
+        match (n, v) {
+            (1, Value::Bytes(b)) => key = b,
+            (2, Value::Bytes(b)) => value.push(b),
+            _ => {}
+        }
+    }
+    Ok((key, value))
+}
+
+/// Every `KeyValue` (field 1) of a message into ``out``, the last of a repeated key winning.
+fn key_values<'a, 'py>(keys: &mut Keys<'a, 'py>, msg: &'a [u8], out: &Bound<'py, PyDict>, depth: u32) -> PyResult<()> {
+    let mut f = Fields::new(msg);
+    while let Some((n, v)) = f.next()? {
+        if let (1, Value::Bytes(kv)) = (n, v) {
+            let (key, value) = key_value(kv)?;
+            out.set_item(keys.get(key)?, any_value(keys, &value, depth)?)?;
+        }
+    }
+    Ok(())
+}
+
+fn attributes<'a, 'py>(keys: &mut Keys<'a, 'py>, kvs: &[&'a [u8]]) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(keys.py);
+    for kv in kvs {
+        let (key, value) = key_value(kv)?;
+        out.set_item(keys.get(key)?, any_value(keys, &value, 0)?)?;
+    }
+    Ok(out)
+}
+
+/// The first value of ``key`` among a resource's attributes (its occurrences merged).
+fn resource_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], key: &str) -> PyResult<PyObject> {
+    for chunk in chunks {
+        let mut f = Fields::new(chunk);
+        while let Some((n, v)) = f.next()? {
+            if let (1, Value::Bytes(kv)) = (n, v) {
+                let (k, value) = key_value(kv)?;
+                if utf8(k)? == key {
+                    return any_value(keys, &value, 0);
+                }
+            }
+        }
+    }
+    Ok(keys.py.None())
+}
+
+/// The attributes of a span's events named ``event_name``, or None when it has none.
+fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_name: &str) -> PyResult<PyObject> {
+    let py = keys.py;
+    let mut out: Option<Bound<'py, PyList>> = None;
+    for event in events {
+        let mut name: &[u8] = b"";
+        let mut kvs = Vec::new();
+        let mut f = Fields::new(event);
+        while let Some((n, v)) = f.next()? {
+            match (n, v) {
+                (2, Value::Bytes(b)) => name = b,
+                (3, Value::Bytes(b)) => kvs.push(b),
+                _ => {}
+            }
+        }
+        if utf8(name)? == event_name {
+            out.get_or_insert_with(|| PyList::empty(py)).append(attributes(keys, &kvs)?)?;
+        }
+    }
+    Ok(out.map_or_else(|| py.None(), |l| l.into_any().unbind()))
+}
+
+/// One span's row: (trace_id, span_id, parent_span_id, name, start, end, status code,
+/// status message, attributes, named events); ids as the raw bytes.
+fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str) -> PyResult<Bound<'py, PyTuple>> {
+    let py = keys.py;
+    let (mut trace_id, mut span_id, mut parent, mut name): (&[u8], &[u8], &[u8], &[u8]) = (b"", b"", b"", b"");
+    let (mut start, mut end) = (0u64, 0u64);
+    let mut kvs = Vec::new();
+    let mut events = Vec::new();
+    let mut status = Vec::new();
+    let mut f = Fields::new(span);
+    while let Some((n, v)) = f.next()? {
+        match (n, v) {
+            (1, Value::Bytes(b)) => trace_id = b,
+            (2, Value::Bytes(b)) => span_id = b,
+            (4, Value::Bytes(b)) => parent = b,
+            (5, Value::Bytes(b)) => name = b,
+            (7, Value::Fixed64(x)) => start = x,
+            (8, Value::Fixed64(x)) => end = x,
+            (9, Value::Bytes(b)) => kvs.push(b),
+            (11, Value::Bytes(b)) => events.push(b),
+            (15, Value::Bytes(b)) => status.push(b),
+            _ => {}
+        }
+    }
+    let (mut code, mut message): (i32, &[u8]) = (0, b"");
+    for chunk in status {
+        let mut f = Fields::new(chunk);
+        while let Some((n, v)) = f.next()? {
+            match (n, v) {
+                (2, Value::Bytes(b)) => message = b,
+                (3, Value::Varint(x)) => code = x as i32, // the low 32 bits, signed
+                _ => {}
+            }
+        }
+    }
+    let attrs = attributes(keys, &kvs)?;
+    let events = if events.is_empty() { py.None() } else { named_events(keys, &events, event_name)? };
+    PyTuple::new(py, [
+        PyBytes::new(py, trace_id).into_any().unbind(),
+        PyBytes::new(py, span_id).into_any().unbind(),
+        PyBytes::new(py, parent).into_any().unbind(),
+        PyString::new(py, utf8(name)?).into_any().unbind(),
+        start.into_pyobject(py)?.into_any().unbind(),
+        end.into_pyobject(py)?.into_any().unbind(),
+        code.into_pyobject(py)?.into_any().unbind(),
+        PyString::new(py, utf8(message)?).into_any().unbind(),
+        attrs.into_any().unbind(),
+        events,
+    ])
+}
+
+/// ``read_spans(data, version_key, event_name) -> (versions, scopes)``: ``versions[i]`` is
+/// the first ``version_key`` attribute of resource_spans[i]'s resource (None when absent);
+/// ``scopes`` lists (i, j, rows) for resource_spans[i].scope_spans[j], rows in wire order.
+#[pyfunction]
+fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str)
+    -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    // A panic would reach Python as pyo3's PanicException, a BaseException that the
+    // receivers' `except Exception` does not take: it must arrive as an ordinary error (a
+    // bug of ours, counted as an internal error), never end a worker thread.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(py, data, version_key, event_name)))
+        .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the compiled OTLP reader panicked")))
+}
+
+fn read<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str)
+    -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let versions = PyList::empty(py);
+    let scopes = PyList::empty(py);
+    let mut keys = Keys { py, seen: HashMap::new() };
+    let mut request = Fields::new(data);
+    let mut i = 0usize;
+    while let Some((n, v)) = request.next()? {
+        let (1, Value::Bytes(rs)) = (n, v) else { continue };
+        let mut resource = Vec::new();
+        let mut scope_spans = Vec::new();
+        let mut f = Fields::new(rs);
+        while let Some((n, v)) = f.next()? {
+            match (n, v) {
+                (1, Value::Bytes(b)) => resource.push(b),
+                (2, Value::Bytes(b)) => scope_spans.push(b),
+                _ => {}
+            }
+        }
+        versions.append(resource_value(&mut keys, &resource, version_key)?)?;
+        for (j, ss) in scope_spans.into_iter().enumerate() {
+            let rows = PyList::empty(py);
+            let mut f = Fields::new(ss);
+            while let Some((n, v)) = f.next()? {
+                if let (2, Value::Bytes(span)) = (n, v) {
+                    rows.append(span_row(&mut keys, span, event_name)?)?;
+                }
+            }
+            scopes.append((i, j, rows))?;
+        }
+        i += 1;
+    }
+    Ok((versions, scopes))
+}
+
+#[pymodule]
+fn _wire(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_spans, m)?)
+}
