@@ -231,7 +231,7 @@ def _proto(p: Path, data: bytes) -> tuple[list[SpanRecord], list[SpanRecord], st
             # the file exporter writes one signal per file: a logs pipeline's requests do
             # not parse as trace requests, or parse with no valid spans
             try:
-                logs = otlp_logs.read_proto(otlp_logs.parse(message))
+                logs = otlp_logs.decode(message)[1]
             except InputError:
                 logs = None
             if logs is not None and logs.records and not logs.rejected:

@@ -105,27 +105,35 @@ def parse(data: bytes) -> Any:
         raise InputError(f"payload is not an ExportLogsServiceRequest: {e}") from None
 
 
-def read_proto(request: Any) -> DecodedLogs:
-    from faultgate_stream.read.otlp_proto import value
+def read_proto(data: bytes) -> DecodedLogs:
+    """The content records of a logs request's bytes, which upb has parsed (``decode``):
+    the compiled reader (native/src/lib.rs) reads what upb accepted, as upb reads it."""
+    from faultgate_stream.read import _wire
 
     contents: list[SpanRecord] = []
     n = rejected = 0
     first = ""
-    for i, rl in enumerate(request.resource_logs):
-        for j, sl in enumerate(rl.scope_logs):
-            for k, lr in enumerate(sl.log_records):
-                n += 1
-                ids = _ids(lr.trace_id, lr.span_id)
-                if isinstance(ids, str):
-                    rejected += 1
-                    first = first or f"resource_logs[{i}].scope_logs[{j}].log_records[{k}]: {ids.replace('Id', '_id')}"
-                    continue
-                attrs = {kv.key: value(kv.value) for kv in lr.attributes}
-                name = log_events.event_name(lr.event_name, attrs)
-                body = value(lr.body) if lr.HasField("body") else None
-                content = log_events.content_attributes(name, attrs, body)
-                if ids is None or content is None:
-                    continue
-                contents.append(log_events.content_record(ids[0], ids[1], lr.time_unix_nano or lr.observed_time_unix_nano,
-                                                          content))
+    try:
+        scopes = _wire.read_logs(data)
+    except ValueError as e:  # bytes upb did not parse: a caller's bug, reported as the input's
+        raise InputError(f"payload is not an ExportLogsServiceRequest: {e}") from None
+    for i, j, rows in scopes:
+        for k, (raw_trace, raw_span, time_ns, observed_ns, event_name, attrs, body) in enumerate(rows):
+            n += 1
+            ids = _ids(raw_trace, raw_span)
+            if isinstance(ids, str):
+                rejected += 1
+                first = first or f"resource_logs[{i}].scope_logs[{j}].log_records[{k}]: {ids.replace('Id', '_id')}"
+                continue
+            name = log_events.event_name(event_name, attrs)
+            content = log_events.content_attributes(name, attrs, body)
+            if ids is None or content is None:
+                continue
+            contents.append(log_events.content_record(ids[0], ids[1], time_ns or observed_ns, content))
     return DecodedLogs(contents, n, rejected, first)
+
+
+def decode(data: bytes) -> tuple[Any, DecodedLogs]:
+    """The parsed request and its content records."""
+    request = parse(data)
+    return request, read_proto(data)

@@ -26,8 +26,7 @@ def protobuf(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
 
 
 def logs_protobuf(body: bytes) -> tuple[Any, DecodedLogs]:
-    request = otlp_logs.parse(body)
-    return request, otlp_logs.read_proto(request)
+    return otlp_logs.decode(body)
 
 
 def logs_json(body: bytes) -> tuple[Any, DecodedLogs]:

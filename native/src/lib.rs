@@ -1,5 +1,6 @@
-//! The OTLP trace reader's decoding half: an `ExportTraceServiceRequest`'s bytes -> one
-//! tuple per span of exactly what `read/otlp_proto.py` builds records from.
+//! The OTLP readers' decoding half: an `ExportTraceServiceRequest`'s bytes -> one tuple per
+//! span of exactly what `read/otlp_proto.py` builds records from, and an
+//! `ExportLogsServiceRequest`'s -> one per log record for `read/otlp_logs.py`.
 //!
 //! Why it exists: reading a span through upb's Python objects made one Python object per
 //! `KeyValue` and `AnyValue` and cost about 11 CPU us per span of the bench's workload
@@ -369,18 +370,33 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str)
 
 /// ``read_spans(data, version_key, event_name) -> (versions, scopes)``: ``versions[i]`` is
 /// the first ``version_key`` attribute of resource_spans[i]'s resource (None when absent);
-/// ``scopes`` lists (i, j, rows) for resource_spans[i].scope_spans[j], rows in wire order.
+/// ``scopes`` lists (i, j, rows) for resource_spans[i].scope_spans[j], one row per span
+/// (``span_row``) in wire order.
 #[pyfunction]
 fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str)
     -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    // A panic would reach Python as pyo3's PanicException, a BaseException that the
-    // receivers' `except Exception` does not take: it must arrive as an ordinary error (a
-    // bug of ours, counted as an internal error), never end a worker thread.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(py, data, version_key, event_name)))
+    guarded(|| read_request(py, data, version_key, |keys, span| span_row(keys, span, event_name)))
+}
+
+/// ``read_logs(data) -> scopes``: an ``ExportLogsServiceRequest``'s (i, j, rows) for
+/// resource_logs[i].scope_logs[j], one row per log record (``log_row``).
+#[pyfunction]
+fn read_logs<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
+    guarded(|| read_request(py, data, "", log_row).map(|(_, scopes)| scopes))
+}
+
+// A panic would reach Python as pyo3's PanicException, a BaseException that the receivers'
+// `except Exception` does not take: it must arrive as an ordinary error (a bug of ours,
+// counted as an internal error), never end a worker thread.
+fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
         .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the compiled OTLP reader panicked")))
 }
 
-fn read<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str)
+/// An export request of either signal: field 1 of the request, of its entries' scope
+/// entries (field 2) and of their items (field 2) have the same shape in traces and logs.
+fn read_request<'a, 'py>(py: Python<'py>, data: &'a [u8], version_key: &str,
+                         mut row: impl FnMut(&mut Keys<'a, 'py>, &'a [u8]) -> PyResult<Bound<'py, PyTuple>>)
     -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
     let versions = PyList::empty(py);
     let scopes = PyList::empty(py);
@@ -388,24 +404,29 @@ fn read<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str)
     let mut request = Fields::new(data);
     let mut i = 0usize;
     while let Some((n, v)) = request.next()? {
-        let (1, Value::Bytes(rs)) = (n, v) else { continue };
+        let rs = match (n, v) {
+            (1, Value::Bytes(rs)) => rs,
+            _ => continue,
+        };
         let mut resource = Vec::new();
-        let mut scope_spans = Vec::new();
+        let mut scope_entries = Vec::new();
         let mut f = Fields::new(rs);
         while let Some((n, v)) = f.next()? {
             match (n, v) {
                 (1, Value::Bytes(b)) => resource.push(b),
-                (2, Value::Bytes(b)) => scope_spans.push(b),
+                (2, Value::Bytes(b)) => scope_entries.push(b),
                 _ => {}
             }
         }
-        versions.append(resource_value(&mut keys, &resource, version_key)?)?;
-        for (j, ss) in scope_spans.into_iter().enumerate() {
+        if !version_key.is_empty() {
+            versions.append(resource_value(&mut keys, &resource, version_key)?)?;
+        }
+        for (j, scope) in scope_entries.into_iter().enumerate() {
             let rows = PyList::empty(py);
-            let mut f = Fields::new(ss);
+            let mut f = Fields::new(scope);
             while let Some((n, v)) = f.next()? {
-                if let (2, Value::Bytes(span)) = (n, v) {
-                    rows.append(span_row(&mut keys, span, event_name)?)?;
+                if let (2, Value::Bytes(item)) = (n, v) {
+                    rows.append(row(&mut keys, item)?)?;
                 }
             }
             scopes.append((i, j, rows))?;
@@ -415,7 +436,42 @@ fn read<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str)
     Ok((versions, scopes))
 }
 
+/// One log record's row: (trace_id, span_id, time, observed time, event_name, attributes,
+/// body); ids as the raw bytes, the body None when absent (as when empty).
+fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Bound<'py, PyTuple>> {
+    let py = keys.py;
+    let (mut trace_id, mut span_id, mut event_name): (&[u8], &[u8], &[u8]) = (b"", b"", b"");
+    let (mut time, mut observed) = (0u64, 0u64);
+    let mut kvs = Vec::new();
+    let mut body = Vec::new();
+    let mut f = Fields::new(record);
+    while let Some((n, v)) = f.next()? {
+        match (n, v) {
+            (1, Value::Fixed64(x)) => time = x,
+            (11, Value::Fixed64(x)) => observed = x,
+            (5, Value::Bytes(b)) => body.push(b),
+            (6, Value::Bytes(b)) => kvs.push(b),
+            (9, Value::Bytes(b)) => trace_id = b,
+            (10, Value::Bytes(b)) => span_id = b,
+            (12, Value::Bytes(b)) => event_name = b,
+            _ => {}
+        }
+    }
+    let attrs = attributes(keys, &kvs)?;
+    let body = any_value(keys, &body, 0)?;
+    PyTuple::new(py, [
+        PyBytes::new(py, trace_id).into_any().unbind(),
+        PyBytes::new(py, span_id).into_any().unbind(),
+        time.into_pyobject(py)?.into_any().unbind(),
+        observed.into_pyobject(py)?.into_any().unbind(),
+        PyString::new(py, utf8(event_name)?).into_any().unbind(),
+        attrs.into_any().unbind(),
+        body,
+    ])
+}
+
 #[pymodule]
 fn _wire(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(read_spans, m)?)
+    m.add_function(wrap_pyfunction!(read_spans, m)?)?;
+    m.add_function(wrap_pyfunction!(read_logs, m)?)
 }

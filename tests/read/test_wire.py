@@ -1,6 +1,6 @@
 """The compiled reader (native/src/lib.rs) against upb, the parser that accepted the bytes.
 
-For every request upb parses, ``_wire.read_spans`` must give what upb's own reading of the
+For every request upb parses, ``_wire.read_spans`` (and ``read_logs``) must give what upb's own reading of the
 same bytes gives: the oracle below reads the parsed message field by field through upb's
 Python objects (what read/otlp_proto.py did before the compiled reader). The requests are
 generated (hypothesis), written by hand at the wire level where protobuf's merging rules
@@ -16,13 +16,14 @@ import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from faultgate_stream.read import _wire, events, otlp_proto
-from faultgate_stream.read.otlp_proto import value
 from tests.fuzz.mutate import byte_mutant
 
 VERSION = "service.version"
@@ -39,6 +40,18 @@ def _plain(x):
     if isinstance(x, dict):
         return {k: _plain(v) for k, v in x.items()}
     return x
+
+
+def value(v: AnyValue):
+    """An AnyValue as upb's Python objects give it."""
+    which = v.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "array_value":
+        return [value(x) for x in v.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: value(kv.value) for kv in v.kvlist_value.values}
+    return getattr(v, which)
 
 
 def oracle(data: bytes):
@@ -136,6 +149,48 @@ def test_byte_mutants_that_upb_accepts_read_as_upb_reads_them(request, seed):
         except DecodeError:
             continue
         assert_agrees(mutant)
+
+
+# ------------------------------------------------------------------ logs
+
+def logs_oracle(data: bytes):
+    req = ExportLogsServiceRequest.FromString(data)
+    return _plain([
+        (i, j, [(r.trace_id, r.span_id, r.time_unix_nano, r.observed_time_unix_nano, r.event_name,
+                 {kv.key: value(kv.value) for kv in r.attributes}, value(r.body) if r.HasField("body") else None)
+                for r in sl.log_records])
+        for i, rl in enumerate(req.resource_logs) for j, sl in enumerate(rl.scope_logs)])
+
+
+@st.composite
+def log_records(draw):
+    r = LogRecord(trace_id=draw(ids), span_id=draw(st.binary(max_size=9)),
+                  time_unix_nano=draw(st.integers(0, 2**64 - 1)), observed_time_unix_nano=draw(st.integers(0, 2**64 - 1)),
+                  event_name=draw(st.sampled_from(["", "gen_ai.user.message", "gen_ai.choice", "é"])),
+                  attributes=draw(key_values), severity_text=draw(st.text(max_size=5)))
+    if draw(st.booleans()):
+        r.body.CopyFrom(draw(any_values))
+    return r
+
+
+logs_requests = st.lists(st.lists(st.lists(log_records(), max_size=3), max_size=2), max_size=3).map(
+    lambda rls: ExportLogsServiceRequest(resource_logs=[
+        ResourceLogs(scope_logs=[ScopeLogs(log_records=rs) for rs in scopes]) for scopes in rls]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(logs_requests, st.integers(0, 2**32))
+def test_logs_requests_and_their_byte_mutants_read_as_upb_reads_them(request, seed):
+    body = request.SerializeToString()
+    assert _plain(_wire.read_logs(body)) == logs_oracle(body)
+    rng = random.Random(seed)
+    for _ in range(10):
+        mutant = byte_mutant(body, rng)
+        try:
+            ExportLogsServiceRequest.FromString(mutant)
+        except DecodeError:
+            continue
+        assert _plain(_wire.read_logs(mutant)) == logs_oracle(mutant)
 
 
 # ------------------------------------------------------------------ the wire, by hand
