@@ -1,6 +1,6 @@
 """The live service's hot path in one thread, CPU time only: where a span's microseconds go.
 
-    .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--profile]
+    .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--profile | --stages]
 
 The stages are the service's own, built by ``Service`` from a config as ``serve`` builds
 them: the gRPC handler (``TraceExport``, called with the request's bytes), the forwarder,
@@ -16,7 +16,12 @@ every run is decided (and exported) before the next request.
 ``bench/live.py`` measures the same service end to end, over gRPC, with its threads and the
 GIL's hand-offs; this isolates the Python work per span from them, so a change to the hot
 path can be compared before and after within minutes on a shared machine (``process_time``,
-medians of rounds). ``--profile`` prints cProfile's top functions for one round.
+medians of rounds). ``--profile`` prints cProfile's top functions for one round;
+``--stages`` the CPU time of each stage without a profiler (``STAGES``: each stage's entry
+point timed by a wrapper, about a microsecond per call, and there are a few calls per
+run), and of each check's ``finish`` in the order they run: the first check of a run also
+pays for the facts the run computes once and the others share (``Run.steps``, the step
+errors).
 """
 from __future__ import annotations
 
@@ -43,6 +48,21 @@ from faultgate_stream.receive.grpc_server import TraceExport  # noqa: E402
 from faultgate_stream.service import Service  # noqa: E402
 
 RUNS_PER_REQUEST = 32
+
+# (module, class or None, function, label): the stages --stages times, upstream first.
+# Nested ones (indented labels) are part of the stage above them.
+STAGES = [
+    ("faultgate_stream.receive.decode", None, "protobuf", "decode: upb parse + compiled reader + build_span"),
+    ("faultgate_stream.assemble.assembler", "Assembler", "add", "assemble: add"),
+    ("faultgate_stream.verdict.evaluate", "Evaluator", "span_arrived", "  early checks (observe)"),
+    ("faultgate_stream.export.spans.forward", "Forwarder", "_forward", "forward: the request, roots held"),
+    ("faultgate_stream.assemble.assembler", "Assembler", "_take_runs", "complete: partition into runs"),
+    ("faultgate_stream.verdict.evaluate", "Evaluator", "_verdict", "evaluate: checks + verdict"),
+    ("faultgate_stream.verdict.evaluate", "Evaluator", "_results", "  every check's finish"),
+    ("faultgate_stream.export.metrics.sink", "MetricsSink", "verdict", "sink: metrics"),
+    ("faultgate_stream.export.spans.sink", "SpanSink", "verdict", "sink: root annotated, queued"),
+    ("faultgate_stream.export.spans.exporter", "SpanExporter", "_send", "export: batch joined + gzip"),
+]
 
 
 class CompressingSender:
@@ -88,12 +108,48 @@ def drive(service: Service, clock: ManualClock, bodies: list[bytes]) -> None:
                 exporter._send(items)
 
 
+def _timed(owner, name: str, label: str, spent: dict[str, float]) -> None:
+    original = getattr(owner, name)
+
+    def timed(*args, **kwargs):
+        t0 = time.process_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.process_time() - t0
+
+    setattr(owner, name, timed)
+
+
+def stages(service: Service, clock: ManualClock, bodies: list[bytes], spans: int) -> None:
+    import importlib
+
+    spent: dict[str, float] = {}
+    for module, cls, fn, label in STAGES:
+        mod = importlib.import_module(module)
+        _timed(getattr(mod, cls) if cls else mod, fn, label, spent)
+    checks: dict[str, float] = {}
+    for check in service.evaluator.checks:
+        _timed(check, "finish", check.name, checks)
+    t0 = time.process_time()
+    drive(service, clock, bodies)
+    total = time.process_time() - t0
+    print(f"CPU us/span by stage ({spans:,} spans; wrappers included in the total):")
+    print(f"  {'total':52s} {total / spans * 1e6:7.2f}")
+    for _, _, _, label in STAGES:
+        print(f"  {label:52s} {spent.get(label, 0.0) / spans * 1e6:7.2f}")
+    print("every check's finish, in the order they run (us/span, us/run):")
+    for name, t in checks.items():
+        print(f"  {name:52s} {t / spans * 1e6:7.2f} {t / spans * 1e6 * spans / (spans / 16):8.1f}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=60)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--no-export", action="store_true")
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--stages", action="store_true")
     args = p.parse_args()
     template, offsets, spans_per_request = build_template(RUNS_PER_REQUEST, random.Random(20261201))
     source = Requests(template, offsets, 0)
@@ -101,6 +157,9 @@ def main() -> int:
     service, clock, sender = build(export)
     drive(service, clock, [source.next() for _ in range(10)])  # warm: imports, caches, first verdicts
     spans = args.requests * spans_per_request
+    if args.stages:
+        stages(service, clock, [source.next() for _ in range(args.requests)], spans)
+        return 0
     if args.profile:
         bodies = [source.next() for _ in range(args.requests)]
         prof = cProfile.Profile()

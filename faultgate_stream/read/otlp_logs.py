@@ -28,16 +28,32 @@ class DecodedLogs:
         return self.records - self.rejected - len(self.contents)
 
 
-def _ids(raw_trace: Any, raw_span: Any) -> tuple[str, str] | str | None:
-    """(trace id, span id); None when the record names no span; a problem when malformed."""
+BAD_TRACE_ID = "traceId is not a 16-byte trace id"
+BAD_SPAN_ID = "spanId is not an 8-byte span id"
+
+
+def _ids(raw_trace: str, raw_span: str) -> tuple[str, str] | str | None:
+    """(trace id, span id) of OTLP/JSON's hex; None when the record names no span; a
+    problem when malformed."""
     if not raw_trace and not raw_span:
         return None
     tid = hex_id(raw_trace, TRACE_ID_BYTES) if raw_trace else None
     if tid is None:
-        return "traceId is not a 16-byte trace id"
+        return BAD_TRACE_ID
     sid = hex_id(raw_span, SPAN_ID_BYTES) if raw_span else None
     if sid is None:
-        return "spanId is not an 8-byte span id"
+        return BAD_SPAN_ID
+    return tid, sid
+
+
+def _proto_ids(tid: str | None, sid: str | None) -> tuple[str, str] | str | None:
+    """``_ids`` for the compiled reader's ids: hex, "" when absent, None when malformed."""
+    if tid == "" and sid == "":
+        return None
+    if not tid:
+        return BAD_TRACE_ID
+    if not sid:
+        return BAD_SPAN_ID
     return tid, sid
 
 
@@ -118,9 +134,9 @@ def read_proto(data: bytes) -> DecodedLogs:
     except ValueError as e:  # bytes upb did not parse: a caller's bug, reported as the input's
         raise InputError(f"payload is not an ExportLogsServiceRequest: {e}") from None
     for i, j, rows in scopes:
-        for k, (raw_trace, raw_span, time_ns, observed_ns, event_name, attrs, body) in enumerate(rows):
+        for k, (tid, sid, time_ns, observed_ns, event_name, attrs, body) in enumerate(rows):
             n += 1
-            ids = _ids(raw_trace, raw_span)
+            ids = _proto_ids(tid, sid)
             if isinstance(ids, str):
                 rejected += 1
                 first = first or f"resource_logs[{i}].scope_logs[{j}].log_records[{k}]: {ids.replace('Id', '_id')}"

@@ -19,7 +19,6 @@ from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import _wire, events
 from faultgate_stream.read.conventions import build_span
-from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,33 +42,22 @@ def read(data: bytes) -> Decoded:
     spans: list[SpanRecord] = []
     rejected = 0
     first = ""
-    # The ids of one request repeat (a trace's spans share its id, siblings their parent):
-    # each distinct id is checked and turned to hex once. Bounded by the request.
-    traces: dict[bytes, str | None] = {}
-    parents: dict[bytes, str | None] = {}
     try:
         versions, scopes = _wire.read_spans(data, SERVICE_VERSION, events.EVENT)
     except ValueError as e:  # bytes upb did not parse: a caller's bug, reported as the input's
         raise InputError(f"payload is not an ExportTraceServiceRequest: {e}") from None
     for i, j, rows in scopes:
         version = versions[i]
-        for k, (raw_t, raw_s, raw_p, name, start, end, code, message, attrs, evaluations) in enumerate(rows):
-            tid = traces.get(raw_t, _UNSEEN)
-            if tid is _UNSEEN:
-                tid = traces[raw_t] = hex_id(raw_t, TRACE_ID_BYTES)
-            sid = hex_id(raw_s, SPAN_ID_BYTES)
-            parent = None
-            if raw_p:
-                parent = parents.get(raw_p, _UNSEEN)
-                if parent is _UNSEEN:
-                    parent = parents[raw_p] = hex_id(raw_p, SPAN_ID_BYTES)
-            problem = ("trace_id is not 16 bytes, or is all zero" if tid is None else
-                       "span_id is not 8 bytes, or is all zero" if sid is None else
-                       "parent_span_id is not 8 bytes" if raw_p and parent is None else "")
+        # ids come as hex: "" when absent, None when malformed (wrong length, all zero)
+        for k, (tid, sid, parent, name, start, end, code, message, attrs, evaluations) in enumerate(rows):
+            problem = ("trace_id is not 16 bytes, or is all zero" if not tid else
+                       "span_id is not 8 bytes, or is all zero" if not sid else
+                       "parent_span_id is not 8 bytes" if parent is None else "")
             if problem:
                 rejected += 1
                 first = first or f"resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}"
                 continue
+            parent = parent or None
             if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
                 attrs.setdefault(SERVICE_VERSION, version)
             if evaluations:
@@ -85,5 +73,3 @@ def decode(data: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
     request = parse(data)
     return request, read(data)
 
-
-_UNSEEN = object()

@@ -29,6 +29,9 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 // caller ever hands over bytes upb did not parse.
 const MAX_DEPTH: u32 = 128;
 
+const TRACE_ID_BYTES: usize = 16;
+const SPAN_ID_BYTES: usize = 8;
+
 const VARINT: u8 = 0;
 const FIXED64: u8 = 1;
 const LEN: u8 = 2;
@@ -224,14 +227,36 @@ fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32)
     })
 }
 
-/// Attribute keys seen in this request, one Python string each: a request's spans repeat
-/// the same few keys, and every record's dict then shares them instead of holding copies.
+/// Attribute keys and ids seen in this request, one Python string each: a request's spans
+/// repeat the same few keys, a trace's spans its id and siblings their parent's, and every
+/// record then shares them instead of holding copies. Bounded by the request.
 struct Keys<'a, 'py> {
     py: Python<'py>,
     seen: HashMap<&'a [u8], Bound<'py, PyString>>,
+    ids: HashMap<&'a [u8], PyObject>,
 }
 
 impl<'a, 'py> Keys<'a, 'py> {
+    /// An id as lowercase hex: "" when absent (empty), None when malformed (not ``n``
+    /// bytes, or all zero), as the OTLP specification defines a valid id.
+    fn id(&mut self, raw: &'a [u8], n: usize) -> PyObject {
+        let py = self.py;
+        if raw.is_empty() {
+            return PyString::intern(py, "").into_any().unbind();
+        }
+        if raw.len() != n || raw.iter().all(|&b| b == 0) {
+            return py.None();
+        }
+        self.ids
+            .entry(raw)
+            .or_insert_with(|| {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let hex: String = raw.iter().flat_map(|&b| [HEX[(b >> 4) as usize] as char, HEX[(b & 15) as usize] as char]).collect();
+                PyString::new(py, &hex).into_any().unbind()
+            })
+            .clone_ref(py)
+    }
+
     fn get(&mut self, key: &'a [u8]) -> Result<Bound<'py, PyString>> {
         if let Some(k) = self.seen.get(key) {
             return Ok(k.clone());
@@ -318,7 +343,7 @@ fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_na
 }
 
 /// One span's row: (trace_id, span_id, parent_span_id, name, start, end, status code,
-/// status message, attributes, named events); ids as the raw bytes.
+/// status message, attributes, named events); ids as ``Keys::id`` gives them.
 fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str) -> PyResult<Bound<'py, PyTuple>> {
     let py = keys.py;
     let (mut trace_id, mut span_id, mut parent, mut name): (&[u8], &[u8], &[u8], &[u8]) = (b"", b"", b"", b"");
@@ -355,9 +380,9 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str)
     let attrs = attributes(keys, &kvs)?;
     let events = if events.is_empty() { py.None() } else { named_events(keys, &events, event_name)? };
     PyTuple::new(py, [
-        PyBytes::new(py, trace_id).into_any().unbind(),
-        PyBytes::new(py, span_id).into_any().unbind(),
-        PyBytes::new(py, parent).into_any().unbind(),
+        keys.id(trace_id, TRACE_ID_BYTES),
+        keys.id(span_id, SPAN_ID_BYTES),
+        keys.id(parent, SPAN_ID_BYTES),
         PyString::new(py, utf8(name)?).into_any().unbind(),
         start.into_pyobject(py)?.into_any().unbind(),
         end.into_pyobject(py)?.into_any().unbind(),
@@ -400,7 +425,7 @@ fn read_request<'a, 'py>(py: Python<'py>, data: &'a [u8], version_key: &str,
     -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
     let versions = PyList::empty(py);
     let scopes = PyList::empty(py);
-    let mut keys = Keys { py, seen: HashMap::new() };
+    let mut keys = Keys { py, seen: HashMap::new(), ids: HashMap::new() };
     let mut request = Fields::new(data);
     let mut i = 0usize;
     while let Some((n, v)) = request.next()? {
@@ -437,7 +462,7 @@ fn read_request<'a, 'py>(py: Python<'py>, data: &'a [u8], version_key: &str,
 }
 
 /// One log record's row: (trace_id, span_id, time, observed time, event_name, attributes,
-/// body); ids as the raw bytes, the body None when absent (as when empty).
+/// body); ids as ``Keys::id`` gives them, the body None when absent (as when empty).
 fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Bound<'py, PyTuple>> {
     let py = keys.py;
     let (mut trace_id, mut span_id, mut event_name): (&[u8], &[u8], &[u8]) = (b"", b"", b"");
@@ -460,8 +485,8 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
     let attrs = attributes(keys, &kvs)?;
     let body = any_value(keys, &body, 0)?;
     PyTuple::new(py, [
-        PyBytes::new(py, trace_id).into_any().unbind(),
-        PyBytes::new(py, span_id).into_any().unbind(),
+        keys.id(trace_id, TRACE_ID_BYTES),
+        keys.id(span_id, SPAN_ID_BYTES),
         time.into_pyobject(py)?.into_any().unbind(),
         observed.into_pyobject(py)?.into_any().unbind(),
         PyString::new(py, utf8(event_name)?).into_any().unbind(),
@@ -470,8 +495,46 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
     ])
 }
 
+/// ``Survey(indexed, flattened)(name, attrs) -> (size, any indexed, any flattened)``: one pass
+/// over a span's attributes for read/conventions.py, whichever reader built them: the
+/// record's approximate size (200 + the name's length + every key's, and every string
+/// value's, other values 8; lengths in code points, as Python's ``len``), and whether any
+/// key starts with one of the ``indexed`` prefixes, or of the ``flattened`` ones. It was a
+/// third of building a record in Python.
+#[pyclass(frozen)]
+struct Survey {
+    indexed: Vec<String>,
+    flattened: Vec<String>,
+}
+
+#[pymethods]
+impl Survey {
+    #[new]
+    fn new(indexed: Vec<String>, flattened: Vec<String>) -> Self {
+        Survey { indexed, flattened }
+    }
+
+    fn __call__(&self, name: &Bound<'_, PyAny>, attrs: &Bound<'_, PyDict>) -> PyResult<(usize, bool, bool)> {
+        let mut size = 200 + name.len()?;
+        let (mut indexed, mut flattened) = (false, false);
+        for (k, v) in attrs.iter() {
+            let key = k.downcast::<PyString>()?;
+            size += key.len()? + v.downcast::<PyString>().map_or(Ok(8), |s| s.len())?;
+            if !(indexed && flattened) {
+                // lossy: a key may hold a lone surrogate (OTLP/JSON escapes); the prefixes
+                // are ASCII, so the test is the same
+                let key = key.to_string_lossy();
+                indexed = indexed || self.indexed.iter().any(|p| key.starts_with(p.as_str()));
+                flattened = flattened || self.flattened.iter().any(|p| key.starts_with(p.as_str()));
+            }
+        }
+        Ok((size, indexed, flattened))
+    }
+}
+
 #[pymodule]
 fn _wire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
-    m.add_function(wrap_pyfunction!(read_logs, m)?)
+    m.add_function(wrap_pyfunction!(read_logs, m)?)?;
+    m.add_class::<Survey>()
 }

@@ -54,6 +54,11 @@ def value(v: AnyValue):
     return getattr(v, which)
 
 
+def _id(raw: bytes, n: int):
+    """An id as the readers take it: hex, "" when absent, None when not ``n`` bytes or all zero."""
+    return "" if not raw else raw.hex() if len(raw) == n and any(raw) else None
+
+
 def oracle(data: bytes):
     """What upb reads from ``data``, in read_spans' shape."""
     req = ExportTraceServiceRequest.FromString(data)
@@ -65,7 +70,7 @@ def oracle(data: bytes):
             rows = []
             for s in ss.spans:
                 named = [{kv.key: value(kv.value) for kv in e.attributes} for e in s.events if e.name == events.EVENT]
-                rows.append((s.trace_id, s.span_id, s.parent_span_id, s.name, s.start_time_unix_nano,
+                rows.append((_id(s.trace_id, 16), _id(s.span_id, 8), _id(s.parent_span_id, 8), s.name, s.start_time_unix_nano,
                              s.end_time_unix_nano, s.status.code, s.status.message,
                              {kv.key: value(kv.value) for kv in s.attributes}, named or None))
             scopes.append((i, j, rows))
@@ -156,7 +161,7 @@ def test_byte_mutants_that_upb_accepts_read_as_upb_reads_them(request, seed):
 def logs_oracle(data: bytes):
     req = ExportLogsServiceRequest.FromString(data)
     return _plain([
-        (i, j, [(r.trace_id, r.span_id, r.time_unix_nano, r.observed_time_unix_nano, r.event_name,
+        (i, j, [(_id(r.trace_id, 16), _id(r.span_id, 8), r.time_unix_nano, r.observed_time_unix_nano, r.event_name,
                  {kv.key: value(kv.value) for kv in r.attributes}, value(r.body) if r.HasField("body") else None)
                 for r in sl.log_records])
         for i, rl in enumerate(req.resource_logs) for j, sl in enumerate(rl.scope_logs)])
@@ -305,3 +310,26 @@ def test_values_nested_past_upbs_limit_never_reach_the_stack():
         ExportTraceServiceRequest.FromString(data)
     with pytest.raises(ValueError):
         _wire.read_spans(data, VERSION, events.EVENT)
+
+
+# ------------------------------------------------------------------ the conventions' survey
+
+def _survey_by_hand(name, attrs, indexed, flattened):
+    size = 200 + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
+    return (size, any(k.startswith(indexed) for k in attrs), any(k.startswith(flattened) for k in attrs))
+
+
+attribute_keys = st.one_of(st.text(max_size=12), st.sampled_from(
+    ["gen_ai.prompt.0.content", "gen_ai.completion.3.role", "llm.input_messages.0.message.role",
+     "llm.output_messages.1.message.content", "gen_ai.prompt", "llm.input_messages", "gen_ai.prompt.\udcff"]))
+attribute_values = st.one_of(st.text(), st.integers(), st.floats(), st.booleans(), st.none(),
+                             st.lists(st.text(max_size=3), max_size=3), st.just("\udcff é 😀"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=10), st.dictionaries(attribute_keys, attribute_values, max_size=8))
+def test_the_compiled_survey_is_the_size_and_prefixes_python_counts(name, attrs):
+    from faultgate_stream.read import conventions
+
+    indexed, flattened = conventions._TL_INDEXED, conventions._OI_MESSAGES
+    assert conventions._survey(name, attrs) == _survey_by_hand(name, attrs, indexed, flattened)
