@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from live import Requests, build_template  # noqa: E402
+from live import SPANS_PER_RUN, Requests, build_template  # noqa: E402
 
 from faultgate_stream import config as service_config  # noqa: E402
 from faultgate_stream.export.spans.sender import Answer  # noqa: E402
@@ -140,7 +140,7 @@ def stages(service: Service, clock: ManualClock, bodies: list[bytes], spans: int
         print(f"  {label:52s} {spent.get(label, 0.0) / spans * 1e6:7.2f}")
     print("every check's finish, in the order they run (us/span, us/run):")
     for name, t in checks.items():
-        print(f"  {name:52s} {t / spans * 1e6:7.2f} {t / spans * 1e6 * spans / (spans / 16):8.1f}")
+        print(f"  {name:52s} {t / spans * 1e6:7.2f} {t / (spans / SPANS_PER_RUN) * 1e6:8.1f}")
 
 
 def main() -> int:
