@@ -5,8 +5,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from faultgate_stream.model.errors import InputError
 
 
@@ -25,6 +23,8 @@ def load_document(path: str | Path) -> Any:
             return json.loads(text)
         except ValueError as e:
             raise InputError(f"{p}: not valid JSON ({e})") from None
+    import yaml  # only YAML files need it: a JSON policy, or none, loads without it
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -49,14 +49,16 @@ def checks_from_args(args: argparse.Namespace) -> list[Check]:
     golden = Golden.load(args.golden) if args.golden else None
     outcomes = Outcomes.load(args.outcomes) if args.outcomes else None
     names = [n.strip() for n in args.check.split(",") if n.strip()] if args.check else None
-    policy = None
+    policy = store = None
     if args.policy:
         from faultgate_stream.checks.policy import load_policy
+        from faultgate_stream.checks.window_store import WindowStore
+
         policy = load_policy(args.policy)
-    # one store for every run of this command: windowed budgets count across its runs
-    # (a file holding several runs of a session, in time order) and nothing else
-    from faultgate_stream.checks.window_store import WindowStore
-    checks = select(names, golden=golden, outcomes=outcomes, policy=policy, store=WindowStore())
+        # one store for every run of this command: windowed budgets count across its runs
+        # (a file holding several runs of a session, in time order) and nothing else
+        store = WindowStore()
+    checks = select(names, golden=golden, outcomes=outcomes, policy=policy, store=store)
     if args.spec:
         from faultgate_stream.checks.trajectory import checks_for, load_spec
         checks += checks_for(load_spec(args.spec))

@@ -15,10 +15,8 @@ The shapes are the ones tools write:
 """
 from __future__ import annotations
 
-import gzip
 import json
 import struct
-import zlib
 from typing import Any
 
 from faultgate_stream.model.errors import InputError
@@ -32,6 +30,9 @@ _PREFIX = struct.Struct(">I")
 def decompress(data: bytes) -> tuple[bytes, str]:
     """(the file's bytes, uncompressed; "gzip" or ""). Raises ``InputError``."""
     if data[:2] == GZIP_MAGIC:
+        import gzip  # with zlib, only for compressed files: `check` on plain JSON starts without them
+        import zlib
+
         try:
             return gzip.decompress(data), "gzip"
         except (OSError, EOFError, zlib.error) as e:

@@ -227,12 +227,23 @@ def _could_hold_vendor_key(text: str, digits: int) -> bool:
     return "A" in text and ("AKIA" in text or "ASIA" in text or "AIza" in text)
 
 
-@dataclass(frozen=True, slots=True)
 class _Rule:
-    tag: str
-    pattern: re.Pattern[str]
-    could_match: _Gate
-    judge: Callable[[re.Match[str], str], str] | None = None
+    """A kind of value, its pattern and the gate that says when the pattern could match.
+    The pattern is compiled the first time a gate lets text through to it: a command that
+    masks a few reasons compiles the patterns those reasons need, not all of them."""
+
+    __slots__ = ("tag", "source", "could_match", "judge", "_pattern")
+
+    def __init__(self, tag: str, source: str, could_match: _Gate,
+                 judge: Callable[[re.Match[str], str], str] | None = None) -> None:
+        self.tag, self.source, self.could_match, self.judge = tag, source, could_match, judge
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self.source)  # two threads racing here compile it twice, harmlessly
+        return self._pattern
 
     def apply(self, text: str) -> str:
         tag = f"<{self.tag}>"
@@ -286,44 +297,44 @@ _RULES = (
     _Rule(
         "SECRET",
         # a PEM private key, whole or cut short; newlines may be written as "\n" (JSON)
-        re.compile(r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\[nr]){0,16384}"
+        (r"-----BEGIN[A-Z0-9 ]{0,40} PRIVATE KEY-----(?:[A-Za-z0-9+/=\s]|\\[nr]){0,16384}"
                    r"(?:-----END[A-Z0-9 ]{0,40} PRIVATE KEY-----)?"),
         lambda text, digits: "PRIVATE KEY-----" in text,
     ),
     _Rule(
         "SECRET",
         # an AWS secret access key after its name, in config, env or JSON shape
-        re.compile(r"((?i:aws)?[_ .-]?(?i:secret)[_ .-]?(?i:access)?[_ .-]?(?i:key)[\"']?\s{0,4}[:=]\s{0,4}[\"']?)"
+        (r"((?i:aws)?[_ .-]?(?i:secret)[_ .-]?(?i:access)?[_ .-]?(?i:key)[\"']?\s{0,4}[:=]\s{0,4}[\"']?)"
                    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
         lambda text, digits: "ecret" in text or "ECRET" in text,
         _keep_name,
     ),
     _Rule(
         "SECRET",
-        re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
+        (r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
         lambda text, digits: digits > 0 and len(text) >= 40 and ("/" in text or "+" in text),
         _mask_aws_secret,
     ),
     _Rule(
         "SECRET",
-        re.compile(r"(?<![\w.-])eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}"),
+        (r"(?<![\w.-])eyJ[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}\.[A-Za-z0-9_-]{8,4096}"),
         lambda text, digits: "eyJ" in text,
     ),
     _Rule(
         "SECRET",
         # "Bearer" in any case; spelled out so the token class stays plain ASCII
-        re.compile(r"(?<=[Bb][Ee][Aa][Rr][Ee][Rr] )[A-Za-z0-9._~+/-]{16,4096}={0,2}"),
+        (r"(?<=[Bb][Ee][Aa][Rr][Ee][Rr] )[A-Za-z0-9._~+/-]{16,4096}={0,2}"),
         lambda text, digits: "bearer " in text.lower(),
     ),
     _Rule(
         "SECRET",
-        re.compile(r"(?<![\w-])(?:" + "|".join(_VENDOR_KEYS) + r")(?![\w-])"),
+        (r"(?<![\w-])(?:" + "|".join(_VENDOR_KEYS) + r")(?![\w-])"),
         _could_hold_vendor_key,
     ),
     _Rule(
         "EMAIL",
         # letters of any script (RFC 6531): "josé@exämple.de", "用户@例子.广告"
-        re.compile(
+        (
             r"(?<![\w.%+-])[\w.%+-]{1,64}"
             r"@[\w-]{1,63}(?:\.[\w-]{1,63}){0,8}\.[^\W\d_]{2,24}(?![\w-])"
         ),
@@ -332,7 +343,7 @@ _RULES = (
     _Rule(
         "US_SSN",
         # area 000, 666 and 9xx, group 00 and serial 0000 are never issued
-        re.compile(r"(?<!\w)(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\w)"),
+        (r"(?<!\w)(?!000|666|9)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?!\w)"),
         lambda text, digits: digits >= 9 and "-" in text,
     ),
     _Rule(
@@ -341,7 +352,7 @@ _RULES = (
         # unbroken all fit. The run may end before a sentence's full stop, not before a
         # decimal or a word; when its last group is such a one, the groups before it still
         # count, so a card followed by "1200.50" is not let through.
-        re.compile(r"(?<![\w.])\d{3,19}(?:[ -]\d{3,19}){0,15}(?!\w)(?!\.\d)"),
+        (r"(?<![\w.])\d{3,19}(?:[ -]\d{3,19}){0,15}(?!\w)(?!\.\d)"),
         lambda text, digits: digits >= 13,
         _mask_cards,
     ),
@@ -349,20 +360,20 @@ _RULES = (
         "CREDIT_CARD",
         # written with dots, "4111.1111.1111.1111": groups of four, so a version or an
         # IPv4 address (groups of one to three) is not read as one
-        re.compile(r"(?<![\w.])\d{4}(?:\.\d{4}){2,3}(?:\.\d{1,4})?(?![\w]|\.\d)"),
+        (r"(?<![\w.])\d{4}(?:\.\d{4}){2,3}(?:\.\d{1,4})?(?![\w]|\.\d)"),
         lambda text, digits: digits >= 13 and "." in text,
         _mask_cards,
     ),
     _Rule(
         "IP_ADDRESS",
         # not part of a longer dotted run (a version, an OID); a full stop that ends a sentence may follow
-        re.compile(r"(?<![\w.])(?:" + _OCTET + r"\.){3}" + _OCTET + r"(?!\w)(?!\.\w)"),
+        (r"(?<![\w.])(?:" + _OCTET + r"\.){3}" + _OCTET + r"(?!\w)(?!\.\w)"),
         lambda text, digits: digits >= 4 and text.count(".") >= 3,
     ),
     _Rule(
         "IP_ADDRESS",
         # a whole run of hex digits and colons, at most an address long; _is_ipv6 decides
-        re.compile(r"(?<![\w:])[0-9A-Fa-f:]{2,39}(?![\w:])"),
+        (r"(?<![\w:])[0-9A-Fa-f:]{2,39}(?![\w:])"),
         lambda text, digits: "::" in text or text.count(":") >= 7,
         _mask_ipv6,
     ),
@@ -372,7 +383,7 @@ _RULES = (
         # (a card that failed Luhn, an id), hence the guards on both sides. A leading "+"
         # or "(" starts a new number whatever stands before it; guarding those too would
         # leave the second of two listed phones for a second pass to find.
-        re.compile(
+        (
             r"(?:(?<![\w.+-])(?<!\d[ .-])(?=\d)|(?=[+(]))"
             r"(?:\+[1-9]\d{8,14}"
             r"|(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)|\d{2,4})[ .-]\d{3,4}[ .-]?\d{3,4})"

@@ -11,15 +11,16 @@ import hashlib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from faultgate_stream.checks.base import Check
-from faultgate_stream.checks.config import ChecksConfig
-from faultgate_stream.checks.expectations import Golden, Outcomes
-from faultgate_stream.checks.policy import load_policy
-from faultgate_stream.checks.registry import policy_checks, select
-from faultgate_stream.checks.trajectory import checks_for, load_spec
-from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.model.errors import InputError
+
+if TYPE_CHECKING:
+    # Building a ruleset from files needs these; the offline command, which wraps its
+    # checks in a ruleset, does not, so they are imported where a ruleset is built.
+    from faultgate_stream.checks.base import Check
+    from faultgate_stream.checks.config import ChecksConfig
+    from faultgate_stream.checks.window_store import WindowStore
 
 ANY_AGENT = "*"
 # Agent names come from traffic; the lookup cache is cleared past this many, so a flood
@@ -100,6 +101,10 @@ def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None =
     Raises ``InputError`` naming every bad file by its binding's path in the config.
     ``store`` keeps windowed budgets' counts across runs and reloads: pass the same one
     each time (the budgets of two bindings are kept apart by the binding's place)."""
+    from faultgate_stream.checks.expectations import Golden, Outcomes
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.checks.trajectory import load_spec
+
     golden = Golden.load(config.golden) if config.golden else None
     # the outcome check joins with an outcomes file, or by name in ``enabled`` (then it
     # reads the root's faultgate.outcome attribute): the default set stays faultgate's
@@ -125,6 +130,10 @@ def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None =
 
 
 def _checks_of(policy: str, spec: str, store: WindowStore | None = None, namespace: str = "") -> list[Check]:
+    from faultgate_stream.checks.policy import load_policy
+    from faultgate_stream.checks.registry import policy_checks
+    from faultgate_stream.checks.trajectory import checks_for, load_spec
+
     out: list[Check] = []
     if policy:
         out += policy_checks(load_policy(policy), store, namespace)

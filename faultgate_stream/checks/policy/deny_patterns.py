@@ -12,9 +12,8 @@ time is linear in the text whatever the pattern; a pattern RE2 cannot run
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
-
-import re2
 
 # faultgate's defaults: path traversal, file URLs, credential files, procfs.
 DEFAULT_DENY_PATTERNS = (r"\.\./", r"file://", r"/etc/(passwd|shadow)", r"~/\.ssh", r"/proc/")
@@ -24,17 +23,25 @@ DEFAULT_DENY_PATTERNS = (r"\.\./", r"file://", r"/etc/(passwd|shadow)", r"~/\.ss
 DEFAULTS_NEED = "/"
 
 
-# Case-insensitive, as faultgate compiles them (re.I); errors come back as exceptions, not
-# as lines on stderr.
-_OPTIONS = re2.Options()
-_OPTIONS.case_sensitive = False
-_OPTIONS.log_errors = False
+@cache
+def _re2() -> tuple[Any, Any]:
+    """RE2 and its options, loaded when the first pattern is compiled: most arguments are
+    cleared by ``DEFAULTS_NEED`` alone, and a command that never searches never loads it.
+    Case-insensitive, as faultgate compiles them (re.I); errors come back as exceptions,
+    not as lines on stderr."""
+    import re2
+
+    options = re2.Options()
+    options.case_sensitive = False
+    options.log_errors = False
+    return re2, options
 
 
 def compile_pattern(pattern: str) -> Any:
     """The pattern on RE2. Raises ``ValueError`` saying why RE2 cannot run it."""
+    re2, options = _re2()
     try:
-        return re2.compile(pattern, _OPTIONS)
+        return re2.compile(pattern, options)
     except re2.error as e:
         reason = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
         raise ValueError(f"cannot run in linear time on RE2 ({reason}); backreferences and lookaround "
@@ -48,14 +55,29 @@ class DenyPatterns:
     _needs: str = field(init=False, repr=False, compare=False)  # text every pattern needs; "" unknown
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_compiled", tuple((p, compile_pattern(p)) for p in self.patterns))
+        # The defaults are compiled on the first argument that needs a search (a policy's
+        # own patterns were compiled when it loaded, to refuse those RE2 cannot run, and
+        # are compiled here again); two threads racing to it compile the same tuple twice.
+        if self.patterns != DEFAULT_DENY_PATTERNS:
+            object.__setattr__(self, "_compiled", self._compile())
         object.__setattr__(self, "_needs", DEFAULTS_NEED if self.patterns == DEFAULT_DENY_PATTERNS else "")
+
+    def _compile(self) -> tuple[tuple[str, Any], ...]:
+        return tuple((p, compile_pattern(p)) for p in self.patterns)
+
+    def _patterns(self) -> tuple[tuple[str, Any], ...]:
+        try:
+            return self._compiled
+        except AttributeError:
+            compiled = self._compile()
+            object.__setattr__(self, "_compiled", compiled)
+            return compiled
 
     def first_match(self, arguments: str) -> str | None:
         """The first denied pattern the arguments match, as written in the policy."""
         if self._needs and self._needs not in arguments:
             return None
-        for pattern, rx in self._compiled:
+        for pattern, rx in self._patterns():
             if rx.search(arguments):
                 return pattern
         return None
@@ -63,4 +85,4 @@ class DenyPatterns:
     @property
     def engines(self) -> tuple[type, ...]:
         """The type each pattern runs on (RE2's), for the tests that pin it."""
-        return tuple(type(rx) for _, rx in self._compiled)
+        return tuple(type(rx) for _, rx in self._patterns())
