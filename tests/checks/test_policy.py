@@ -53,6 +53,19 @@ def test_without_a_policy_only_the_default_deny_patterns_apply():
     assert r.fired and r.reason == "step 2: argument matches denied pattern '/etc/(passwd|shadow)'"
 
 
+def test_no_policy_is_set_up_as_the_empty_policy_is():
+    # PolicyCheck() takes a path that skips the schema (start-up, issue 12): it must be the
+    # check PolicyCheck(Policy()) is, part for part and verdict for verdict
+    bare, empty = PolicyCheck(), PolicyCheck(Policy())
+    parts = ("_allow", "_size", "_rules", "_budgets", "_windows", "_deny_only", "_reads", "_roots")
+    assert {k: getattr(bare, k) for k in parts} == {k: getattr(empty, k) for k in parts}
+    assert bare.deny == empty.deny and bare.policy == empty.policy == Policy()
+    run = simple_run([("fetch", {"url": "file:///etc/shadow"}, "x"), ("search", {"q": "../up"}, "y"),
+                      ("search", {"q": "plain"}, "z")])
+    (a,), (b,) = (check_spans([[s] for s in run], [c])[0].results for c in (bare, empty))
+    assert (a.fired, a.reason) == (b.fired, b.reason) and a.fired
+
+
 def test_a_clean_run_says_how_many_calls_were_within_policy():
     r, _ = judge(PLAIN, simple_run([("lookup", {"id": 1}, "{}"), ("refund", {"amount": 5}, "ok")]))
     assert not r.fired and r.reason == "2 calls within policy"

@@ -19,27 +19,22 @@ change it.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from faultgate_stream.checks.base import Check
-from faultgate_stream.checks.policy.allow import Allow
-from faultgate_stream.checks.policy.arguments import Limits, MaxArgChars, Required, Values
-from faultgate_stream.checks.policy.budgets import PerValueBudgets, max_calls_reason
 from faultgate_stream.checks.policy.complete import incomplete
-from faultgate_stream.checks.policy.confirmation import ConfirmationRule
 from faultgate_stream.checks.policy.deny_patterns import DenyPatterns
 from faultgate_stream.checks.policy.facts import UNKNOWN, Call, Calls
-from faultgate_stream.checks.policy.identity import IdentityRule
-from faultgate_stream.checks.policy.requires import Requires
-from faultgate_stream.checks.policy.rule import CallRule
-from faultgate_stream.checks.policy.schema import Policy
-from faultgate_stream.checks.policy.windows import WindowedBudgets
-from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.checks.signals import step_errors
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
+
+if TYPE_CHECKING:
+    from faultgate_stream.checks.policy.rule import CallRule
+    from faultgate_stream.checks.policy.schema import Policy
+    from faultgate_stream.checks.window_store import WindowStore
 
 # Appended to an early finding that depends on calls observed so far.
 PROVISIONAL = " [none observed so far; the run's verdict decides]"
@@ -90,7 +85,25 @@ class PolicyCheck(Check):
         """``store`` keeps other runs' counts for windowed budgets per session or agent
         (one is made when none is given); ``namespace`` keeps this check's counts apart
         from another policy's in the same store."""
-        self.policy = p = policy if policy is not None else Policy()
+        self._policy = policy
+        if policy is None:
+            # Policy(): the default deny patterns alone, set up without the policy schema
+            # and the rules' modules, which a run without a policy file never uses (the
+            # offline command's start-up; tests/checks/test_policy.py holds the two equal)
+            self.deny = DenyPatterns()
+            self._allow = self._size = self._budgets = self._windows = None
+            self._rules: tuple[CallRule, ...] = ()
+            self._deny_only, self._reads, self._roots = True, frozenset(), False
+            return
+        from faultgate_stream.checks.policy.allow import Allow
+        from faultgate_stream.checks.policy.arguments import Limits, MaxArgChars, Required, Values
+        from faultgate_stream.checks.policy.budgets import PerValueBudgets
+        from faultgate_stream.checks.policy.confirmation import ConfirmationRule
+        from faultgate_stream.checks.policy.identity import IdentityRule
+        from faultgate_stream.checks.policy.requires import Requires
+        from faultgate_stream.checks.policy.windows import WindowedBudgets
+
+        p = policy
         self.deny = DenyPatterns(p.deny_patterns)  # compiled once, here
         self._allow = Allow(p.allow) if p.allow is not None else None
         self._size = MaxArgChars(p.max_arg_chars) if p.max_arg_chars is not None else None
@@ -114,6 +127,14 @@ class PolicyCheck(Check):
         # tools whose calls a history rule reads, kept as they arrive
         self._reads = frozenset(t for r in rules if r.history for t in r.reads)  # type: ignore[attr-defined]
         self._roots = p.identity is not None  # observe tracks ancestry to find a call's root
+
+    @property
+    def policy(self) -> Policy:
+        if self._policy is None:
+            from faultgate_stream.checks.policy.schema import Policy
+
+            self._policy = Policy()
+        return self._policy
 
     # --- early -----------------------------------------------------------------------
 
@@ -207,6 +228,8 @@ class PolicyCheck(Check):
         # agents (two runs), their calls add up here, and only the verdict counts per run.
         limit = self.policy.run_max_calls
         if limit is not None and not mirrored:
+            from faultgate_stream.checks.policy.budgets import max_calls_reason
+
             if not a.call_id or a.call_id not in state.call_ids:
                 state.call_ids.add(a.call_id)
                 state.count += 1
@@ -270,6 +293,8 @@ class PolicyCheck(Check):
             bad += incomplete(run)
         limit = self.policy.run_max_calls
         if limit is not None and len(steps) > limit:
+            from faultgate_stream.checks.policy.budgets import max_calls_reason
+
             bad.append(max_calls_reason(len(steps), limit))
         gap = ""
         if self._windows is not None:
