@@ -28,11 +28,11 @@ from faultgate_stream.model.records import CREATE_AGENT, RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.agents import agent_views
-from faultgate_stream.verdict.amend import Decided, DecidedRuns, amendment, changed_checks
 from faultgate_stream.verdict.ruleset import Ruleset
 
-if TYPE_CHECKING:  # the offline command needs no metrics library
+if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
+    from faultgate_stream.verdict.amend import Decided, DecidedRuns
 
 
 def _log() -> Any:
@@ -261,6 +261,8 @@ class Evaluator:
     def _amend(self, entry: Decided, new: RunVerdict, by: str) -> bool:
         """Publish ``new`` as the next revision of the entry's verdict if a check's result
         changed. Called with the store's lock held."""
+        from faultgate_stream.verdict.amend import amendment, changed_checks
+
         checks = changed_checks(entry.verdict.results, new.results)
         if not checks:
             return False

@@ -23,7 +23,8 @@ LIVE_ONLY = ("structlog", "prometheus_client", "grpc", "aiohttp", "google.protob
 ON_DEMAND = ("yaml", "re2", "gzip", "faultgate_stream.checks.trajectory", "faultgate_stream.checks.config",
              "faultgate_stream.checks.loop", "faultgate_stream.receive", "faultgate_stream.export",
              "faultgate_stream.gate", "faultgate_stream.judge", "faultgate_stream.checks.policy.schema",
-             "faultgate_stream.checks.policy.requires", "faultgate_stream.checks.window_store")
+             "faultgate_stream.checks.policy.requires", "faultgate_stream.checks.window_store",
+             "faultgate_stream.verdict.amend")
 
 DRIVER = """
 import contextlib, io, json, runpy, sys
