@@ -27,24 +27,19 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-# Editable, as a path in a .pth file (editable_mode=compat) rather than setuptools' import
-# hook: the hook imports pathlib, importlib.util and urllib at every interpreter start
-# (26 ms of a 40 ms start, measured), which a `check` of one file pays in full and a
-# wheel install never does.
-EDITABLE=(--config-settings editable_mode=compat -e)
 # pip compiles a wheel's modules when it installs them; an editable install leaves that
 # to the first import, which writes nothing when PYTHONDONTWRITEBYTECODE is set, and then
 # every start compiles the package again (~110 ms, measured, of a `check` of one file).
 # A module edited since is recompiled from its newer source, never run stale.
 compile_package() { .venv/bin/python -m compileall -q faultgate_stream >/dev/null; }
 if [ "${1:-}" = "--package-only" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check "${EDITABLE[@]}" .
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
   compile_package
   exit 0
 fi
 # pip's own cache (~/.cache/pip) makes a second install quick; --upgrade-strategy keeps
 # what is already there when it satisfies pyproject's lower bounds.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "${EDITABLE[@]}" '.[test]'
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 compile_package
 # The real peers the end-to-end tests talk to: Debian's Prometheus, an OpenTelemetry
 # Collector built from the Go module proxy and helm (cached under ~/.cache/faultgate-stream).
