@@ -1,6 +1,6 @@
 """The live service's hot path in one thread, CPU time only: where a span's microseconds go.
 
-    .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--profile | --stages]
+    .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--profile | --stages | --decode]
 
 The stages are the service's own, built by ``Service`` from a config as ``serve`` builds
 them: the gRPC handler (``TraceExport``, called with the request's bytes), the forwarder,
@@ -21,7 +21,9 @@ medians of rounds). ``--profile`` prints cProfile's top functions for one round;
 point timed by a wrapper, about a microsecond per call, and there are a few calls per
 run), and of each check's ``finish`` in the order they run: the first check of a run also
 pays for the facts the run computes once and the others share (``Run.steps``, the step
-errors).
+errors). ``--decode`` times the receivers' decoding alone (``decode.protobuf``: upb's
+parse, the compiled reader, ``build_span``) over the same requests, with nothing else in
+the process: run it with ``PYTHONPATH`` at another tree to compare two readers.
 """
 from __future__ import annotations
 
@@ -150,9 +152,26 @@ def main() -> int:
     p.add_argument("--no-export", action="store_true")
     p.add_argument("--profile", action="store_true")
     p.add_argument("--stages", action="store_true")
+    p.add_argument("--decode", action="store_true")
     args = p.parse_args()
     template, offsets, spans_per_request = build_template(RUNS_PER_REQUEST, random.Random(20261201))
     source = Requests(template, offsets, 0)
+    if args.decode:
+        from faultgate_stream.receive import decode
+
+        bodies = [source.next() for _ in range(args.requests)]
+        spans = args.requests * spans_per_request
+        for body in bodies[:3]:
+            decode.protobuf(body)  # warm
+        figures = []
+        for _ in range(args.rounds):
+            t0 = time.process_time()
+            for body in bodies:
+                decode.protobuf(body)
+            figures.append((time.process_time() - t0) / spans * 1e6)
+        print(f"decode.protobuf: CPU us/span median {statistics.median(figures):.2f} "
+              f"[{min(figures):.2f}-{max(figures):.2f}] over {args.rounds} rounds of {spans:,} spans")
+        return 0
     export = not args.no_export
     service, clock, sender = build(export)
     drive(service, clock, [source.next() for _ in range(10)])  # warm: imports, caches, first verdicts
