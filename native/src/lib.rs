@@ -205,14 +205,12 @@ fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32)
         Member::Int(x) => x.into_pyobject(py)?.into_any().unbind(),
         Member::Double(x) => x.into_pyobject(py)?.into_any().unbind(),
         Member::Bytes(b) => PyBytes::new(py, b).into_any().unbind(),
+        // ArrayValue.values and KeyValueList.values are both field 1
         Member::Array(parts) => {
             let out = PyList::empty(py);
             for part in parts {
-                let mut f = Fields::new(part);
-                while let Some((n, v)) = f.next()? {
-                    if let (1, Value::Bytes(b)) = (n, v) {
-                        out.append(any_value(keys, &[b], depth + 1)?)?;
-                    }
+                for b in repeated(part, 1)? {
+                    out.append(any_value(keys, &[b], depth + 1)?)?;
                 }
             }
             out.into_any().unbind()
@@ -220,7 +218,7 @@ fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32)
         Member::KvList(parts) => {
             let out = PyDict::new(py);
             for part in parts {
-                key_values(keys, part, &out, depth + 1)?;
+                fill(keys, &out, &repeated(part, 1)?, depth + 1)?;
             }
             out.into_any().unbind()
         }
@@ -268,52 +266,63 @@ impl<'a, 'py> Keys<'a, 'py> {
     }
 }
 
-/// A `KeyValue`'s key and its value's occurrences.
-fn key_value<'a>(kv: &'a [u8]) -> Result<(&'a [u8], Vec<&'a [u8]>)> {
-    let mut key: &[u8] = b"";
-    let mut value = Vec::new();
-    let mut f = Fields::new(kv);
-    while let Some((n, v)) = f.next()? {
-        match (n, v) {
-            (1, Value::Bytes(b)) => key = b,
-            (2, Value::Bytes(b)) => value.push(b),
-            _ => {}
-        }
-    }
-    Ok((key, value))
-}
-
-/// Every `KeyValue` (field 1) of a message into ``out``, the last of a repeated key winning.
-fn key_values<'a, 'py>(keys: &mut Keys<'a, 'py>, msg: &'a [u8], out: &Bound<'py, PyDict>, depth: u32) -> PyResult<()> {
+/// A message's length-delimited field ``single`` (its last occurrence) and the occurrences
+/// of field ``many``: a `KeyValue`'s key and value (1, 2), an event's name and attributes (2, 3).
+fn one_and_many(msg: &[u8], single: u64, many: u64) -> Result<(&[u8], Vec<&[u8]>)> {
+    let mut one: &[u8] = b"";
+    let mut all = Vec::new();
     let mut f = Fields::new(msg);
     while let Some((n, v)) = f.next()? {
-        if let (1, Value::Bytes(kv)) = (n, v) {
-            let (key, value) = key_value(kv)?;
-            out.set_item(keys.get(key)?, any_value(keys, &value, depth)?)?;
+        if let Value::Bytes(b) = v {
+            if n == single {
+                one = b;
+            } else if n == many {
+                all.push(b);
+            }
         }
+    }
+    Ok((one, all))
+}
+
+/// A `KeyValue`'s key and its value's occurrences.
+fn key_value(kv: &[u8]) -> Result<(&[u8], Vec<&[u8]>)> {
+    one_and_many(kv, 1, 2)
+}
+
+/// The occurrences of length-delimited field ``number`` of a message, in order.
+fn repeated(msg: &[u8], number: u64) -> Result<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    let mut f = Fields::new(msg);
+    while let Some((n, v)) = f.next()? {
+        if let (true, Value::Bytes(b)) = (n == number, v) {
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// `KeyValue`s into ``out``, the last of a repeated key winning.
+fn fill<'a, 'py>(keys: &mut Keys<'a, 'py>, out: &Bound<'py, PyDict>, kvs: &[&'a [u8]], depth: u32) -> PyResult<()> {
+    for kv in kvs {
+        let (key, value) = key_value(kv)?;
+        out.set_item(keys.get(key)?, any_value(keys, &value, depth)?)?;
     }
     Ok(())
 }
 
 fn attributes<'a, 'py>(keys: &mut Keys<'a, 'py>, kvs: &[&'a [u8]]) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(keys.py);
-    for kv in kvs {
-        let (key, value) = key_value(kv)?;
-        out.set_item(keys.get(key)?, any_value(keys, &value, 0)?)?;
-    }
+    fill(keys, &out, kvs, 0)?;
     Ok(out)
 }
 
 /// The first value of ``key`` among a resource's attributes (its occurrences merged).
 fn resource_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], key: &str) -> PyResult<PyObject> {
     for chunk in chunks {
-        let mut f = Fields::new(chunk);
-        while let Some((n, v)) = f.next()? {
-            if let (1, Value::Bytes(kv)) = (n, v) {
-                let (k, value) = key_value(kv)?;
-                if utf8(k)? == key {
-                    return any_value(keys, &value, 0);
-                }
+        for kv in repeated(chunk, 1)? {
+            let (k, value) = key_value(kv)?;
+            if utf8(k)? == key {
+                return any_value(keys, &value, 0);
             }
         }
     }
@@ -325,16 +334,7 @@ fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_na
     let py = keys.py;
     let mut out: Option<Bound<'py, PyList>> = None;
     for event in events {
-        let mut name: &[u8] = b"";
-        let mut kvs = Vec::new();
-        let mut f = Fields::new(event);
-        while let Some((n, v)) = f.next()? {
-            match (n, v) {
-                (2, Value::Bytes(b)) => name = b,
-                (3, Value::Bytes(b)) => kvs.push(b),
-                _ => {}
-            }
-        }
+        let (name, kvs) = one_and_many(event, 2, 3)?;
         if utf8(name)? == event_name {
             out.get_or_insert_with(|| PyList::empty(py)).append(attributes(keys, &kvs)?)?;
         }
@@ -448,11 +448,8 @@ fn read_request<'a, 'py>(py: Python<'py>, data: &'a [u8], version_key: &str,
         }
         for (j, scope) in scope_entries.into_iter().enumerate() {
             let rows = PyList::empty(py);
-            let mut f = Fields::new(scope);
-            while let Some((n, v)) = f.next()? {
-                if let (2, Value::Bytes(item)) = (n, v) {
-                    rows.append(row(&mut keys, item)?)?;
-                }
+            for item in repeated(scope, 2)? {
+                rows.append(row(&mut keys, item)?)?;
             }
             scopes.append((i, j, rows))?;
         }
