@@ -110,6 +110,10 @@ class Assembler:
         self._bytes = 0
         self._spans = 0
         self.stats = Stats()
+        # The earliest clock time at which ``advance`` has something to close (None: nothing
+        # held). Exact after ``advance``; ingestion only moves it earlier, so between scans
+        # it may be early (one scan too many), never late.
+        self.due_ns: int | None = None
 
     # ------------------------------------------------------------ state, for self-metrics
     @property
@@ -178,6 +182,7 @@ class Assembler:
         now = self._clock.now_ns()
         res = AddResult()
         cap_hits = self.stats.span_cap_hits
+        roots = new_traces = False
         for s in batch:
             decided = self._decided.get(s.trace_id)
             if decided is not None:
@@ -201,6 +206,7 @@ class Assembler:
             t = self._traces.get(s.trace_id)
             if t is None:
                 t = self._traces[s.trace_id] = _Trace(now, now)
+                new_traces = True
             elif s.span_id in t.spans:
                 res.duplicates += 1
                 continue
@@ -211,6 +217,7 @@ class Assembler:
             self._spans += 1
             if s.is_agent or not s.parent_id:
                 t.root_arrivals[s.span_id] = now
+                roots = True
             res.accepted += 1
             self._next.span_arrived(s)
             if len(t.spans) >= self.config.max_spans_per_trace:
@@ -226,7 +233,17 @@ class Assembler:
                         res.closed_runs[s.span_id] = RunKey(s.trace_id, root)
         self.stats.duplicates += res.duplicates
         self.stats.late += res.late
+        if roots or new_traces:
+            self._due_by(now, roots)
         return res
+
+    def _due_by(self, now: int, roots: bool) -> None:
+        """Records that arrived at ``now`` make something due: a root at ``root_grace``
+        from now, a new trace (or fragment) at its idle or maximum time."""
+        cfg = self.config
+        due = now + int((cfg.root_grace if roots else min(cfg.idle_timeout, cfg.max_run_duration)) * NS)
+        if self.due_ns is None or due < self.due_ns:
+            self.due_ns = due
 
     def add_contents(self, contents: Iterable[SpanRecord]) -> ContentResult:
         """Take content records (``read.log_events``) to merge into their spans when their
@@ -244,6 +261,7 @@ class Assembler:
             t = self._traces.get(c.trace_id)
             if t is None:
                 t = self._traces[c.trace_id] = _Trace(now, now)
+                self._due_by(now, roots=False)
             held = t.contents.setdefault(c.span_id, [])
             if c in held:
                 res.duplicates += 1
@@ -318,15 +336,23 @@ class Assembler:
         now = self._clock.now_ns()
         cfg = self.config
         grace = int(cfg.root_grace * NS)
+        longest, idle = int(cfg.max_run_duration * NS), int(cfg.idle_timeout * NS)
         done = 0
+        due: int | None = None
         for tid in list(self._traces):
             t = self._traces[tid]
-            if now - t.first_ns >= int(cfg.max_run_duration * NS):
+            if now - t.first_ns >= longest:
                 done += self._close_trace(tid, Completion.MAX_DURATION)
             elif t.root_arrivals and min(t.root_arrivals.values()) + grace <= now:
                 done += self._close_due(tid, now - grace)
-            elif not t.root_arrivals and now - t.last_ns >= int(cfg.idle_timeout * NS):
+            elif not t.root_arrivals and now - t.last_ns >= idle:
                 done += self._close_trace(tid, Completion.ORPHAN)
+            t = self._traces.get(tid)
+            if t is not None:  # what is left of it: when it is next due
+                at = min(t.first_ns + longest,
+                         min(t.root_arrivals.values()) + grace if t.root_arrivals else t.last_ns + idle)
+                due = at if due is None or at < due else due
+        self.due_ns = due
         return done
 
     def close_all(self, completion: Completion = Completion.COMPLETE) -> int:
