@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.assemble.content import merge
+from faultgate_stream.assemble.decided import DecisionCache
 from faultgate_stream.assemble.partition import partition
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.consumers import RunConsumer
@@ -31,9 +31,6 @@ from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import Completion
 
 NS = 1_000_000_000
-# Approximate bytes one remembered span costs in the decision cache: a dict slot and two
-# 16-character id strings (measured with sys.getsizeof: ~65 bytes each, ~40 the slot).
-DECIDED_ENTRY_BYTES = 170
 
 
 @dataclass
@@ -86,27 +83,13 @@ class _Trace:
     content_count: int = 0
 
 
-class _Decided(NamedTuple):
-    """What the decision cache keeps of a decided trace. Only strings, in two plain dicts:
-    the garbage collector never tracks a dict that holds only strings, so 100,000 decided
-    traces cost no time in collections (with objects per span, bench/live.py saw full
-    collections take ~16 s of CPU in 80 s, and throughput fall by a quarter, once the
-    cache filled)."""
-
-    spans: dict[str, str]    # span id -> the root span id of the run it was decided in
-    # Parents that decided spans named but that never arrived (an orphan's missing root, a
-    # max-duration run's root): if one comes now, it is late for that run, not a new run.
-    parents: dict[str, str]
-
-
 class Assembler:
     def __init__(self, consumer: RunConsumer, clock: Clock, config: AssembleConfig | None = None) -> None:
         self._next = consumer
         self._clock = clock
         self.config = config or AssembleConfig()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()  # oldest first
-        self._decided: OrderedDict[str, _Decided] = OrderedDict()
-        self._decided_bytes = 0
+        self._decided = DecisionCache(self.config.decision_cache, self.config.decision_cache_bytes)
         self._bytes = 0
         self._spans = 0
         self.stats = Stats()
@@ -134,27 +117,7 @@ class Assembler:
 
     @property
     def decided_bytes(self) -> int:
-        return self._decided_bytes
-
-    def _remember(self, decided: _Decided, table: dict[str, str], span_id: str, root: str) -> None:
-        if span_id not in table:
-            self._decided_bytes += DECIDED_ENTRY_BYTES
-        table[span_id] = root
-
-    def _trim_decided(self, keep: str | None = None) -> None:
-        """Forget the oldest decided traces while over either bound. The trace being added
-        to is forgotten last: its own late spans may be what filled the cache, and it then
-        goes too rather than grow past the bound."""
-        cfg = self.config
-        while self._decided and (len(self._decided) > cfg.decision_cache
-                                 or self._decided_bytes > cfg.decision_cache_bytes):
-            tid = next(iter(self._decided))
-            if tid == keep and len(self._decided) > 1:
-                self._decided.move_to_end(tid)
-                continue
-            d = self._decided.pop(tid)
-            self._decided_bytes -= DECIDED_ENTRY_BYTES * (len(d.spans) + len(d.parents))
-            self.stats.decision_cache_evictions += 1
+        return self._decided.bytes
 
     def holds_any(self, trace_ids) -> bool:
         """True while any of these traces has spans in flight (a durable source's commit
@@ -183,21 +146,19 @@ class Assembler:
         res = AddResult()
         cap_hits = self.stats.span_cap_hits
         roots = new_traces = False
+        decided, evicted = self._decided, self._decided.evictions
         for s in batch:
-            decided = self._decided.get(s.trace_id)
-            if decided is not None:
-                root = decided.spans.get(s.span_id)
+            if s.trace_id in decided.traces:
+                root = decided.run_of(s.trace_id, s.span_id)
                 if root is not None:
                     res.duplicates += 1
                     res.decided_duplicates[s.span_id] = RunKey(s.trace_id, root)
                     continue
-                root = decided.spans.get(s.parent_id or "")
+                root = decided.run_of(s.trace_id, s.parent_id) if s.parent_id else None
                 if root is None:
-                    root = decided.parents.get(s.span_id)
+                    root = decided.named_by(s.trace_id, s.span_id)
                 if root is not None:
-                    self._remember(decided, decided.spans, s.span_id, root)
-                    if self._decided_bytes > self.config.decision_cache_bytes:
-                        self._trim_decided(keep=s.trace_id)
+                    decided.late(s.trace_id, s.span_id, root)
                     run = RunKey(s.trace_id, root)
                     res.late += 1
                     res.late_runs[s.span_id] = run
@@ -227,12 +188,12 @@ class Assembler:
         if self.stats.span_cap_hits != cap_hits:
             for s in batch:
                 if s.is_agent or not s.parent_id:
-                    d = self._decided.get(s.trace_id)
-                    root = d.spans.get(s.span_id) if d is not None else None
+                    root = decided.run_of(s.trace_id, s.span_id)
                     if root is not None and s.span_id not in res.late_runs and s.span_id not in res.decided_duplicates:
                         res.closed_runs[s.span_id] = RunKey(s.trace_id, root)
         self.stats.duplicates += res.duplicates
         self.stats.late += res.late
+        self.stats.decision_cache_evictions += decided.evictions - evicted
         if roots or new_traces:
             self._due_by(now, roots)
         return res
@@ -254,8 +215,7 @@ class Assembler:
         now = self._clock.now_ns()
         res = ContentResult()
         for c in batch:
-            decided = self._decided.get(c.trace_id)
-            if decided is not None and c.span_id in decided.spans:
+            if self._decided.run_of(c.trace_id, c.span_id) is not None:
                 res.late += 1
                 continue
             t = self._traces.get(c.trace_id)
@@ -418,17 +378,9 @@ class Assembler:
         return taken
 
     def _forget(self, t: _Trace, tid: str, runs: list[Run], gone: list[SpanRecord]) -> None:
-        decided = self._decided.get(tid)
-        if decided is None:
-            decided = self._decided[tid] = _Decided({}, {})
-        for r in runs:
-            root = r.key.root_span_id
-            for s in r.spans:
-                self._remember(decided, decided.spans, s.span_id, root)
-            for s in r.spans:
-                if s.parent_id and s.parent_id not in decided.spans:
-                    self._remember(decided, decided.parents, s.parent_id, root)
-        self._trim_decided(keep=tid)
+        evicted = self._decided.evictions
+        self._decided.decide(tid, [(r.key.root_span_id, r.spans) for r in runs])
+        self.stats.decision_cache_evictions += self._decided.evictions - evicted
         for s in gone:
             if t.spans.pop(s.span_id, None) is not None:
                 t.bytes -= s.size

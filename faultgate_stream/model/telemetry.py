@@ -20,12 +20,14 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 # Seconds: a run takes from well under a second to many minutes.
 RUN_SECONDS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 STEPS = (1, 2, 3, 5, 8, 12, 20, 30, 50, 100, 200)
-# Root arrival to verdict is root_grace plus at most one scan tick and the scan itself, so
-# nearly every run lands just above root_grace: buckets are fine there (tens of ms) to tell a
-# healthy service (grace + a tick) from a slow scan, and coarse further out. Runs closed
-# before their grace ran out (evicted, shutdown) fall in the buckets below it.
+# Root arrival to verdict is root_grace plus the wait for the scan that closes the run (at
+# its deadline) and the scan itself, so nearly every run lands just above root_grace:
+# buckets are fine there, steps of 10-50 ms up to 250 ms past it, so that a p99 near
+# "grace + 100 ms" is read off buckets, not interpolated across a quarter second; coarse
+# further out. Runs closed before their grace ran out (evicted, shutdown) fall below it.
 DELAY_BELOW_GRACE = (0.25, 0.5, 0.9)                      # fractions of root_grace
-DELAY_ABOVE_GRACE = (0.0, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)  # seconds past it
+DELAY_ABOVE_GRACE = (0.0, 0.01, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+                     60)  # seconds past it
 
 
 def delay_buckets(root_grace: float) -> tuple[float, ...]:

@@ -15,6 +15,13 @@ of its whole run). A late span whose run is no longer kept is counted as unamend
 (``faultgate_late_spans_unamendable_total``), never dropped silently; it is still
 counted late and still carries the verdict its run last got.
 
+Kept spans are plain flat tuples (``_plain``), not ``SpanRecord``s: the garbage collector
+stops tracking a tuple that holds only strings, numbers and such tuples, but never a tuple
+subclass (``NamedTuple``) nor one that holds a dict. Thousands of kept runs of records
+were ~70,000 tracked objects, walked by every full collection (the bench saw full
+collections of 100-230 ms every few seconds at half load, and the verdict delay's p99
+follow them). A kept run is made ``SpanRecord``s again only when it is evaluated again.
+
 The offline report never sees any of this: a file has no late spans (nothing completes
 before end of input) and no store is built offline.
 """
@@ -28,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from faultgate_stream.model.clock import Clock
-from faultgate_stream.model.records import RunKey, SpanRecord
+from faultgate_stream.model.records import NO_ATTRS, RunKey, SpanRecord, ToolCall, ToolExecution
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult, Completion, RunVerdict
 from faultgate_stream.verdict.config import AmendConfig
@@ -49,13 +56,53 @@ EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
 UNAMENDABLE_REASONS = ("evicted", "not_a_run")
 
 
+_ATTRS = SpanRecord._fields.index("attrs")
+_TOOL = SpanRecord._fields.index("tool")
+_CALLS = SpanRecord._fields.index("calls")
+_FIELDS = len(SpanRecord._fields)
+_HEAD = _FIELDS - 3  # the fields other than attrs, tool and calls
+
+
+def _plain(s: SpanRecord) -> tuple:
+    """A record as one flat tuple: its other fields, then the number of attributes, their
+    keys and values (a list value as a tuple), whether a tool follows and its fields, the number of calls and theirs.
+    Flat, because the collector untracks one level of nested tuples per pass it makes."""
+    attrs, tool, calls = s.attrs, s.tool, s.calls
+    values = tuple(attrs.values())
+    if list in map(type, values):  # an array attribute (the reader makes lists): a tuple here
+        values = tuple(tuple(v) if type(v) is list else v for v in values)
+    t = s[:_ATTRS] + s[_ATTRS + 1:_TOOL] + s[_CALLS + 1:] + (len(attrs),) + tuple(attrs) + values
+    t += (True,) + tool if tool is not None else (False,)
+    if calls:
+        return t + (len(calls),) + tuple(x for c in calls for x in c)
+    return t + (0,)
+
+
+def _record(t: tuple) -> SpanRecord:
+    at = _HEAD
+    n = t[at]
+    # the reader never makes a tuple attribute value: each tuple here was a list
+    attrs = {k: list(v) if type(v) is tuple else v
+             for k, v in zip(t[at + 1:at + 1 + n], t[at + 1 + n:at + 1 + 2 * n])} if n else NO_ATTRS
+    at += 1 + 2 * n
+    tool = None
+    if t[at]:
+        tool = ToolExecution(*t[at + 1:at + 1 + len(ToolExecution._fields)])
+        at += len(ToolExecution._fields)
+    at += 1
+    width = len(ToolCall._fields)
+    calls = tuple(ToolCall(*t[i:i + width]) for i in range(at + 1, at + 1 + t[at] * width, width))
+    head = t[:_HEAD]
+    return SpanRecord._make(head[:_ATTRS] + (attrs,) + head[_ATTRS:_TOOL - 1] + (tool, calls) + head[_TOOL - 1:])
+
+
 @dataclass(slots=True)
 class Decided:
     """A decided run as the store keeps it: what re-evaluating it needs, and the verdict
     last published for it. Mutated only under the store's lock."""
 
     key: RunKey
-    spans: list[SpanRecord]
+    spans: list[tuple]               # ``_plain`` records
     root: SpanRecord | None
     completion: Completion
     root_arrival_ns: int
@@ -68,7 +115,10 @@ class Decided:
 
     def run(self) -> Run:
         """A fresh ``Run`` of the kept spans (its derived facts are computed again)."""
-        return Run(self.key, self.spans, self.root, self.completion, root_arrival_ns=self.root_arrival_ns,
+        spans = [_record(t) for t in self.spans]
+        # the root among them, not an equal copy beside them: checks tell it apart by identity
+        root = next((s for s in spans if s == self.root), self.root) if self.root is not None else None
+        return Run(self.key, spans, root, self.completion, root_arrival_ns=self.root_arrival_ns,
                    closed_ns=self.closed_ns)
 
 
@@ -117,13 +167,14 @@ class DecidedRuns:
         return self._clock.now_ns()
 
     def keep(self, run: Run, verdict: RunVerdict, ruleset: Ruleset) -> None:
-        spans = list(run.spans)
-        with self.lock:
-            if len(spans) > self.config.max_run_spans:
+        if len(run.spans) > self.config.max_run_spans:
+            with self.lock:
                 self._count("max_run_spans")
-                return
+            return
+        spans = [_plain(s) for s in run.spans]
+        with self.lock:
             entry = Decided(run.key, spans, run.root, run.completion, run.root_arrival_ns, run.closed_ns, ruleset,
-                            verdict, (), ENTRY_BYTES + sum(s.size for s in spans), self._clock.now_ns())
+                            verdict, (), ENTRY_BYTES + sum(s.size for s in run.spans), self._clock.now_ns())
             old = self._runs.pop(run.key, None)
             if old is not None:
                 self.bytes -= old.bytes
@@ -143,8 +194,7 @@ class DecidedRuns:
             entry = self.get(key)
             if entry is None:
                 return None
-            return Run(entry.key, list(entry.spans), entry.root, entry.completion,
-                       root_arrival_ns=entry.root_arrival_ns, closed_ns=entry.closed_ns)
+            return entry.run()
 
     def grow(self, entry: Decided, span: SpanRecord) -> bool:
         """Add a late span to a kept run. False (and the run no longer kept) when that
@@ -153,7 +203,7 @@ class DecidedRuns:
             if len(entry.spans) >= self.config.max_run_spans:
                 self._drop(entry.key, "max_run_spans")
                 return False
-            entry.spans.append(span)
+            entry.spans.append(_plain(span))
             entry.bytes += span.size
             self.bytes += span.size
             self._trim(keep=entry.key)

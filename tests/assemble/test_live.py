@@ -100,3 +100,61 @@ def test_a_request_during_shutdown_is_refused_at_once_while_the_sinks_are_still_
         release.set()
         closer.join(30)
     assert [r.key.trace_id for r in held.runs] == [t]
+
+
+def test_a_run_completes_at_its_deadline_not_at_the_next_tick():
+    """The tick here is a minute: a request that comes when a root's grace has run out
+    completes its run first, though no tick is overdue; one a nanosecond earlier does not."""
+    clock = ManualClock(10**18)
+    sink = RunList()
+    live = LiveAssembler(Assembler(sink, clock, AssembleConfig(root_grace=0.5)), clock, Telemetry(), tick=60)
+    t = trace_id()
+    live.consume([agent(t)])
+    assert live._asm.due_ns == 10**18 + 500_000_000  # noqa: SLF001 (the deadline the scan waits for)
+    clock.advance(0.5 - 1e-9)
+    live.consume([])
+    assert sink.runs == []
+    clock.advance(1e-9)
+    live.consume([])
+    assert [r.key.trace_id for r in sink.runs] == [t]
+    assert live._asm.due_ns is None  # noqa: SLF001 (nothing held, nothing due)
+
+
+def test_the_ticker_wakes_for_a_deadline_sooner_than_its_tick():
+    """On the real clock with a tick of ten minutes: the ticker sleeps until the run's
+    deadline, not the tick (the wait below is a bound for a failure, not a timing
+    threshold: with the old ticker the run would wait the ten minutes)."""
+    from faultgate_stream.model.clock import WallClock
+    from tests.peers import eventually
+
+    clock = WallClock()
+    sink = RunList()
+    live = LiveAssembler(Assembler(sink, clock, AssembleConfig(root_grace=0.2)), clock, Telemetry(), tick=600)
+    live.start()
+    try:
+        t = trace_id()
+        live.consume([agent(t)])
+        eventually(lambda: len(sink.runs) == 1, timeout=30, what="the run to complete at its deadline")
+        assert sink.runs[0].closed_ns - sink.runs[0].root_arrival_ns >= 200_000_000
+    finally:
+        live.shutdown()
+
+
+def test_a_deadline_a_failed_scan_left_due_waits_for_the_tick_instead_of_a_scan_loop():
+    clock = ManualClock(10**18)
+    calls = []
+
+    class _Broken(Assembler):
+        def advance(self):
+            calls.append(1)
+            raise RuntimeError("a bug in the scan")
+
+    live = LiveAssembler(_Broken(RunList(), clock, AssembleConfig(root_grace=0.5)), clock, Telemetry(), tick=10)
+    live.consume([agent(trace_id())])
+    clock.advance(1)
+    for _ in range(5):
+        live.consume([])
+    assert len(calls) == 1  # the first request scanned; the others wait for the tick
+    clock.advance(10)
+    live.consume([])
+    assert len(calls) == 2

@@ -7,6 +7,7 @@ from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.checks.registry import select
 from faultgate_stream.model.clock import ManualClock
+from faultgate_stream.model.records import RunKey
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CheckResult
 from faultgate_stream.pipeline import VerdictList, check_spans
@@ -214,3 +215,29 @@ def test_a_run_evaluated_again_for_a_late_span_counts_once_in_its_session_budget
     live.asm.add([tool(t, root.span_id, "lookup", {"q": 4}, "{}", start_s=4)])
     assert [(v.revision, v.verdict) for v in live.sink.verdicts] == [(0, "clean"), (1, "failed")]
     assert "4 tool calls > max 3" in live.sink.verdicts[-1].results[0].reason
+
+
+def test_kept_spans_leave_the_collectors_reach_and_come_back_equal():
+    """Kept records are flat tuples the collector stops tracking once it has looked at them
+    (a NamedTuple, or a tuple holding a dict or a list, it tracks for good); the run they
+    make again equals the one decided, root included, by identity among its spans."""
+    import gc
+
+    from faultgate_stream.model.records import ToolCall
+    from faultgate_stream.verdict.amend import _plain
+
+    live = _Live()
+    t, root, spans = _run()
+    model = tool(t, root.span_id, "x", start_s=3)._replace(
+        tool=None, operation="chat", calls=(ToolCall("c1", "read_file", "{}"), ToolCall("c2", "ls", "[]")),
+        attrs={"gen_ai.response.finish_reasons": ["tool_calls"], "n": 3, "ok": True})
+    live.decide([*spans, model])
+    entry = live.store.get(RunKey(t, root.span_id))
+    assert entry is not None
+    gc.collect()
+    gc.collect()  # one level of nested tuples per pass: an array attribute's tuple, then its record
+    assert not any(gc.is_tracked(s) for s in entry.spans)
+    assert _plain(model) in entry.spans
+    again = entry.run()
+    assert sorted(again.spans, key=lambda s: s.span_id) == sorted([*spans, model], key=lambda s: s.span_id)
+    assert any(s is again.root for s in again.spans) and again.root == root
