@@ -1,11 +1,77 @@
-"""Recent verdicts by run, so a late root span carries the verdict its run already got."""
+"""Recent verdicts by run, so a late root span carries the verdict its run already got.
+
+Each verdict is kept as nested plain tuples (``_pack``) and made a ``RunVerdict`` again
+when a late span asks for it: the collector stops tracking a tuple of strings, numbers and
+such tuples, never a dataclass (nor an enum member). Ten thousand cached verdicts as
+objects were ~110,000 tracked objects, most of what every full collection walked in a
+long-running service (issue 12).
+"""
 from __future__ import annotations
 
+import dataclasses
+import operator
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from itertools import chain
 
 from faultgate_stream.model.records import RunKey
-from faultgate_stream.model.verdict import RunVerdict
+from faultgate_stream.model.verdict import CheckResult, Completion, EarlyFinding, RunVerdict, Severity
+
+_RESULT = tuple(f.name for f in dataclasses.fields(CheckResult))
+_EARLY = tuple(f.name for f in dataclasses.fields(EarlyFinding))
+_VERDICT = tuple(f.name for f in dataclasses.fields(RunVerdict))
+_SEVERITY = _RESULT.index("severity")
+_result_fields, _early_fields, _verdict_fields = (operator.attrgetter(*names) for names in (_RESULT, _EARLY, _VERDICT))
+# what becomes a plain value in a packed verdict, by field position
+_AT = {n: _VERDICT.index(n) for n in ("key", "completion", "results", "released_span_ids", "early", "measures",
+                                      "shadow")}
+
+
+def _flat(items: Iterable[tuple]) -> tuple:
+    return tuple(chain.from_iterable(items))
+
+
+def _rows(flat: tuple, width: int) -> Iterator[tuple]:
+    return (flat[i:i + width] for i in range(0, len(flat), width))
+
+
+def _pack_result(r: CheckResult) -> tuple:
+    t = _result_fields(r)
+    return t[:_SEVERITY] + (t[_SEVERITY].value,) + t[_SEVERITY + 1:]
+
+
+def _unpack_result(t: tuple) -> CheckResult:
+    return CheckResult(*t[:_SEVERITY], Severity(t[_SEVERITY]), *t[_SEVERITY + 1:])
+
+
+def _pack(v: RunVerdict) -> tuple:
+    """The verdict's fields, its nested ones flattened: results as one tuple of their
+    fields in a row, early findings and measures likewise. Flat, because the collector
+    untracks one level of nested tuples per pass it makes, and a pass may not come before
+    the tuple has joined the oldest generation."""
+    t = list(_verdict_fields(v))
+    t[_AT["key"]] = tuple(v.key)
+    t[_AT["completion"]] = v.completion.value
+    t[_AT["results"]] = _flat(map(_pack_result, v.results))
+    t[_AT["released_span_ids"]] = tuple(v.released_span_ids)
+    t[_AT["early"]] = _flat(map(_early_fields, v.early))
+    t[_AT["measures"]] = _flat(v.measures.items())
+    t[_AT["shadow"]] = _flat(map(_pack_result, v.shadow))
+    return tuple(t)
+
+
+def _unpack(t: tuple) -> RunVerdict:
+    d = list(t[:len(_VERDICT)])
+    d[_AT["key"]] = RunKey(*t[_AT["key"]])
+    d[_AT["completion"]] = Completion(t[_AT["completion"]])
+    d[_AT["results"]] = tuple(map(_unpack_result, _rows(t[_AT["results"]], len(_RESULT))))
+    d[_AT["released_span_ids"]] = frozenset(t[_AT["released_span_ids"]])
+    d[_AT["early"]] = tuple(EarlyFinding(*e) for e in _rows(t[_AT["early"]], len(_EARLY)))
+    d[_AT["measures"]] = dict(_rows(t[_AT["measures"]], 2))
+    d[_AT["shadow"]] = tuple(map(_unpack_result, _rows(t[_AT["shadow"]], len(_RESULT))))
+    return RunVerdict(*d)
+
 
 # Late roots come seconds after their verdict (a max-duration close, a slow exporter); a
 # few thousand recent runs cover that window at any rate this process can check.
@@ -18,15 +84,17 @@ class VerdictCache:
 
     def __init__(self, size: int = DEFAULT_VERDICT_CACHE) -> None:
         self.size = size
-        self._items: OrderedDict[RunKey, tuple[RunVerdict, bytes]] = OrderedDict()
+        # run key (as a plain tuple) -> the ``_pack``ed verdict, its root's resource last
+        self._items: OrderedDict[tuple[str, str], tuple] = OrderedDict()
         self._lock = threading.Lock()
         self.evictions = 0
 
     def put(self, v: RunVerdict) -> None:
+        packed, key = _pack(v), tuple(v.key)  # a plain tuple key: equal to the RunKey, and untracked
         with self._lock:
-            old = self._items.get(v.key)
-            self._items[v.key] = (v, old[1] if old else b"")
-            self._items.move_to_end(v.key)
+            old = self._items.get(key)
+            self._items[key] = packed + (old[-1] if old else b"",)
+            self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
                 self.evictions += 1
@@ -34,15 +102,15 @@ class VerdictCache:
     def get(self, key: RunKey) -> RunVerdict | None:
         with self._lock:
             item = self._items.get(key)
-            return item[0] if item else None
+        return _unpack(item) if item else None
 
     def keep_resource(self, key: RunKey, resource: bytes) -> None:
         with self._lock:
             item = self._items.get(key)
             if item is not None:
-                self._items[key] = (item[0], resource)
+                self._items[key] = item[:-1] + (resource,)
 
     def resource(self, key: RunKey) -> bytes:
         with self._lock:
             item = self._items.get(key)
-            return item[1] if item else b""
+            return item[-1] if item else b""
