@@ -147,8 +147,9 @@ class Assembler:
         cap_hits = self.stats.span_cap_hits
         roots = new_traces = False
         decided, evicted = self._decided, self._decided.evictions
+        decided_traces = decided.traces
         for s in batch:
-            if s.trace_id in decided.traces:
+            if s.trace_id in decided_traces:
                 root = decided.run_of(s.trace_id, s.span_id)
                 if root is not None:
                     res.duplicates += 1

@@ -60,40 +60,44 @@ _ATTRS = SpanRecord._fields.index("attrs")
 _TOOL = SpanRecord._fields.index("tool")
 _CALLS = SpanRecord._fields.index("calls")
 _FIELDS = len(SpanRecord._fields)
-_HEAD = _FIELDS - 3  # the fields other than attrs, tool and calls
+_TOOL_WIDTH, _CALL_WIDTH = len(ToolExecution._fields), len(ToolCall._fields)
 
 
 def _plain(s: SpanRecord) -> tuple:
-    """A record as one flat tuple: its other fields, then the number of attributes, their
-    keys and values (a list value as a tuple), whether a tool follows and its fields, the number of calls and theirs.
+    """A record as one flat tuple: its fields, with the number of attributes, whether it
+    has a tool and the number of calls in place of those three, and then the attributes'
+    keys and values (a list value as a tuple), the tool's fields and the calls' fields.
     Flat, because the collector untracks one level of nested tuples per pass it makes."""
     attrs, tool, calls = s.attrs, s.tool, s.calls
-    values = tuple(attrs.values())
-    if list in map(type, values):  # an array attribute (the reader makes lists): a tuple here
-        values = tuple(tuple(v) if type(v) is list else v for v in values)
-    t = s[:_ATTRS] + s[_ATTRS + 1:_TOOL] + s[_CALLS + 1:] + (len(attrs),) + tuple(attrs) + values
-    t += (True,) + tool if tool is not None else (False,)
-    if calls:
-        return t + (len(calls),) + tuple(x for c in calls for x in c)
-    return t + (0,)
+    t = list(s)
+    t[_ATTRS] = len(attrs)
+    t += attrs
+    values = attrs.values()
+    if list in map(type, values):  # an array attribute (the reader makes lists)
+        values = [tuple(v) if type(v) is list else v for v in values]
+    t += values
+    t[_TOOL] = tool is not None
+    if tool is not None:
+        t += tool
+    t[_CALLS] = len(calls)
+    for c in calls:
+        t += c
+    return tuple(t)
 
 
 def _record(t: tuple) -> SpanRecord:
-    at = _HEAD
-    n = t[at]
+    s = list(t[:_FIELDS])
+    at, n = _FIELDS, t[_ATTRS]
     # the reader never makes a tuple attribute value: each tuple here was a list
-    attrs = {k: list(v) if type(v) is tuple else v
-             for k, v in zip(t[at + 1:at + 1 + n], t[at + 1 + n:at + 1 + 2 * n])} if n else NO_ATTRS
-    at += 1 + 2 * n
-    tool = None
-    if t[at]:
-        tool = ToolExecution(*t[at + 1:at + 1 + len(ToolExecution._fields)])
-        at += len(ToolExecution._fields)
-    at += 1
-    width = len(ToolCall._fields)
-    calls = tuple(ToolCall(*t[i:i + width]) for i in range(at + 1, at + 1 + t[at] * width, width))
-    head = t[:_HEAD]
-    return SpanRecord._make(head[:_ATTRS] + (attrs,) + head[_ATTRS:_TOOL - 1] + (tool, calls) + head[_TOOL - 1:])
+    s[_ATTRS] = {k: list(v) if type(v) is tuple else v
+                 for k, v in zip(t[at:at + n], t[at + n:at + 2 * n])} if n else NO_ATTRS
+    at += 2 * n
+    s[_TOOL] = None
+    if t[_TOOL]:
+        s[_TOOL] = ToolExecution(*t[at:at + _TOOL_WIDTH])
+        at += _TOOL_WIDTH
+    s[_CALLS] = tuple(ToolCall(*t[i:i + _CALL_WIDTH]) for i in range(at, at + t[_CALLS] * _CALL_WIDTH, _CALL_WIDTH))
+    return SpanRecord._make(s)
 
 
 @dataclass(slots=True)
