@@ -867,15 +867,18 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     refused = sum(w.refused for c in ours for w in results[c])
     print(f"work done by the service: {runs:,} runs decided = {accepted:,} accepted spans / {SPANS_PER_RUN}; "
           f"{exported:,} spans exported; {refused:,} spans refused")
-    # The service remembers every decided trace, up to assemble.decision_cache, so it is not
-    # the same process in the last round as in the first: show how far that went.
+    # The service remembers decided traces, up to assemble.decision_cache (traces) and
+    # decision_cache_bytes, so it is not the same process in the last round as in the first:
+    # show how far that went, from its own gauges.
     from faultgate_stream.assemble.config import AssembleConfig
 
-    cache = AssembleConfig().decision_cache
-    held = sum(d.runs for d in drains["service"])  # one trace per run in this workload
+    cfg = AssembleConfig()
+    state = scrape(servers["service"].ports["metrics"])
+    held, held_bytes = total(state, "faultgate_decision_cache_traces"), total(state, "faultgate_decision_cache_bytes")
     first, last = per_round["service"][0], per_round["service"][-1]
-    print(f"service state: {held:,} traces decided, decision cache {min(held, cache) / cache:.0%} full "
-          f"(assemble.decision_cache {cache:,}); service round 1 -> {args.rounds}: {first:,.0f} -> {last:,.0f} "
+    print(f"service state: decision cache {held:,.0f} traces, {held_bytes / 2**20:.1f} MiB "
+          f"(bounds: assemble.decision_cache {cfg.decision_cache:,}, decision_cache_bytes "
+          f"{cfg.decision_cache_bytes / 2**20:.0f} MiB); service round 1 -> {args.rounds}: {first:,.0f} -> {last:,.0f} "
           f"spans/s ({last / first if first else float('nan'):.2f}x)")
     extra, late_problems = await latency_and_soak(args, servers["export"], template, med(per_round["export"]))
     problems += late_problems
@@ -911,6 +914,13 @@ def delay_buckets(port: int) -> dict[float, float]:
     return out
 
 
+def full_collections(port: int) -> tuple[float, float]:
+    """The service's full (generation 2) garbage collections so far: how many, and seconds."""
+    m = scrape(port)
+    return (total(m, "faultgate_gc_collections_total", generation="2"),
+            total(m, "faultgate_gc_pause_seconds_total", generation="2"))
+
+
 def quantile(q: float, before: dict[float, float], after: dict[float, float]) -> float:
     """histogram_quantile over the window's bucket deltas, interpolated inside a bucket as
     Prometheus does: its resolution is the buckets' (docs/metrics.md lists them)."""
@@ -938,7 +948,7 @@ async def paced(call, child: Child, requests: Requests, spans_per_request: int, 
     RSS is printed beside it: it cannot isolate in-flight spans (the allocator keeps what
     it freed, the decision cache grows), but it shows a soak's growth."""
     port = child.ports["metrics"]
-    buckets0, before = delay_buckets(port), counters(port)
+    buckets0, before, gc0 = delay_buckets(port), counters(port), full_collections(port)
     samples: list[tuple[float, float]] = []
 
     async def sample() -> None:
@@ -952,9 +962,12 @@ async def paced(call, child: Child, requests: Requests, spans_per_request: int, 
     w = await drive(call, requests, spans_per_request, 1.0, seconds, inflight, child, None, rate=rate)
     sampler.cancel()
     dr = await wait_decided(child, before, w.sent_ok, export=True)
-    buckets1 = delay_buckets(port)
+    buckets1, gc1 = delay_buckets(port), full_collections(port)
     held = [(b, n) for b, n in samples if n > 0]
+    m = scrape(port)
     return {"spans_per_s": w.spans_per_s, "cpu_us_per_span": w.cpu_us_per_span,
+            "full_gcs": gc1[0] - gc0[0], "full_gc_s": gc1[1] - gc0[1],
+            "decided": total(m, "faultgate_decision_cache_traces"), "amend": total(m, "faultgate_amend_store_runs"),
             "p50": quantile(0.5, buckets0, buckets1), "p99": quantile(0.99, buckets0, buckets1),
             "rss": float(rss_bytes(child.pid)), "problems": dr.problems,
             "bytes_per_span_held": med([b / n for b, n in held]) if held else float("nan"),
@@ -981,15 +994,17 @@ async def latency_and_soak(args: argparse.Namespace, export: Child, template: tu
     print(f"\nat half the export-on maximum ({rate:,.0f} spans/s), export on"
           + (f", {windows} one-minute windows (soak)" if minutes else "") + ":")
     print(f"{'window':>6} {'spans/s':>10} {'CPU us/span':>12} {'delay p50':>10} {'delay p99':>10} {'RSS MB':>8}"
-          f" {'held B/span':>12} {'wire B/span':>12} {'in flight':>10}")
+          f" {'held B/span':>12} {'wire B/span':>12} {'in flight':>10} {'full GCs':>9} {'GC2 ms':>7} {'decided':>8}"
+          f" {'kept':>6}")
     rows = []
     for i in range(windows):
         r = await paced(call, export, requests, spans_per_request, rate, 60.0 if minutes else args.seconds,
                         args.inflight)
         rows.append(r)
         print(f"{i + 1:>6} {r['spans_per_s']:>10,.0f} {r['cpu_us_per_span']:>12.2f} {r['p50']:>9.3f}s {r['p99']:>9.3f}s"
-              f" {r['rss'] / 1e6:>8.1f} {r['bytes_per_span_held']:>12,.0f} {wire:>12,.0f} {r['spans_in_flight']:>10,.0f}",
-              flush=True)
+              f" {r['rss'] / 1e6:>8.1f} {r['bytes_per_span_held']:>12,.0f} {wire:>12,.0f} {r['spans_in_flight']:>10,.0f}"
+              f" {r['full_gcs']:>9.0f} {r['full_gc_s'] * 1e3 / max(r['full_gcs'], 1):>7.1f} {r['decided']:>8,.0f}"
+              f" {r['amend']:>6,.0f}", flush=True)
     await ch.close()
     for i, r in enumerate(rows):
         problems += [f"half-rate window {i + 1}: {p}" for p in r["problems"]]

@@ -33,8 +33,9 @@ from faultgate_stream.receive.config import ReceiveConfig
 from faultgate_stream.verdict.config import AmendConfig
 
 ENV_PREFIX = "FAULTGATE_STREAM__"
-# How often the completion scan runs; ingestion also runs it when a tick is overdue, so a
-# busy receiver cannot starve it (contrib PR #48699: a starved ticker made memory climb).
+# The completion scan runs at each run's deadline and at least this often; ingestion also
+# runs it when a deadline has passed or a tick is overdue, so a busy receiver cannot starve
+# it (contrib PR #48699: a starved ticker made memory climb).
 DEFAULT_TICK = 0.1
 # SIGTERM to exit: time to flush the export queue. Kubernetes gives 30 s by default; keep
 # room for the process to stop after the flush.

@@ -318,6 +318,11 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_kafka_partitions", "gauge", "Partitions this replica owns.", (), "receive/kafka"),
     MetricSpec("faultgate_build_info", "gauge", "Always 1; the running build's version and Python.",
                ("version", "python"), "service"),
+    MetricSpec("faultgate_gc_pause_seconds", "counter",
+               "Seconds the garbage collector held the process (wall clock), by generation (2: a full collection).",
+               ("generation",), "export/metrics", external=True),
+    MetricSpec("faultgate_gc_collections", "counter", "Garbage collections, by generation (2: a full collection).",
+               ("generation",), "export/metrics", external=True),
 )
 
 
