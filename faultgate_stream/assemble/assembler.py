@@ -146,7 +146,7 @@ class Assembler:
         res = AddResult()
         cap_hits = self.stats.span_cap_hits
         roots = new_traces = False
-        decided, evicted = self._decided, self._decided.evictions
+        decided = self._decided
         decided_traces = decided.traces
         for s in batch:
             if s.trace_id in decided_traces:
@@ -194,16 +194,18 @@ class Assembler:
                         res.closed_runs[s.span_id] = RunKey(s.trace_id, root)
         self.stats.duplicates += res.duplicates
         self.stats.late += res.late
-        self.stats.decision_cache_evictions += decided.evictions - evicted
+        self.stats.decision_cache_evictions = decided.evictions  # the cache counts; the stats show it
         if roots or new_traces:
-            self._due_by(now, roots)
+            self._due_by(now, roots, new_traces)
         return res
 
-    def _due_by(self, now: int, roots: bool) -> None:
+    def _due_by(self, now: int, roots: bool, new_traces: bool) -> None:
         """Records that arrived at ``now`` make something due: a root at ``root_grace``
         from now, a new trace (or fragment) at its idle or maximum time."""
         cfg = self.config
-        due = now + int((cfg.root_grace if roots else min(cfg.idle_timeout, cfg.max_run_duration)) * NS)
+        after = min(([cfg.root_grace] if roots else [])
+                    + ([cfg.idle_timeout, cfg.max_run_duration] if new_traces else []))
+        due = now + int(after * NS)
         if self.due_ns is None or due < self.due_ns:
             self.due_ns = due
 
@@ -222,7 +224,7 @@ class Assembler:
             t = self._traces.get(c.trace_id)
             if t is None:
                 t = self._traces[c.trace_id] = _Trace(now, now)
-                self._due_by(now, roots=False)
+                self._due_by(now, roots=False, new_traces=True)
             held = t.contents.setdefault(c.span_id, [])
             if c in held:
                 res.duplicates += 1
@@ -379,9 +381,8 @@ class Assembler:
         return taken
 
     def _forget(self, t: _Trace, tid: str, runs: list[Run], gone: list[SpanRecord]) -> None:
-        evicted = self._decided.evictions
         self._decided.decide(tid, [(r.key.root_span_id, r.spans) for r in runs])
-        self.stats.decision_cache_evictions += self._decided.evictions - evicted
+        self.stats.decision_cache_evictions = self._decided.evictions
         for s in gone:
             if t.spans.pop(s.span_id, None) is not None:
                 t.bytes -= s.size

@@ -100,3 +100,17 @@ def test_both_bounds_evict_the_oldest_trace_and_count_it():
         root = agent(t)
         small.decide(t, [(root.span_id, [root])])
     assert len(small) == 1 and small.evictions == 2 and 0 < small.bytes <= one + 1
+
+
+def test_an_eviction_inside_a_batch_is_counted_once():
+    """Runs closed by max_spans_per_trace in the middle of a batch evict from the cache
+    there; the batch's own count of evictions must not add them again."""
+    clock = ManualClock(10**18)
+    asm = Assembler(RunList(), clock, AssembleConfig(root_grace=0.5, max_spans_per_trace=2, decision_cache=1))
+    batch = []
+    for _ in range(2):
+        t = trace_id()
+        root = agent(t)
+        batch += [root, tool(t, root.span_id, "search")]
+    asm.add(batch)
+    assert asm.decided_traces == 1 and asm.stats.decision_cache_evictions == 1
