@@ -331,3 +331,19 @@ def test_the_compiled_survey_is_the_size_and_prefixes_python_counts(name, attrs)
 
     indexed, flattened = conventions._TL_INDEXED, conventions._OI_MESSAGES
     assert conventions._survey(name, attrs) == _survey_by_hand(name, attrs, indexed, flattened)
+
+
+def test_keys_ids_and_short_values_are_one_object_per_request():
+    """What the records of a request share instead of holding copies (memory: bench/held_memory.py)."""
+    long = "x" * 200
+    spans = [Span(trace_id=b"\x01" * 16, span_id=bytes([0, 0, 0, 0, 0, 0, 0, i]), parent_span_id=b"\x09" * 8,
+                  attributes=[KeyValue(key="gen_ai.tool.name", value=AnyValue(string_value="lookup")),
+                              KeyValue(key="result", value=AnyValue(string_value=long))]) for i in (1, 2)]
+    data = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
+                                     ).SerializeToString()
+    (_, [(_, _, [a, b])]) = _wire.read_spans(data, VERSION, events.EVENT)
+    assert a[0] is b[0] and a[2] is b[2]  # the trace id, the parent id
+    key_a, key_b = next(iter(a[8])), next(iter(b[8]))
+    assert key_a is key_b == "gen_ai.tool.name"
+    assert a[8]["gen_ai.tool.name"] is b[8]["gen_ai.tool.name"] == "lookup"
+    assert a[8]["result"] == b[8]["result"] == long  # content is not looked up, only read
