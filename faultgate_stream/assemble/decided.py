@@ -94,22 +94,19 @@ class DecisionCache:
 
     def run_of(self, trace_id: str, span_id: str) -> str | None:
         """The root span id of the run this span was decided in, or None."""
-        entry = self._traces.get(trace_id)
-        if entry is None:
-            return None
-        if type(entry) is _Wide:
-            return entry.spans.get(span_id)
-        key = _key(SPAN, span_id)
-        return _find(entry, key) if key is not None else None
+        return self._lookup(trace_id, span_id, SPAN)
 
     def named_by(self, trace_id: str, span_id: str) -> str | None:
         """The run whose decided spans named this span as their parent (it never came)."""
+        return self._lookup(trace_id, span_id, PARENT)
+
+    def _lookup(self, trace_id: str, span_id: str, kind: int) -> str | None:
         entry = self._traces.get(trace_id)
         if entry is None:
             return None
         if type(entry) is _Wide:
-            return entry.parents.get(span_id)
-        key = _key(PARENT, span_id)
+            return (entry.spans if kind == SPAN else entry.parents).get(span_id)
+        key = _key(kind, span_id)
         return _find(entry, key) if key is not None else None
 
     def decide(self, trace_id: str, runs: Iterable[tuple[str, list]]) -> None:
