@@ -34,6 +34,8 @@ from faultgate_stream.assemble.config import AssembleConfig  # noqa: E402
 from faultgate_stream.checks.registry import select  # noqa: E402
 from faultgate_stream.model.clock import ManualClock  # noqa: E402
 from faultgate_stream.read import otlp_proto  # noqa: E402
+from faultgate_stream.read.projection import Projection  # noqa: E402
+from faultgate_stream.verdict.ruleset import Ruleset  # noqa: E402
 from faultgate_stream.verdict.evaluate import Evaluator  # noqa: E402
 
 
@@ -52,14 +54,17 @@ def main() -> int:
     body, offsets, per_request = live.build_template(32, random.Random(20261129))
     requests = live.Requests(body, offsets, first_seq=time.time_ns())
     bodies = [requests.next() for _ in range(args.requests)]
-    asm = Assembler(Evaluator(select(), _Discard()), ManualClock(10**18),
+    checks = select()
+    # the receivers' reading: only the attributes the default checks and the run's facts need
+    projection = Projection(Ruleset(tuple(checks)).attributes)
+    asm = Assembler(Evaluator(checks, _Discard()), ManualClock(10**18),
                     AssembleConfig(root_grace=3600, max_traces=10**6, max_bytes=2**40))
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     roots_wire = 0
     for b in bodies:
-        request, decoded = otlp_proto.decode(b)  # upb parses, the compiled reader makes the records
+        request, decoded = otlp_proto.decode(b, projection)  # upb parses, the compiled reader makes the records
         records = decoded.spans
         asm.add(records)
         for rs in request.resource_spans:

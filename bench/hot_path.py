@@ -94,7 +94,7 @@ def build(export: bool) -> tuple[Service, ManualClock, CompressingSender]:
 
 
 def drive(service: Service, clock: ManualClock, bodies: list[bytes]) -> None:
-    handler = TraceExport(service.ingest, service.telemetry)
+    handler = TraceExport(service.ingest, service.telemetry, service.reader)
     live = service.assembler
     exporter = getattr(service, "exporter", None)
     cfg = service.config.export
@@ -157,19 +157,24 @@ def main() -> int:
     template, offsets, spans_per_request = build_template(RUNS_PER_REQUEST, random.Random(20261201))
     source = Requests(template, offsets, 0)
     if args.decode:
-        from faultgate_stream.receive import decode
+        from faultgate_stream.checks.registry import select
+        from faultgate_stream.read.projection import Projection
+        from faultgate_stream.receive.decode import Reader
+        from faultgate_stream.verdict.ruleset import Ruleset
 
+        # as the service's receivers read: the default checks' attributes only
+        reader = Reader(Projection(Ruleset(tuple(select())).attributes))
         bodies = [source.next() for _ in range(args.requests)]
         spans = args.requests * spans_per_request
         for body in bodies[:3]:
-            decode.protobuf(body)  # warm
+            reader.protobuf(body)  # warm
         figures = []
         for _ in range(args.rounds):
             t0 = time.process_time()
             for body in bodies:
-                decode.protobuf(body)
+                reader.protobuf(body)
             figures.append((time.process_time() - t0) / spans * 1e6)
-        print(f"decode.protobuf: CPU us/span median {statistics.median(figures):.2f} "
+        print(f"decode: CPU us/span median {statistics.median(figures):.2f} "
               f"[{min(figures):.2f}-{max(figures):.2f}] over {args.rounds} rounds of {spans:,} spans")
         return 0
     export = not args.no_export

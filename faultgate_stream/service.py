@@ -43,7 +43,9 @@ from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, Verd
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
 from faultgate_stream.model.threads import Threads
 from faultgate_stream.model.verdict import Completion
+from faultgate_stream.read.projection import Projection
 from faultgate_stream.receive import http_server, security
+from faultgate_stream.receive.decode import Reader
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
 from faultgate_stream.receive.kafka.replay import ReplayLedger
@@ -80,6 +82,8 @@ class Service:
                                    max_events_per_key=config.checks.windows.max_events_per_key)
         self.telemetry.registry.register(WindowStoreMetrics(self.windows))
         self.ruleset = ruleset.build(config.checks, store=self.windows)
+        # the receivers read only the span attributes these checks and the run's facts need
+        self.reader = Reader(Projection(self.ruleset.attributes))
         redact = get_redactor(config.log.redact)
         sinks = self._build_sinks(redact) + list(extra_sinks or [])
         self.replays = self._build_replays()
@@ -202,7 +206,8 @@ class Service:
         if rc.http_endpoint:
             # GenAI content in log records goes straight to the assembler: logs are not forwarded
             self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token,
-                                                  contents=self.assembler, request_timeout=rc.request_timeout),
+                                                  contents=self.assembler, request_timeout=rc.request_timeout,
+                                                  reader=self.reader),
                           rc.http_endpoint, security.ssl_context(rc.tls), raw_body=True)
         interceptors = (security.BearerTokenInterceptor(token),) if token else ()
         # each open Subscribe stream holds a worker thread of the sync server for its
@@ -212,7 +217,7 @@ class Service:
                                  credentials=security.grpc_credentials(rc.tls), interceptors=interceptors,
                                  contents=self.assembler, request_timeout=rc.request_timeout,
                                  max_streams_per_connection=rc.grpc_max_streams_per_connection,
-                                 ) if rc.grpc_endpoint else None
+                                 reader=self.reader) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
             self.grpc.add_generic_rpc_handlers((self.stream.handler(),))
 
@@ -240,7 +245,7 @@ class Service:
         from faultgate_stream.receive.kafka.source import KafkaSource
         progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
         return KafkaSource(self.config.receive.kafka, ingest, progress, self.telemetry, self.replays,
-                           max_message_bytes=self.config.receive.max_request_bytes)
+                           max_message_bytes=self.config.receive.max_request_bytes, reader=self.reader)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -279,6 +284,8 @@ class Service:
             self.telemetry["faultgate_config_reloads"].labels("rejected").inc()
             self.log.error("reload_rejected", reason=str(e), generation=self.ruleset.generation)
             return False
+        # widened before the new checks judge anything: a span read in between keeps what they read
+        self.reader.projection = self.reader.projection.widened(new.attributes)
         self.ruleset = new
         self.evaluator.reload(new)
         if self.gate is not None and bands is not None:

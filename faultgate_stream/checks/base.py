@@ -25,6 +25,9 @@ class Check(ABC):
     kind: ClassVar[str] = "rule"  # rule | golden | outcome
     description: ClassVar[str]
     severity: ClassVar[Severity] = Severity.HARD
+    # Span attributes the check reads from ``SpanRecord.attrs`` beyond the run's own
+    # (``model.run.ATTRIBUTES_READ``): the live reader keeps no others (read/projection.py).
+    attributes: frozenset[str] = frozenset()
 
     def start(self) -> Any:
         return None

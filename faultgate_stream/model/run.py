@@ -25,6 +25,12 @@ SERVICE_VERSION = "service.version"
 SCENARIO_ATTRS = ("faultgate.scenario", "gen_ai.agent.id")
 USAGE_IN, USAGE_OUT = "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"
 COST = "faultgate.cost_usd"
+TERMINATION = "faultgate.termination"
+ERROR_TYPE = "error.type"
+# Every span attribute the run's facts, the record's properties and the verdict read: a
+# reader with a projection keeps these and what the checks declare (Check.attributes).
+ATTRIBUTES_READ = frozenset({AGENT_NAME, AGENT_VERSION, SERVICE_VERSION, *SCENARIO_ATTRS, USAGE_IN, USAGE_OUT, COST,
+                             TERMINATION, ERROR_TYPE})
 
 
 # (start time, span id): the order of a run's spans. C-level, where a key function in
@@ -145,7 +151,7 @@ class Run:
 
     @cached_property
     def termination(self) -> str:
-        v = self._root_attr("faultgate.termination")
+        v = self._root_attr(TERMINATION)
         return str(v) if v is not None else ""
 
     @cached_property

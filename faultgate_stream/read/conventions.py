@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from faultgate_stream.model.records import (
     EXECUTE_TOOL, INVOKE_AGENT, MISSING_FINISH, MISSING_INPUT, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS,
-    MISSING_TOOL_RESULT, SpanRecord, ToolCall, ToolExecution,
+    MISSING_TOOL_RESULT, NO_ATTRS, SpanRecord, ToolCall, ToolExecution,
 )
 from faultgate_stream.read import _wire, payload
 
@@ -56,16 +57,27 @@ USER_KEYS = ("enduser.id", "user.id", "user_id", "userId")
 # Operations of a model call: the spans whose messages and finish reasons checks read.
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 
+# Every attribute a record is built from, by name and by prefix: a reader may leave any
+# other out (read/projection.py). A name read below and missing here is an attribute the
+# live service never sees (tests/read/test_projection.py reads every recorded trace both ways).
+READ_NAMES = CONTENT_KEYS | TOOL_CONTENT_KEYS | frozenset(USER_KEYS) | frozenset({
+    OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
+    "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata",
+    "tool.name", "tool.id", "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion",
+    "llm.finish_reason", "llm.response.finish_reason", "traceloop.entity.name",
+})
+
 
 def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
                end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any], *,
-               owned: bool = False) -> SpanRecord:
+               owned: bool = False, kept: frozenset[str] | None = None) -> SpanRecord:
     """The record for one span. ``attrs`` holds plain values (str, int, float, bool, list).
     ``owned``: the caller built ``attrs`` for this span alone and gives it up, so the
-    record keeps it (content keys taken out) instead of a copy."""
+    record keeps it (content keys taken out) instead of a copy. ``kept``: the only
+    attributes the record keeps (read/projection.py); every one but content without it."""
     if OI_KIND in attrs:
         return _openinference(trace_id, span_id, parent_id, name, start_ns, end_ns, status_code,
-                              status_message, attrs)
+                              status_message, attrs, kept)
     size, tl_indexed, oi_messages = _survey(name, attrs)
     if TL_KIND in attrs or tl_indexed:
         attrs = _openllmetry(attrs)
@@ -104,7 +116,7 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
     return SpanRecord(
         trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
-        operation, _kept(attrs, tool is not None, owned and not oi_messages), prompt, answer, tool,
+        operation, _kept(attrs, tool is not None, owned and not oi_messages, kept), prompt, answer, tool,
         _calls(outputs) if outputs else (), _responses(inputs) if inputs else (),
         _finish_reasons(finish) if finish is not None else (), False, size, missing,
     )
@@ -163,6 +175,7 @@ def _str(v: Any) -> str:
 
 _TL_INDEXED = ("gen_ai.prompt.", "gen_ai.completion.")
 _OI_MESSAGES = ("llm.input_messages.", "llm.output_messages.")
+READ_PREFIXES = _TL_INDEXED + _OI_MESSAGES
 _TOOL_DROP = CONTENT_KEYS | TOOL_CONTENT_KEYS  # built once: the union per call was 0.3 us a span
 
 # The helpers below are plain loops: on a four-attribute span each measured 0.3-0.4 us,
@@ -176,10 +189,16 @@ def _has_key_starting(attrs: dict[str, Any], prefixes: tuple[str, ...]) -> bool:
     return False
 
 
-def _kept(attrs: dict[str, Any], is_tool: bool, in_place: bool = False) -> dict[str, Any]:
-    """``attrs`` without message content. ``in_place``: ``attrs`` is ours to change and
-    holds no flattened OpenInference messages, so only the content keys it has are
-    deleted (a copy of every span's attributes was ~10% of reading it)."""
+def _kept(attrs: dict[str, Any], is_tool: bool, in_place: bool = False,
+          kept: frozenset[str] | None = None) -> Mapping[str, Any]:
+    """``attrs`` without message content, or only its ``kept`` keys. ``in_place``: ``attrs``
+    is ours to change and holds no flattened OpenInference messages, so only the content
+    keys it has are deleted (a copy of every span's attributes was ~10% of reading it)."""
+    if kept is not None:
+        # a new dict, not deletions: a dict does not shrink, and most records keep none
+        # (a tool span's attributes are all read into its record's fields)
+        out = {k: v for k, v in attrs.items() if k in kept}
+        return out if out else NO_ATTRS
     drop = _TOOL_DROP if is_tool else CONTENT_KEYS
     if in_place:
         for k in drop.intersection(attrs):
@@ -267,7 +286,8 @@ def _graph_node(a: dict[str, Any]) -> bool:
 
 
 def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
-                   end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any]) -> SpanRecord:
+                   end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any],
+                   kept: frozenset[str] | None = None) -> SpanRecord:
     a = dict(attrs)
     kind = str(a.get(OI_KIND, "")).upper()
     prompt = answer = ""
@@ -346,7 +366,7 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
     return SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
         start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,
-        operation=operation, attrs=_kept(a, tool is not None), prompt=prompt, answer=answer, tool=tool,
+        operation=operation, attrs=_kept(a, tool is not None, kept=kept), prompt=prompt, answer=answer, tool=tool,
         calls=calls, responses=responses, finish_reasons=finish,
         calls_shadowed_by_tool_spans=kind == "LLM", size=_size(name, attrs), missing=missing,
     )

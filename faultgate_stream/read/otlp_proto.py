@@ -19,6 +19,7 @@ from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import _wire, events
 from faultgate_stream.read.conventions import build_span
+from faultgate_stream.read.projection import Projection
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +36,17 @@ def parse(data: bytes) -> ExportTraceServiceRequest:
         raise InputError(f"payload is not an ExportTraceServiceRequest: {e}") from None
 
 
-def read(data: bytes) -> Decoded:
-    """The records of a request's bytes. ``data`` must be a request upb parsed (``decode``):
-    the compiled reader (native/src/lib.rs) reads what upb accepted, the way upb reads it,
-    and leaves acceptance to it."""
+def read(data: bytes, projection: Projection | None = None) -> Decoded:
+    """The records of a request's bytes, with the attributes ``projection`` names (every
+    one without it). ``data`` must be a request upb parsed (``decode``): the compiled reader
+    (native/src/lib.rs) reads what upb accepted, the way upb reads it, and leaves acceptance
+    to it."""
     spans: list[SpanRecord] = []
     rejected = 0
     first = ""
+    wire, kept = (projection.wire, projection.kept) if projection is not None else (None, None)
     try:
-        versions, scopes = _wire.read_spans(data, SERVICE_VERSION, events.EVENT)
+        versions, scopes = _wire.read_spans(data, SERVICE_VERSION, events.EVENT, wire)
     except ValueError as e:  # bytes upb did not parse: a caller's bug, reported as the input's
         raise InputError(f"payload is not an ExportTraceServiceRequest: {e}") from None
     for i, j, rows in scopes:
@@ -64,12 +67,12 @@ def read(data: bytes) -> Decoded:
                 results = events.from_attributes(evaluations)
                 if results:
                     attrs[events.EVALUATIONS] = results
-            spans.append(build_span(tid, sid, parent, name, start, end, code, message, attrs, owned=True))
+            spans.append(build_span(tid, sid, parent, name, start, end, code, message, attrs, owned=True, kept=kept))
     return Decoded(spans, rejected, first)
 
 
-def decode(data: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
+def decode(data: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:
     """The parsed request (what export forwards) and its records."""
     request = parse(data)
-    return request, read(data)
+    return request, read(data, projection)
 

@@ -15,14 +15,15 @@ from faultgate_stream.model.errors import InputError
 from faultgate_stream.read import otlp_json, otlp_logs, otlp_proto
 from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded
+from faultgate_stream.read.projection import Projection
 
 class PayloadTooLarge(InputError):
     """The request is over the size limit (after decompression). Permanent: the same
     request fails again."""
 
 
-def protobuf(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
-    return otlp_proto.decode(body)
+def protobuf(body: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:
+    return otlp_proto.decode(body, projection)
 
 
 def logs_protobuf(body: bytes) -> tuple[Any, DecodedLogs]:
@@ -47,10 +48,25 @@ def _json(body: bytes, what: str = "an OTLP export request") -> dict[str, Any]:
     return doc
 
 
-def json_body(body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
+def json_body(body: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:
     doc = _json(body, "an ExportTraceServiceRequest")
     doc.setdefault("resourceSpans", [])
     request, _, first = otlp_json.to_request(doc)
-    decoded = otlp_proto.read(request.SerializeToString())
+    decoded = otlp_proto.read(request.SerializeToString(), projection)
     # the JSON path knows the field and the value at fault; the protobuf reader only bytes
     return request, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem)
+
+
+class Reader:
+    """How the receivers decode trace requests: with the attribute projection the service's
+    checks need (read/projection.py), or every attribute when ``projection`` is None. The
+    service replaces ``projection`` whole on reload; a request reads the one it finds."""
+
+    def __init__(self, projection: Projection | None = None) -> None:
+        self.projection = projection
+
+    def protobuf(self, body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
+        return protobuf(body, self.projection)
+
+    def json_body(self, body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
+        return json_body(body, self.projection)

@@ -66,12 +66,13 @@ def status_of(refusal: Refusal) -> status_pb2.Status:
 
 
 class TraceExport:
-    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry) -> None:
+    def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, reader: decode.Reader) -> None:
         self._next = consumer
         self._t = ReceiverTelemetry(telemetry, "grpc")
+        self._reader = reader
 
     def __call__(self, body: bytes, context: grpc.ServicerContext) -> bytes:
-        decoded, refusal = take(lambda: decode.protobuf(body), self._next, self._t)
+        decoded, refusal = take(lambda: self._reader.protobuf(body), self._next, self._t)
         if refusal is not None:
             context.abort_with_status(rpc_status.to_status(status_of(refusal)))
         assert decoded is not None
@@ -95,7 +96,8 @@ class GrpcReceiver:
     def __init__(self, endpoint: str, consumer: SpanConsumer, telemetry: Telemetry, *, max_request_bytes: int,
                  workers: int, credentials: Any = None, interceptors: tuple[Any, ...] = (),
                  contents: ContentConsumer | None = None, request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 max_streams_per_connection: int = DEFAULT_GRPC_MAX_STREAMS) -> None:
+                 max_streams_per_connection: int = DEFAULT_GRPC_MAX_STREAMS,
+                 reader: decode.Reader | None = None) -> None:
         self.endpoint = endpoint
         slow = telemetry["faultgate_receiver_rejected_requests"].labels("grpc", "request_timeout")
         self._watchdog = ArrivalWatchdog(request_timeout, slow.inc)
@@ -107,7 +109,7 @@ class GrpcReceiver:
                      ("grpc.max_concurrent_streams", max_streams_per_connection),
                      ("grpc.so_reuseport", 0)],  # one process per port: SO_REUSEPORT would split traces
         )
-        handler = grpc.unary_unary_rpc_method_handler(TraceExport(consumer, telemetry),
+        handler = grpc.unary_unary_rpc_method_handler(TraceExport(consumer, telemetry, reader or decode.Reader()),
                                                       request_deserializer=None, response_serializer=None)
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),))
         if contents is not None:

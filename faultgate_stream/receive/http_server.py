@@ -75,12 +75,13 @@ class _OtlpHandler(ABC):
 
 class TracesHandler(_OtlpHandler):
     def __init__(self, consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int,
-                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> None:
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT, reader: decode.Reader | None = None) -> None:
         super().__init__(ReceiverTelemetry(telemetry, "http"), max_request_bytes, request_timeout)
         self._next = consumer
+        self._reader = reader or decode.Reader()
 
     def _handle(self, body: bytes, content_type: str) -> web.Response:
-        parse = decode.json_body if content_type == JSON else decode.protobuf
+        parse = self._reader.json_body if content_type == JSON else self._reader.protobuf
         decoded, refusal = take(lambda: parse(body), self._next, self._t)
         if refusal is not None:
             return _refusal(refusal, content_type)
@@ -125,12 +126,12 @@ async def _read(request: web.Request, limit: int) -> bytes:
 
 def app(consumer: SpanConsumer, telemetry: Telemetry, max_request_bytes: int, bearer_token: str = "",
         contents: ContentConsumer | None = None,
-        request_timeout: float = DEFAULT_REQUEST_TIMEOUT) -> web.Application:
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT, reader: decode.Reader | None = None) -> web.Application:
     # host it with raw_body=True: inflating is ours (receive/inflate.py)
     middlewares = [bearer_middleware(bearer_token)] if bearer_token else []
     application = web.Application(client_max_size=max_request_bytes, middlewares=middlewares)
     application.router.add_post("/v1/traces",
-                                TracesHandler(consumer, telemetry, max_request_bytes, request_timeout).__call__)
+                                TracesHandler(consumer, telemetry, max_request_bytes, request_timeout, reader).__call__)
     if contents is not None:
         application.router.add_post("/v1/logs",
                                     LogsHandler(contents, telemetry, max_request_bytes, request_timeout).__call__)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from faultgate_stream.model.errors import InputError
+from faultgate_stream.model.run import ATTRIBUTES_READ
 
 if TYPE_CHECKING:
     # Building a ruleset from files needs these; the offline command, which wraps its
@@ -86,6 +87,15 @@ class Ruleset:
     @property
     def has_shadow(self) -> bool:
         return any(b.shadow for b in self.bindings)
+
+    @property
+    def attributes(self) -> frozenset[str]:
+        """Every span attribute a run judged by this ruleset may be read for: the run's own
+        and every check's, shadow checks' too (read/projection.py keeps only these)."""
+        out = set(ATTRIBUTES_READ)
+        for c in (*self.checks, *(c for b in self.bindings for c in (*b.checks, *b.shadow))):
+            out |= c.attributes
+        return frozenset(out)
 
     @property
     def names(self) -> list[str]:

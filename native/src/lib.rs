@@ -21,7 +21,7 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
@@ -204,8 +204,7 @@ fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32)
     }
     Ok(match member {
         Member::Unset => py.None(),
-        Member::Str(b) if b.len() <= SHARED_VALUE_BYTES => keys.get(b)?.into_any().unbind(),
-        Member::Str(b) => PyString::new(py, utf8(b)?).into_any().unbind(),
+        Member::Str(b) => keys.text(b)?,
         Member::Bool(x) => x.into_pyobject(py)?.to_owned().into_any().unbind(),
         Member::Int(x) => x.into_pyobject(py)?.into_any().unbind(),
         Member::Double(x) => x.into_pyobject(py)?.into_any().unbind(),
@@ -223,7 +222,7 @@ fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32)
         Member::KvList(parts) => {
             let out = PyDict::new(py);
             for part in parts {
-                fill(keys, &out, &repeated(part, 1)?, depth + 1)?;
+                fill(keys, &out, &repeated(part, 1)?, depth + 1, None)?;
             }
             out.into_any().unbind()
         }
@@ -260,6 +259,15 @@ impl<'a, 'py> Keys<'a, 'py> {
                 PyString::new(py, &hex).into_any().unbind()
             })
             .clone_ref(py)
+    }
+
+    /// A string value or a span's name: shared when short (``SHARED_VALUE_BYTES``).
+    fn text(&mut self, b: &'a [u8]) -> PyResult<PyObject> {
+        Ok(if b.len() <= SHARED_VALUE_BYTES {
+            self.get(b)?.into_any().unbind()
+        } else {
+            PyString::new(self.py, utf8(b)?).into_any().unbind()
+        })
     }
 
     fn get(&mut self, key: &'a [u8]) -> Result<Bound<'py, PyString>> {
@@ -310,19 +318,51 @@ fn repeated(msg: &[u8], number: u64) -> Result<Vec<&[u8]>> {
     Ok(out)
 }
 
-/// `KeyValue`s into ``out``, the last of a repeated key winning.
-fn fill<'a, 'py>(keys: &mut Keys<'a, 'py>, out: &Bound<'py, PyDict>, kvs: &[&'a [u8]], depth: u32) -> PyResult<()> {
+/// `KeyValue`s into ``out``, the last of a repeated key winning; only the keys
+/// ``projection`` wants when there is one.
+fn fill<'a, 'py>(keys: &mut Keys<'a, 'py>, out: &Bound<'py, PyDict>, kvs: &[&'a [u8]], depth: u32,
+                 projection: Option<&Projection>) -> PyResult<()> {
     for kv in kvs {
         let (key, value) = key_value(kv)?;
-        out.set_item(keys.get(key)?, any_value(keys, &value, depth)?)?;
+        if projection.map_or(true, |p| p.wants(key)) {
+            out.set_item(keys.get(key)?, any_value(keys, &value, depth)?)?;
+        }
     }
     Ok(())
 }
 
-fn attributes<'a, 'py>(keys: &mut Keys<'a, 'py>, kvs: &[&'a [u8]]) -> PyResult<Bound<'py, PyDict>> {
+fn attributes<'a, 'py>(keys: &mut Keys<'a, 'py>, kvs: &[&'a [u8]], projection: Option<&Projection>)
+    -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(keys.py);
-    fill(keys, &out, kvs, 0)?;
+    fill(keys, &out, kvs, 0, projection)?;
     Ok(out)
+}
+
+/// ``Projection(names, prefixes)``: the span attributes some reader of records needs, by
+/// name or by prefix (read/projection.py). The others never become Python objects: a span
+/// carries a dozen no check reads (model names, request ids, temperatures), and held until
+/// its run's verdict they were a third of a record's memory.
+#[pyclass(frozen)]
+struct Projection {
+    names: HashSet<Vec<u8>>,
+    prefixes: Vec<Vec<u8>>,
+}
+
+#[pymethods]
+impl Projection {
+    #[new]
+    fn new(names: Vec<String>, prefixes: Vec<String>) -> Self {
+        Projection {
+            names: names.into_iter().map(String::into_bytes).collect(),
+            prefixes: prefixes.into_iter().map(String::into_bytes).collect(),
+        }
+    }
+}
+
+impl Projection {
+    fn wants(&self, key: &[u8]) -> bool {
+        self.names.contains(key) || self.prefixes.iter().any(|p| key.starts_with(p))
+    }
 }
 
 /// The first value of ``key`` among a resource's attributes (its occurrences merged).
@@ -345,7 +385,7 @@ fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_na
     for event in events {
         let (name, kvs) = one_and_many(event, 2, 3)?;
         if utf8(name)? == event_name {
-            out.get_or_insert_with(|| PyList::empty(py)).append(attributes(keys, &kvs)?)?;
+            out.get_or_insert_with(|| PyList::empty(py)).append(attributes(keys, &kvs, None)?)?;
         }
     }
     Ok(out.map_or_else(|| py.None(), |l| l.into_any().unbind()))
@@ -353,7 +393,8 @@ fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_na
 
 /// One span's row: (trace_id, span_id, parent_span_id, name, start, end, status code,
 /// status message, attributes, named events); ids as ``Keys::id`` gives them.
-fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str) -> PyResult<Bound<'py, PyTuple>> {
+fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str, projection: Option<&Projection>)
+    -> PyResult<Bound<'py, PyTuple>> {
     let py = keys.py;
     let (mut trace_id, mut span_id, mut parent, mut name): (&[u8], &[u8], &[u8], &[u8]) = (b"", b"", b"", b"");
     let (mut start, mut end) = (0u64, 0u64);
@@ -386,13 +427,13 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str)
             }
         }
     }
-    let attrs = attributes(keys, &kvs)?;
+    let attrs = attributes(keys, &kvs, projection)?;
     let events = if events.is_empty() { py.None() } else { named_events(keys, &events, event_name)? };
     PyTuple::new(py, [
         keys.id(trace_id, TRACE_ID_BYTES),
         keys.id(span_id, SPAN_ID_BYTES),
         keys.id(parent, SPAN_ID_BYTES),
-        PyString::new(py, utf8(name)?).into_any().unbind(),
+        keys.text(name)?,
         start.into_pyobject(py)?.into_any().unbind(),
         end.into_pyobject(py)?.into_any().unbind(),
         code.into_pyobject(py)?.into_any().unbind(),
@@ -402,14 +443,18 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str)
     ])
 }
 
-/// ``read_spans(data, version_key, event_name) -> (versions, scopes)``: ``versions[i]`` is
-/// the first ``version_key`` attribute of resource_spans[i]'s resource (None when absent);
-/// ``scopes`` lists (i, j, rows) for resource_spans[i].scope_spans[j], one row per span
-/// (``span_row``) in wire order.
+/// ``read_spans(data, version_key, event_name, projection=None) -> (versions, scopes)``:
+/// ``versions[i]`` is the first ``version_key`` attribute of resource_spans[i]'s resource
+/// (None when absent); ``scopes`` lists (i, j, rows) for resource_spans[i].scope_spans[j],
+/// one row per span (``span_row``) in wire order, with only the span attributes
+/// ``projection`` wants (every one without it). Events' attributes are all kept.
 #[pyfunction]
-fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str)
+#[pyo3(signature = (data, version_key, event_name, projection=None))]
+fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str,
+                   projection: Option<PyRef<'py, Projection>>)
     -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    guarded(|| read_request(py, data, version_key, |keys, span| span_row(keys, span, event_name)))
+    let projection = projection.as_deref();
+    guarded(|| read_request(py, data, version_key, |keys, span| span_row(keys, span, event_name, projection)))
 }
 
 /// ``read_logs(data) -> scopes``: an ``ExportLogsServiceRequest``'s (i, j, rows) for
@@ -488,7 +533,7 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
             _ => {}
         }
     }
-    let attrs = attributes(keys, &kvs)?;
+    let attrs = attributes(keys, &kvs, None)?;
     let body = any_value(keys, &body, 0)?;
     PyTuple::new(py, [
         keys.id(trace_id, TRACE_ID_BYTES),
@@ -501,10 +546,16 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
     ])
 }
 
+/// What a record in flight costs before its attributes: the record, its id, its times and
+/// the assembler's and evaluator's entries for it. Measured with bench/held_memory.py
+/// (tracemalloc) on bench/live.py's workload: 650 puts the estimate within a few percent of
+/// the measured bytes, where 200 made it about half.
+const RECORD_BYTES: usize = 650;
+
 /// ``Survey(indexed, flattened)(name, attrs) -> (size, any indexed, any flattened)``: one pass
 /// over a span's attributes for read/conventions.py, whichever reader built them: the
-/// record's approximate size (200 + the name's length + every key's, and every string
-/// value's, other values 8; lengths in code points, as Python's ``len``), and whether any
+/// record's approximate size (``RECORD_BYTES`` + the name's length + every key's, and every
+/// string value's, other values 8; lengths in code points, as Python's ``len``), and whether any
 /// key starts with one of the ``indexed`` prefixes, or of the ``flattened`` ones. It was a
 /// third of building a record in Python.
 #[pyclass(frozen)]
@@ -521,7 +572,7 @@ impl Survey {
     }
 
     fn __call__(&self, name: &Bound<'_, PyAny>, attrs: &Bound<'_, PyDict>) -> PyResult<(usize, bool, bool)> {
-        let mut size = 200 + name.len()?;
+        let mut size = RECORD_BYTES + name.len()?;
         let (mut indexed, mut flattened) = (false, false);
         for (k, v) in attrs.iter() {
             let key = k.downcast::<PyString>()?;
@@ -542,5 +593,7 @@ impl Survey {
 fn _wire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add_function(wrap_pyfunction!(read_logs, m)?)?;
-    m.add_class::<Survey>()
+    m.add_class::<Survey>()?;
+    m.add_class::<Projection>()?;
+    m.add("RECORD_BYTES", RECORD_BYTES)
 }

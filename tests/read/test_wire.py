@@ -313,7 +313,7 @@ def test_values_nested_past_upbs_limit_never_reach_the_stack():
 # ------------------------------------------------------------------ the conventions' survey
 
 def _survey_by_hand(name, attrs, indexed, flattened):
-    size = 200 + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
+    size = _wire.RECORD_BYTES + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
     return (size, any(k.startswith(indexed) for k in attrs), any(k.startswith(flattened) for k in attrs))
 
 

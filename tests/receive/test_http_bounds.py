@@ -140,10 +140,10 @@ def test_health_and_metrics_answer_while_a_request_is_being_parsed(live_service,
     entered, release = threading.Event(), threading.Event()
     parse = decode.protobuf
 
-    def held(body: bytes):
+    def held(body: bytes, projection=None):
         entered.set()
         release.wait(60)
-        return parse(body)
+        return parse(body, projection)
 
     monkeypatch.setattr(decode, "protobuf", held)
     answers: list[int] = []

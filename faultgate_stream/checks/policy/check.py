@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.policy.complete import incomplete
 from faultgate_stream.checks.policy.deny_patterns import DenyPatterns
-from faultgate_stream.checks.policy.facts import UNKNOWN, Call, Calls
+from faultgate_stream.checks.policy.facts import CONFIRMED_ATTR, UNKNOWN, Call, Calls
 from faultgate_stream.checks.signals import step_errors
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, SpanRecord
@@ -127,6 +127,10 @@ class PolicyCheck(Check):
         # tools whose calls a history rule reads, kept as they arrive
         self._reads = frozenset(t for r in rules if r.history for t in r.reads)  # type: ignore[attr-defined]
         self._roots = p.identity is not None  # observe tracks ancestry to find a call's root
+        from faultgate_stream.checks.policy.windows import SESSION_ATTRS
+        self.attributes = frozenset([*([p.identity.session_attr] if p.identity is not None else ()),
+                                     *([CONFIRMED_ATTR] if p.confirmation is not None else ()),
+                                     *(SESSION_ATTRS if p.windows else ())])
 
     @property
     def policy(self) -> Policy:

@@ -36,6 +36,7 @@ UNKNOWN: Any = _Marker("UNKNOWN")    # a run root not observed yet
 # Values faultgate reads as "confirmed" in ``faultgate.confirmed``. Membership is by ==, so
 # 1 counts too, as it does in faultgate.
 CONFIRMED = (True, "true", "True")
+CONFIRMED_ATTR = "faultgate.confirmed"
 
 
 def decode_arguments(arguments: str) -> dict[str, Any] | None:
@@ -184,7 +185,7 @@ class Call:
     @property
     def confirmed(self) -> bool:
         """``faultgate.confirmed = true`` on the span that carried the call."""
-        return self.span is not None and self.span.attrs.get("faultgate.confirmed") in CONFIRMED
+        return self.span is not None and self.span.attrs.get(CONFIRMED_ATTR) in CONFIRMED
 
 
 class Calls:

@@ -56,8 +56,10 @@ COMMITTED_TIMEOUT_S = 10.0
 class KafkaSource:
     def __init__(self, config: KafkaConfig, consumer: SpanConsumer, progress: Progress, telemetry: Telemetry,
                  replays: ReplayLedger, *, max_message_bytes: int,
-                 client_factory: Callable[[dict[str, Any]], Any] = Consumer) -> None:
+                 client_factory: Callable[[dict[str, Any]], Any] = Consumer,
+                 reader: decode.Reader | None = None) -> None:
         self._cfg = config
+        self._reader = reader or decode.Reader()
         self._next = consumer
         self._progress = progress
         self._t = telemetry
@@ -213,7 +215,7 @@ class KafkaSource:
             if len(value) > self._max_bytes:
                 raise decode.PayloadTooLarge(f"message of {len(value)} bytes is over the limit of "
                                              f"{self._max_bytes} bytes (receive.max_request_bytes)")
-            return decode.protobuf(value)
+            return self._reader.protobuf(value)
 
         result, refusal = take(decoded, self._next, self._rt)
         if refusal is not None and refusal.retryable:
