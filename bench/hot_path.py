@@ -1,13 +1,15 @@
 """The live service's hot path in one thread, CPU time only: where a span's microseconds go.
 
-    .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--profile | --stages | --decode]
+    .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--gzip] [--profile | --stages | --decode]
 
 The stages are the service's own, built by ``Service`` from a config as ``serve`` builds
 them: the gRPC handler (``TraceExport``, called with the request's bytes), the forwarder,
 the live assembler on a manual clock, evaluation with the default checks, every verdict
 sink, and the export queue, drained here by the exporter's own ``_send``. Only the network
-is left out: the sender is a stub that compresses the payload as the gRPC channel's gzip
-does (zlib's default level) and answers success. Nothing listens; no thread runs.
+is left out: the sender is a stub that answers success, after compressing the payload as
+the gRPC channel's gzip does (zlib's default level) when the export is configured to, as
+``bench/live.py`` is not (``DOWNSTREAM_COMPRESSION``, the peers' setting; ``--gzip`` to
+add zlib's cost). Nothing listens; no thread runs.
 
 The workload is ``bench/live.py``'s: requests of 32 runs of 16 spans with fresh trace ids.
 Every request is followed by a clock step past ``root_grace`` and a completion scan, so
@@ -41,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from live import SPANS_PER_RUN, Requests, build_template  # noqa: E402
+from live import DOWNSTREAM_COMPRESSION, SPANS_PER_RUN, Requests, build_template  # noqa: E402
 
 from faultgate_stream import config as service_config  # noqa: E402
 from faultgate_stream.export.spans.sender import Answer  # noqa: E402
@@ -68,26 +70,29 @@ STAGES = [
 
 
 class CompressingSender:
-    """The downstream without a network: what the gRPC channel's gzip costs, then success."""
+    """The downstream without a network: what the gRPC channel's gzip costs when the export
+    compresses, then success."""
 
-    def __init__(self) -> None:
+    def __init__(self, gzip: bool) -> None:
         self.bytes = 0
+        self.gzip = gzip
 
     def send(self, kind: str, payload: bytes) -> Answer:
-        self.bytes += len(zlib.compress(payload, 6))
+        self.bytes += len(zlib.compress(payload, 6)) if self.gzip else len(payload)
         return Answer(0, "")
 
 
-def build(export: bool) -> tuple[Service, ManualClock, CompressingSender]:
+def build(export: bool, gzip: bool = False) -> tuple[Service, ManualClock, CompressingSender]:
     env = {"FAULTGATE_STREAM__LOG__VERDICTS": "false", "FAULTGATE_STREAM__ASSEMBLE__ROOT_GRACE": "0.5s",
            "FAULTGATE_STREAM__RECEIVE__GRPC_ENDPOINT": "127.0.0.1:0",
            "FAULTGATE_STREAM__RECEIVE__HTTP_ENDPOINT": "127.0.0.1:0",
            "FAULTGATE_STREAM__METRICS__ENDPOINT": "127.0.0.1:0"}
     if export:
         env["FAULTGATE_STREAM__EXPORT__ENDPOINT"] = "127.0.0.1:9"
+        env["FAULTGATE_STREAM__EXPORT__COMPRESSION"] = "gzip" if gzip else DOWNSTREAM_COMPRESSION
     clock = ManualClock(1_700_000_000 * 10**9)
     service = Service(service_config.load(None, env), clock=clock)
-    sender = CompressingSender()
+    sender = CompressingSender(service.config.export.compression == "gzip")
     if export:
         service.exporter._senders["traces"] = sender
     return service, clock, sender
@@ -150,6 +155,7 @@ def main() -> int:
     p.add_argument("--requests", type=int, default=60)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--no-export", action="store_true")
+    p.add_argument("--gzip", action="store_true", help="export gzip-compressed (bench/live.py does not)")
     p.add_argument("--profile", action="store_true")
     p.add_argument("--stages", action="store_true")
     p.add_argument("--decode", action="store_true")
@@ -178,7 +184,7 @@ def main() -> int:
               f"[{min(figures):.2f}-{max(figures):.2f}] over {args.rounds} rounds of {spans:,} spans")
         return 0
     export = not args.no_export
-    service, clock, sender = build(export)
+    service, clock, sender = build(export, args.gzip)
     drive(service, clock, [source.next() for _ in range(10)])  # warm: imports, caches, first verdicts
     spans = args.requests * spans_per_request
     if args.stages:

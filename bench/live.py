@@ -425,6 +425,13 @@ def extra_config(workdir: Path, name: str) -> list[str]:
     return ["checks:", "  bindings:", f'    - {{agents: ["*"], policy: "{path}"}}']
 
 
+# How the service and the peers compress what they send downstream: the same for both, so
+# the ratio compares holding traces, not zlib (gzip would add ~8 CPU us a span to ours and
+# nothing to theirs). The collector's own default is gzip; "none" is what the peers ran
+# with when the reference figures were taken.
+DOWNSTREAM_COMPRESSION = "none"
+
+
 def service_config(workdir: Path, name: str, export_port: int | None, extra: list[str] | None = None) -> Path:
     # Port 0 everywhere: the kernel picks free loopback ports and the service names them in
     # its "started" log line, so two benches (or a test run) never collide.
@@ -441,7 +448,8 @@ def service_config(workdir: Path, name: str, export_port: int | None, extra: lis
         "shutdown_grace: 2s",
     ]
     if export_port is not None:
-        lines += ["export:", f'  endpoint: "127.0.0.1:{export_port}"', "  tls: {insecure: true}"]
+        lines += ["export:", f'  endpoint: "127.0.0.1:{export_port}"', "  tls: {insecure: true}",
+                  f"  compression: {DOWNSTREAM_COMPRESSION}"]
     lines += extra or []
     path = workdir / f"{name}.yaml"
     path.write_text("\n".join(lines) + "\n")
@@ -516,7 +524,7 @@ def collector_config(workdir: Path, name: str, downstream_port: int) -> tuple[Pa
         # trace per call, and without it the exporter would make an RPC per trace
         "processors": {processor: settings, "batch": {}},
         "exporters": {"otlp": {"endpoint": f"127.0.0.1:{downstream_port}", "tls": {"insecure": True},
-                               "compression": "none"}},
+                               "compression": DOWNSTREAM_COMPRESSION}},
         "service": {
             "pipelines": {"traces": {"receivers": ["otlp"], "processors": [processor, "batch"],
                                       "exporters": ["otlp"]}},
