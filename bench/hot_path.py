@@ -65,7 +65,7 @@ STAGES = [
     ("faultgate_stream.verdict.evaluate", "Evaluator", "_results", "  every check's finish"),
     ("faultgate_stream.export.metrics.sink", "MetricsSink", "verdict", "sink: metrics"),
     ("faultgate_stream.export.spans.sink", "SpanSink", "verdict", "sink: root annotated, queued"),
-    ("faultgate_stream.export.spans.exporter", "SpanExporter", "_send", "export: batch joined + gzip"),
+    ("faultgate_stream.export.spans.exporter", "SpanExporter", "_send", "export: batch joined (+ gzip with --gzip)"),
 ]
 
 
