@@ -164,6 +164,17 @@ def _read_bytes(p: Path, data: bytes, fmt: str) -> Telemetry:
     if fmt == "otlp-proto" or (fmt == "auto" and not starts_like_json and not _is_json(data)):
         spans, contents, shape = _proto(p, data)
         return Telemetry(shape, spans, contents)
+    if fmt in ("auto", "otlp"):
+        # An OTLP/JSON trace file, the common case, is read from its bytes by the compiled
+        # reader, with no Python object of the whole document; anything else it hands back.
+        try:
+            spans = otlp_json.read_bytes(data)
+        except InputError as e:
+            raise InputError(f"{p}: {' '.join(str(e).split())[:500]}") from None
+        if spans is not None:
+            if not spans:
+                raise InputError(f"{p}: no spans found in this otlp file")
+            return Telemetry("otlp", spans, [])
     try:
         docs, lines = [payload.loads(data)], False
     except UnicodeDecodeError:

@@ -13,12 +13,11 @@ from typing import Any
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
-from faultgate_stream.read import events
+from faultgate_stream.read import _wire, events
 from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
 FIXED64 = 2**64  # OTLP times are fixed64 nanoseconds: what the protobuf reader can be sent
-STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 
 
 def value(v: Any) -> Any:
@@ -72,26 +71,6 @@ def _where(place: Place) -> str:
     return place if isinstance(place, str) else "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
 
 
-def _int(v: Any, place: Place, field: str) -> int:
-    try:
-        return int(v or 0)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
-        raise InputError(f"{_where(place)}.{field}: {v!r} is not an integer") from None
-
-
-def _status(raw: Any, place: Place) -> int:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str):
-        if raw in STATUS_NAMES:
-            return STATUS_NAMES[raw]
-        if raw.isdecimal() and raw.isascii() and len(raw) <= 10:
-            return int(raw)
-    if raw is None:
-        return 0
-    raise InputError(f"{_where(place)}.status.code: {raw!r} is not a status code")
-
-
 def _located_spans(doc: dict[str, Any]) -> Iterator[tuple[tuple[int, int, int], Any]]:
     rss = doc.get("resourceSpans")
     if not isinstance(rss, list):
@@ -123,95 +102,47 @@ def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         yield _where(place), s
 
 
-def span(where: str, s: Any) -> SpanRecord:
-    """One span object -> record. Raises ``InputError`` naming the field at fault."""
-    return _span(s, where, {}, {})
+# The compiled reader (native/src/otlp_json.rs): the file's bytes -> one row per span, the
+# rows read/otlp_proto.py builds records from. It follows ids.hex_id and base64.b64decode
+# by calling them where its own fast paths do not decide.
+_READER = _wire.OtlpJson(SERVICE_VERSION, events.EVENT, hex_id, base64.b64decode)
 
 
-def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str], version: Any = None) -> SpanRecord:
-    """``span``, with the trace and parent ids already validated in this document: the same
-    few repeat on every span of a trace."""
-    if not isinstance(s, dict):
-        raise InputError(f"{_where(place)}: expected an object")
-    raw = str(s.get("traceId", ""))
-    tid = traces.get(raw)
-    if tid is None:
-        tid = hex_id(raw, TRACE_ID_BYTES)
-        if tid is None:
-            raise InputError(f"{_where(place)}.traceId: {s.get('traceId')!r} is not a 32-digit hex trace id")
-        traces[raw] = tid
-    sid = hex_id(str(s.get("spanId", "")), SPAN_ID_BYTES)
-    if sid is None:
-        raise InputError(f"{_where(place)}.spanId: {s.get('spanId')!r} is not a 16-digit hex span id")
-    parent = None
-    if s.get("parentSpanId"):
-        raw = str(s["parentSpanId"])
-        parent = parents.get(raw)
-        if parent is None:
-            parent = hex_id(raw, SPAN_ID_BYTES)
-            if parent is None:
-                raise InputError(f"{_where(place)}.parentSpanId: {s['parentSpanId']!r} is not a 16-digit hex span id")
-            parents[raw] = parent
-    attrs: dict[str, Any] = {}
-    raw_attrs = s.get("attributes") or []
-    if not isinstance(raw_attrs, list):
-        raise InputError(f"{_where(place)}.attributes: expected a list of {{key, value}} objects")
-    for kv in raw_attrs:
-        # The common shapes straight through; anything else takes the checked path, which
-        # raises the same error as before or reads the value in full. This and the two
-        # timestamps below took read() from 3.4 to 3.1 ms on a 673-span file.
-        try:
-            k = kv["key"]
-            if type(k) is not str:  # a number or null as a key: no reader could look it up
-                raise TypeError
-            attrs[k] = kv["value"]["stringValue"]
-        except (TypeError, KeyError):
-            if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-                raise InputError(f"{_where(place)}.attributes: expected {{key, value}} objects") from None
-            try:
-                attrs[kv["key"]] = value(kv.get("value"))
-            except InputError as e:
-                raise InputError(f"{_where(place)}.attributes[{kv['key']!r}]: {e}") from None
-    if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
-        attrs.setdefault(SERVICE_VERSION, version)
-    if s.get("events"):
-        evaluations = events.from_json(s["events"], value)
-        if evaluations:
-            attrs[events.EVALUATIONS] = evaluations
-    st = s.get("status") or {}
-    if not isinstance(st, dict):
-        raise InputError(f"{_where(place)}.status: expected an object")
-    name = str(s.get("name", ""))
+def read_bytes(data: bytes) -> list[SpanRecord] | None:
+    """The records of an OTLP/JSON trace file's bytes, or None when they are not one JSON
+    object with ``resourceSpans`` (and no ``resourceLogs``) as the compiled lexer reads
+    JSON: the caller then parses them as any other JSON and calls ``read``. Raises
+    ``InputError`` naming the first bad span or container, as ``read`` does."""
     try:
-        start = int(s.get("startTimeUnixNano") or 0)
-    except (TypeError, ValueError, OverflowError):
-        start = _int(s.get("startTimeUnixNano"), place, "startTimeUnixNano")
-    try:
-        end = int(s.get("endTimeUnixNano") or 0)
-    except (TypeError, ValueError, OverflowError):
-        end = _int(s.get("endTimeUnixNano"), place, "endTimeUnixNano")
-    if not (0 <= start < FIXED64 and 0 <= end < FIXED64):  # the protobuf reader cannot see others
-        bad = "startTimeUnixNano" if not 0 <= start < FIXED64 else "endTimeUnixNano"
-        raise InputError(f"{_where(place)}.{bad}: {s.get(bad)!r} is not a nanosecond time (0 to 2^64-1)")
-    code = st.get("code", 0)
-    return build_span(tid, sid, parent, name, start, end,
-                      code if type(code) is int else _status(code, place), str(st.get("message", "")), attrs,
-                      owned=True)
+        rows = _READER.read_bytes(data)
+    except _wire.OtlpJsonError as e:
+        raise InputError(str(e)) from None
+    return None if rows is None else _records(*rows)
 
 
 def read(doc: dict[str, Any]) -> list[SpanRecord]:
-    traces: dict[str, str] = {}
-    parents: dict[str, str] = {}
-    versions: dict[int, Any] = {}
-    resource_spans = doc.get("resourceSpans")
-    # not a list: _located_spans below says so, naming the field
-    for i, rs in enumerate(resource_spans if isinstance(resource_spans, list) else ()):
-        resource = rs.get("resource") if isinstance(rs, dict) else None
-        attrs = resource.get("attributes") if isinstance(resource, dict) else None
-        for kv in attrs if isinstance(attrs, list) else ():
-            if isinstance(kv, dict) and kv.get("key") == SERVICE_VERSION:
-                versions[i] = value(kv.get("value"))
-    return [_span(s, place, traces, parents, versions.get(place[0])) for place, s in _located_spans(doc)]
+    """The records of a parsed OTLP/JSON document (NaN, lone surrogates and other JSON
+    only Python reads reach the compiled reader this way)."""
+    try:
+        rows = _READER.read_doc(doc)
+    except _wire.OtlpJsonError as e:
+        raise InputError(str(e)) from None
+    return _records(*rows)
+
+
+def _records(versions: list[Any], scopes: list[tuple[int, int, list[tuple[Any, ...]]]]) -> list[SpanRecord]:
+    spans: list[SpanRecord] = []
+    for i, _, rows in scopes:
+        version = versions[i]
+        for tid, sid, parent, name, start, end, code, message, attrs, evaluations in rows:
+            if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
+                attrs.setdefault(SERVICE_VERSION, version)
+            if evaluations:
+                results = events.from_attributes(evaluations)
+                if results:
+                    attrs[events.EVALUATIONS] = results
+            spans.append(build_span(tid, sid, parent, name, start, end, code, message, attrs, owned=True))
+    return spans
 
 
 def to_request(doc: Any) -> tuple[Any, int, str]:

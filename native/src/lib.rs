@@ -19,6 +19,8 @@
 //!
 //! Anything that is not protobuf at all raises `ValueError` instead of a guess.
 
+mod otlp_json;
+
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::collections::{HashMap, HashSet};
@@ -595,5 +597,6 @@ fn _wire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_logs, m)?)?;
     m.add_class::<Survey>()?;
     m.add_class::<Projection>()?;
-    m.add("RECORD_BYTES", RECORD_BYTES)
+    m.add("RECORD_BYTES", RECORD_BYTES)?;
+    otlp_json::register(m)
 }

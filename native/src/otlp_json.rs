@@ -1,0 +1,716 @@
+//! OTLP/JSON (`{"resourceSpans": [...]}`) -> one row per span, the rows `read/otlp_proto.py`
+//! builds records from: (trace_id, span_id, parent_span_id or None, name, start, end, status
+//! code, status message, attributes, evaluation events' attributes or None).
+//!
+//! Why it exists: the Python reader built the whole document as Python objects (json) and
+//! then read every span's attributes through them, most of `check`'s read (bench/README.md).
+//! Here the file's bytes are lexed by serde_json into a borrowed tree and only what a record
+//! holds becomes Python objects.
+//!
+//! What it accepts and refuses, and every message, are the Python reader's (tests/read/
+//! test_otlp_json_compiled.py keeps that reader as the oracle). Python's own conversions are
+//! called wherever their rules are long (`int()` of a string that is not plain digits,
+//! `float()` of a string, base64, an id that is not lowercase hex, `repr` in messages): only
+//! uncommon input takes them. A document serde_json refuses but Python reads (NaN, Infinity,
+//! lone surrogates, a byte order mark, nesting past 128) is parsed by Python and read from
+//! its objects (`OtlpJson.read_doc`), through the same walk.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{
+    PyAttributeError, PyKeyError, PyOverflowError, PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+create_exception!(_wire, OtlpJsonError, PyValueError, "OTLP/JSON the reader refuses; the message says where and why.");
+
+// serde_json's marker for a number kept as its text (feature arbitrary_precision)
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+// Python's value() recursion gives out about here on documents Python parsed (serde_json
+// stops at 128 levels of JSON, far fewer AnyValues)
+const MAX_VALUE_DEPTH: u32 = 300;
+// Python's values are copied this deep at most (more than MAX_VALUE_DEPTH AnyValues take),
+// which keeps the stack bounded whatever Python parsed.
+const MAX_FROM_PYTHON: u32 = 1500;
+// Short string values are shared within a document, as lib.rs shares them in a request.
+const SHARED_VALUE_CHARS: usize = 32;
+const STATUS_NAMES: [(&str, i64); 3] = [("STATUS_CODE_UNSET", 0), ("STATUS_CODE_OK", 1), ("STATUS_CODE_ERROR", 2)];
+
+/// A JSON value as json.loads would give it, borrowed from the file's bytes where it can be.
+enum Node<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Big(String), // an integer literal outside 64 bits
+    Str(Cow<'a, str>),
+    PyStr(PyObject), // from Python: a str Rust cannot hold (a lone surrogate)
+    PyInt(PyObject), // from Python: an int outside 64 bits
+    Deep(PyObject),  // from Python: a value nested deeper than MAX_FROM_PYTHON, left as it is
+    Arr(Vec<Node<'a>>),
+    Obj(Vec<(Node<'a>, Node<'a>)>),
+}
+
+impl<'a> Node<'a> {
+    fn get(&self, key: &str) -> Option<&Node<'a>> {
+        // a key written twice: the last wins, as in a dict json.loads builds
+        match self {
+            Node::Obj(items) => items.iter().rev().find(|(k, _)| k.text() == Some(key)).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        match self {
+            Node::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn is_str(&self) -> bool {
+        matches!(self, Node::Str(_) | Node::PyStr(_))
+    }
+
+    /// Python's truth value of the object.
+    fn truthy(&self) -> bool {
+        match self {
+            Node::Null => false,
+            Node::Bool(b) => *b,
+            Node::Int(x) => *x != 0,
+            Node::UInt(x) => *x != 0,
+            Node::Float(x) => *x != 0.0, // NaN is true
+            Node::Big(_) | Node::PyStr(_) | Node::PyInt(_) => true,
+            Node::Deep(o) => Python::with_gil(|py| o.bind(py).is_truthy().unwrap_or(true)),
+            Node::Str(s) => !s.is_empty(),
+            Node::Arr(v) => !v.is_empty(),
+            Node::Obj(v) => !v.is_empty(),
+        }
+    }
+
+    fn type_name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(match self {
+            Node::Null => "NoneType",
+            Node::Bool(_) => "bool",
+            Node::Int(_) | Node::UInt(_) | Node::Big(_) | Node::PyInt(_) => "int",
+            Node::Float(_) => "float",
+            Node::Str(_) | Node::PyStr(_) => "str",
+            Node::Arr(_) => "list",
+            Node::Obj(_) => "dict",
+            Node::Deep(o) => {
+                return Python::with_gil(|py| o.bind(py).get_type().name().map_or(Cow::Borrowed("object"), |n| Cow::Owned(n.to_string())))
+            }
+        })
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<Node<'de>, E> {
+        Ok(Node::Null)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Node<'de>, E> {
+        Ok(Node::Bool(b))
+    }
+    fn visit_i64<E>(self, x: i64) -> Result<Node<'de>, E> {
+        Ok(Node::Int(x))
+    }
+    fn visit_u64<E>(self, x: u64) -> Result<Node<'de>, E> {
+        Ok(Node::UInt(x))
+    }
+    fn visit_f64<E>(self, x: f64) -> Result<Node<'de>, E> {
+        Ok(Node::Float(x))
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Borrowed(s)))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(s.to_owned())))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(s)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(v) = seq.next_element::<Node<'de>>()? {
+            out.push(v);
+        }
+        Ok(Node::Arr(out))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(k) = map.next_key::<Node<'de>>()? {
+            if out.is_empty() && k.text() == Some(NUMBER_TOKEN) {
+                // a number serde_json kept as text: a float, or an integer outside 64 bits
+                let text: String = map.next_value()?;
+                return Ok(if text.contains(['.', 'e', 'E']) {
+                    // Rust's and Python's float() both round correctly: the same value
+                    Node::Float(text.parse().unwrap_or(f64::NAN))
+                } else if text == "-0" {
+                    Node::Int(0)
+                } else {
+                    Node::Big(text)
+                });
+            }
+            out.push((k, map.next_value::<Node<'de>>()?));
+        }
+        Ok(Node::Obj(out))
+    }
+}
+
+impl<'de> Deserialize<'de> for Node<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+/// The tree of objects json.loads (or msgspec) made, for documents serde_json refuses.
+fn from_python(obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<Node<'static>> {
+    if depth > MAX_FROM_PYTHON {
+        return Ok(Node::Deep(obj.clone().unbind()));
+    }
+    if obj.is_none() {
+        return Ok(Node::Null);
+    }
+    if let Ok(b) = obj.downcast_exact::<PyBool>() {
+        return Ok(Node::Bool(b.is_true()));
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(match s.to_str() {
+            Ok(t) => Node::Str(Cow::Owned(t.to_owned())),
+            Err(_) => Node::PyStr(s.clone().into_any().unbind()),
+        });
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(if let Ok(x) = obj.extract::<i64>() {
+            Node::Int(x)
+        } else if let Ok(x) = obj.extract::<u64>() {
+            Node::UInt(x)
+        } else {
+            Node::PyInt(obj.clone().unbind())
+        });
+    }
+    if let Ok(f) = obj.downcast::<PyFloat>() {
+        return Ok(Node::Float(f.value()));
+    }
+    if let Ok(l) = obj.downcast::<PyList>() {
+        return l.iter().map(|x| from_python(&x, depth + 1)).collect::<PyResult<Vec<_>>>().map(Node::Arr);
+    }
+    if let Ok(d) = obj.downcast::<PyDict>() {
+        let mut out = Vec::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            out.push((from_python(&k, depth + 1)?, from_python(&v, depth + 1)?));
+        }
+        return Ok(Node::Obj(out));
+    }
+    Err(PyTypeError::new_err(format!("not a JSON value: {}", obj.get_type().name()?)))
+}
+
+/// Why a step failed: a refusal with its message, or a Python exception to pass on.
+enum Fail {
+    Input(String),
+    Py(PyErr),
+}
+
+impl From<std::convert::Infallible> for Fail {
+    fn from(e: std::convert::Infallible) -> Fail {
+        match e {}
+    }
+}
+
+impl From<PyErr> for Fail {
+    fn from(e: PyErr) -> Fail {
+        Fail::Py(e)
+    }
+}
+
+type Res<T> = Result<T, Fail>;
+
+/// A failure inside `value()` as Python's `except (...) as e` saw it: (type name, message).
+fn caught_in_value(py: Python<'_>, f: Fail) -> Res<(String, String)> {
+    match f {
+        Fail::Input(m) => Ok(("InputError".to_owned(), m)),
+        Fail::Py(e) => {
+            let t = e.get_type(py);
+            let caught = [
+                t.is_subclass_of::<PyTypeError>()?,
+                t.is_subclass_of::<PyValueError>()?, // binascii.Error and UnicodeError among them
+                t.is_subclass_of::<PyKeyError>()?,
+                t.is_subclass_of::<PyAttributeError>()?,
+                t.is_subclass_of::<PyOverflowError>()?,
+                t.is_subclass_of::<PyRecursionError>()?,
+            ];
+            if !caught.iter().any(|&c| c) {
+                return Err(Fail::Py(e));
+            }
+            Ok((t.name()?.to_string(), e.value(py).str()?.to_string()))
+        }
+    }
+}
+
+/// Python's ``s[:n]`` of a str: ``n`` code points.
+fn head(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// The reader, with the Python functions whose rules it follows rather than repeats.
+#[pyclass(frozen)]
+pub struct OtlpJson {
+    version_key: String,
+    event_name: String,
+    hex_id: PyObject,    // read/ids.py's hex_id, for ids that are not lowercase hex already
+    b64decode: PyObject, // base64.b64decode, for bytesValue
+}
+
+/// One read's state: the Python strings made so far, shared (keys, ids, short values).
+struct Walk<'t, 'py> {
+    py: Python<'py>,
+    r: &'t OtlpJson,
+    strings: HashMap<&'t str, Bound<'py, PyString>>,
+}
+
+impl<'t, 'py> Walk<'t, 'py> {
+    fn shared(&mut self, s: &'t str) -> Bound<'py, PyString> {
+        let py = self.py;
+        self.strings.entry(s).or_insert_with(|| PyString::new(py, s)).clone()
+    }
+
+    /// The object json.loads would have made of ``n``.
+    fn obj(&mut self, n: &'t Node) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        Ok(match n {
+            Node::Null => py.None().into_bound(py),
+            Node::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+            Node::Int(x) => x.into_pyobject(py)?.into_any(),
+            Node::UInt(x) => x.into_pyobject(py)?.into_any(),
+            Node::Float(x) => PyFloat::new(py, *x).into_any(),
+            Node::Big(t) => py.get_type::<PyInt>().call1((t.as_str(),))?,
+            Node::Str(s) if s.chars().nth(SHARED_VALUE_CHARS).is_none() => self.shared(s).into_any(),
+            Node::Str(s) => PyString::new(py, s).into_any(),
+            Node::PyStr(o) | Node::PyInt(o) | Node::Deep(o) => o.bind(py).clone(),
+            Node::Arr(items) => {
+                let out = PyList::empty(py);
+                for x in items {
+                    out.append(self.obj(x)?)?;
+                }
+                out.into_any()
+            }
+            Node::Obj(items) => {
+                let out = PyDict::new(py);
+                for (k, v) in items {
+                    out.set_item(self.obj(k)?, self.obj(v)?)?;
+                }
+                out.into_any()
+            }
+        })
+    }
+
+    /// ``repr(x)`` of an optional node (absent: None).
+    fn repr(&mut self, n: Option<&'t Node>) -> PyResult<String> {
+        Ok(match n {
+            Some(n) => self.obj(n)?.repr()?.to_string(),
+            None => "None".to_owned(),
+        })
+    }
+
+    /// ``str(x)`` of a node, as the reader takes names and messages.
+    fn str(&mut self, n: &'t Node) -> PyResult<Bound<'py, PyString>> {
+        match n {
+            Node::Str(s) => Ok(PyString::new(self.py, s)),
+            _ => self.obj(n)?.str(),
+        }
+    }
+
+    /// read/ids.py's ``hex_id(str(raw), nbytes)``: the common case here, the rest there.
+    fn hex_id(&mut self, raw: Option<&'t Node>, nbytes: usize) -> PyResult<Option<Bound<'py, PyString>>> {
+        if let Some(Node::Str(s)) = raw {
+            let b = s.as_bytes();
+            if b.len() == 2 * nbytes && b.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+                return Ok(if b.iter().all(|&c| c == b'0') { None } else { Some(self.shared(s)) });
+            }
+        }
+        let text = match raw {
+            None => PyString::new(self.py, ""),
+            Some(n) => self.str(n)?,
+        };
+        let h = self.r.hex_id.bind(self.py).call1((text, nbytes))?;
+        Ok(if h.is_none() { None } else { Some(h.downcast_into::<PyString>()?) })
+    }
+
+    /// ``int(x)``, plain digits here and anything else by Python's rules.
+    fn int(&mut self, n: &'t Node) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.py;
+        match n {
+            Node::Int(x) => Ok(x.into_pyobject(py)?.into_any()),
+            Node::UInt(x) => Ok(x.into_pyobject(py)?.into_any()),
+            Node::Str(s) if !s.is_empty() && s.len() <= 18 && s.bytes().all(|c| c.is_ascii_digit()) => {
+                Ok(s.parse::<i64>().expect("18 digits").into_pyobject(py)?.into_any())
+            }
+            _ => {
+                let o = self.obj(n)?;
+                py.get_type::<PyInt>().call1((o,))
+            }
+        }
+    }
+
+    /// read/otlp_json.py's ``value()``: an AnyValue as a plain value.
+    fn value(&mut self, v: Option<&'t Node>, depth: u32) -> Res<Bound<'py, PyAny>> {
+        let v = match v {
+            Some(v @ Node::Obj(_)) => v,
+            Some(v) => return Ok(self.obj(v)?),
+            None => return Ok(self.py.None().into_bound(self.py)),
+        };
+        match self.any_value(v, depth) {
+            Ok(x) => Ok(x),
+            Err(f) => {
+                let (t, m) = caught_in_value(self.py, f)?;
+                Err(Fail::Input(head(&format!("not an AnyValue ({t}: {m})"), 200)))
+            }
+        }
+    }
+
+    fn any_value(&mut self, v: &'t Node, depth: u32) -> Res<Bound<'py, PyAny>> {
+        let py = self.py;
+        if depth > MAX_VALUE_DEPTH {
+            return Err(PyRecursionError::new_err("maximum recursion depth exceeded").into());
+        }
+        if let Some(x) = v.get("stringValue") {
+            return Ok(self.obj(x)?);
+        }
+        if let Some(x) = v.get("intValue") {
+            return Ok(self.int(x)?);
+        }
+        if let Some(x) = v.get("doubleValue") {
+            return Ok(match x {
+                Node::Int(i) => PyFloat::new(py, *i as f64).into_any(),
+                Node::UInt(u) => PyFloat::new(py, *u as f64).into_any(),
+                Node::Float(f) => PyFloat::new(py, *f).into_any(),
+                _ => {
+                    let o = self.obj(x)?;
+                    py.get_type::<PyFloat>().call1((o,))?
+                }
+            });
+        }
+        if let Some(x) = v.get("boolValue") {
+            return Ok(PyBool::new(py, x.truthy()).to_owned().into_any());
+        }
+        if let Some(x) = v.get("arrayValue") {
+            let out = PyList::empty(py);
+            for item in self.values(x)? {
+                out.append(self.value(Some(item), depth + 1)?)?;
+            }
+            return Ok(out.into_any());
+        }
+        if let Some(x) = v.get("kvlistValue") {
+            let out = PyDict::new(py);
+            for kv in self.values(x)? {
+                let key = match (kv, kv.get("key")) {
+                    (Node::Obj(_), Some(k)) if k.is_str() => self.obj(k)?,
+                    _ => return Err(PyTypeError::new_err("a kvlist entry is not a {key, value} object").into()),
+                };
+                out.set_item(key, self.value(kv.get("value"), depth + 1)?)?;
+            }
+            return Ok(out.into_any());
+        }
+        if let Some(x) = v.get("bytesValue") {
+            let o = self.obj(x)?;
+            return Ok(self.r.b64decode.bind(py).call1((o,))?);
+        }
+        Ok(py.None().into_bound(py))
+    }
+
+    /// ``(container or {}).get("values", [])``, which must be a list.
+    fn values(&mut self, container: &'t Node) -> Res<&'t [Node<'t>]> {
+        if !container.truthy() {
+            return Ok(&[]);
+        }
+        if !matches!(container, Node::Obj(_)) {
+            let t = container.type_name();
+            return Err(PyAttributeError::new_err(format!("'{t}' object has no attribute 'get'")).into());
+        }
+        match container.get("values") {
+            None => Ok(&[]),
+            Some(Node::Arr(items)) => Ok(items),
+            Some(_) => Err(PyTypeError::new_err("values is not a list").into()),
+        }
+    }
+
+    /// A span's attributes: the common ``stringValue`` straight through, the rest by value().
+    fn attributes(&mut self, kvs: &'t [Node<'t>], where_: &dyn Fn() -> String) -> Res<Bound<'py, PyDict>> {
+        let out = PyDict::new(self.py);
+        for kv in kvs {
+            let key = match (kv, kv.get("key")) {
+                (Node::Obj(_), Some(k)) if k.is_str() => k,
+                _ => return Err(Fail::Input(format!("{}.attributes: expected {{key, value}} objects", where_()))),
+            };
+            let k = match key {
+                Node::Str(s) => self.shared(s).into_any(),
+                _ => self.obj(key)?,
+            };
+            let v = kv.get("value");
+            let value = match v.and_then(|v| v.get("stringValue")) {
+                Some(s) => self.obj(s)?,
+                None => match self.value(v, 0) {
+                    Ok(x) => x,
+                    Err(Fail::Input(m)) => {
+                        let r = k.repr()?;
+                        return Err(Fail::Input(format!("{}.attributes[{r}]: {m}", where_())));
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            out.set_item(k, value)?;
+        }
+        Ok(out)
+    }
+
+    /// The attributes of the span's events named ``event_name`` (events.py's ``from_json``
+    /// reads the same ones), or None when there are none.
+    fn evaluations(&mut self, events: Option<&'t Node>) -> Res<Option<Bound<'py, PyList>>> {
+        let items = match events {
+            Some(Node::Arr(items)) => items,
+            _ => return Ok(None),
+        };
+        let mut out: Option<Bound<'py, PyList>> = None;
+        for e in items {
+            let attrs = match (e, e.get("name"), e.get("attributes")) {
+                (Node::Obj(_), Some(Node::Str(n)), Some(Node::Arr(a))) if n.as_ref() == self.r.event_name => a,
+                _ => continue,
+            };
+            let d = PyDict::new(self.py);
+            for kv in attrs {
+                match (kv, kv.get("key")) {
+                    (Node::Obj(_), Some(k)) if k.is_str() => {
+                        let key = self.obj(k)?;
+                        d.set_item(key, self.value(kv.get("value"), 0)?)?;
+                    }
+                    _ => {}
+                }
+            }
+            out.get_or_insert_with(|| PyList::empty(self.py)).append(d)?;
+        }
+        Ok(out)
+    }
+
+    /// A time field: ``int(x or 0)``, refused when it is not an integer.
+    fn time(&mut self, s: &'t Node, field: &str, where_: &dyn Fn() -> String) -> Res<Bound<'py, PyAny>> {
+        let py = self.py;
+        let raw = s.get(field);
+        match raw {
+            Some(n) if n.truthy() => match self.int(n) {
+                Ok(x) => Ok(x),
+                Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py)
+                    || e.is_instance_of::<PyOverflowError>(py) => {
+                    Err(Fail::Input(format!("{}.{field}: {} is not an integer", where_(), self.repr(raw)?)))
+                }
+                Err(e) => Err(e.into()),
+            },
+            _ => Ok(0i64.into_pyobject(py)?.into_any()),
+        }
+    }
+
+    /// The status code: an int as it is, a name or decimal digits read, else refused.
+    fn status_code(&mut self, st: Option<&'t Node>, where_: &dyn Fn() -> String) -> Res<Bound<'py, PyAny>> {
+        let py = self.py;
+        let raw = st.and_then(|st| st.get("code"));
+        Ok(match raw {
+            None | Some(Node::Null) => 0i64.into_pyobject(py)?.into_any(),
+            Some(n @ (Node::Int(_) | Node::UInt(_) | Node::Big(_) | Node::PyInt(_))) => self.obj(n)?,
+            Some(Node::Str(s)) if STATUS_NAMES.iter().any(|(k, _)| k == s) => {
+                let code = STATUS_NAMES.iter().find(|(k, _)| k == s).expect("found").1;
+                code.into_pyobject(py)?.into_any()
+            }
+            Some(Node::Str(s)) if !s.is_empty() && s.len() <= 10 && s.bytes().all(|c| c.is_ascii_digit()) => {
+                s.parse::<i64>().expect("10 digits").into_pyobject(py)?.into_any()
+            }
+            _ => return Err(Fail::Input(format!("{}.status.code: {} is not a status code", where_(), self.repr(raw)?))),
+        })
+    }
+
+    /// One span object -> its row (read/otlp_json.py's ``_span`` before ``build_span``),
+    /// its checks in that function's order, so the first problem named is the same.
+    fn span(&mut self, s: &'t Node, i: usize, j: usize, k: usize) -> Res<Bound<'py, PyTuple>> {
+        let py = self.py;
+        let where_ = || format!("resourceSpans[{i}].scopeSpans[{j}].spans[{k}]");
+        if !matches!(s, Node::Obj(_)) {
+            return Err(Fail::Input(format!("{}: expected an object", where_())));
+        }
+        let Some(tid) = self.hex_id(s.get("traceId"), 16)? else {
+            let r = self.repr(s.get("traceId"))?;
+            return Err(Fail::Input(format!("{}.traceId: {r} is not a 32-digit hex trace id", where_())));
+        };
+        let Some(sid) = self.hex_id(s.get("spanId"), 8)? else {
+            let r = self.repr(s.get("spanId"))?;
+            return Err(Fail::Input(format!("{}.spanId: {r} is not a 16-digit hex span id", where_())));
+        };
+        let parent = match s.get("parentSpanId") {
+            Some(p) if p.truthy() => match self.hex_id(Some(p), 8)? {
+                Some(h) => h.into_any(),
+                None => {
+                    let r = self.repr(Some(p))?;
+                    return Err(Fail::Input(format!("{}.parentSpanId: {r} is not a 16-digit hex span id", where_())));
+                }
+            },
+            _ => py.None().into_bound(py),
+        };
+        let kvs: &[Node] = match s.get("attributes") {
+            Some(a) if !a.truthy() => &[],
+            None => &[],
+            Some(Node::Arr(items)) => items,
+            Some(_) => {
+                return Err(Fail::Input(format!("{}.attributes: expected a list of {{key, value}} objects", where_())))
+            }
+        };
+        let attrs = self.attributes(kvs, &where_)?;
+        let evaluations = match s.get("events") {
+            Some(e) if e.truthy() => self.evaluations(Some(e))?,
+            _ => None,
+        };
+        let st = match s.get("status") {
+            Some(st) if !st.truthy() => None,
+            None => None,
+            Some(st @ Node::Obj(_)) => Some(st),
+            Some(_) => return Err(Fail::Input(format!("{}.status: expected an object", where_()))),
+        };
+        let name = match s.get("name") {
+            None => PyString::new(py, ""),
+            Some(n) => self.str(n)?,
+        };
+        let start = self.time(s, "startTimeUnixNano", &where_)?;
+        let end = self.time(s, "endTimeUnixNano", &where_)?;
+        for (field, t) in [("startTimeUnixNano", &start), ("endTimeUnixNano", &end)] {
+            if t.extract::<u64>().is_err() {
+                let r = self.repr(s.get(field))?;
+                return Err(Fail::Input(format!("{}.{field}: {r} is not a nanosecond time (0 to 2^64-1)", where_())));
+            }
+        }
+        let code = self.status_code(st, &where_)?;
+        let message = match st.and_then(|st| st.get("message")) {
+            None => PyString::new(py, ""),
+            Some(m) => self.str(m)?,
+        };
+        let evaluations = evaluations.map_or_else(|| py.None().into_bound(py), |l| l.into_any());
+        Ok(PyTuple::new(py, [
+            tid.into_any(), sid.into_any(), parent, name.into_any(), start, end, code, message.into_any(),
+            attrs.into_any(), evaluations,
+        ])?)
+    }
+
+    /// ``obj[key]`` as a list (absent or null: none), else refused naming ``where_``.
+    fn list_in(obj: &'t Node, key: &str, where_: &dyn Fn() -> String) -> Res<&'t [Node<'t>]> {
+        match obj {
+            Node::Null => return Ok(&[]),
+            Node::Obj(_) => {}
+            _ => return Err(Fail::Input(format!("{}: expected an object", where_()))),
+        }
+        match obj.get(key) {
+            None | Some(Node::Null) => Ok(&[]),
+            Some(Node::Arr(items)) => Ok(items),
+            Some(_) => Err(Fail::Input(format!("{}.{key}: expected a list", where_()))),
+        }
+    }
+
+    /// (versions, scopes) as lib.rs's ``read_spans`` gives them: the ``version_key`` value
+    /// of each resource (the last such attribute, None when absent), then (i, j, rows).
+    fn document(&mut self, doc: &'t Node) -> Res<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+        let py = self.py;
+        let versions = PyList::empty(py);
+        let scopes = PyList::empty(py);
+        let rss = doc.get("resourceSpans");
+        if let Some(Node::Arr(rss)) = rss {
+            for rs in rss {
+                let mut version = py.None().into_bound(py);
+                if let Some(Node::Arr(kvs)) = rs.get("resource").and_then(|r| r.get("attributes")) {
+                    for kv in kvs {
+                        if kv.get("key").and_then(Node::text) == Some(self.r.version_key.as_str()) {
+                            version = self.value(kv.get("value"), 0)?;
+                        }
+                    }
+                }
+                versions.append(version)?;
+            }
+        }
+        let Some(Node::Arr(rss)) = rss else {
+            return Err(Fail::Input("resourceSpans: expected a list".to_owned()));
+        };
+        for (i, rs) in rss.iter().enumerate() {
+            let scope_list = Self::list_in(rs, "scopeSpans", &|| format!("resourceSpans[{i}]"))?;
+            for (j, ss) in scope_list.iter().enumerate() {
+                let spans = Self::list_in(ss, "spans", &|| format!("resourceSpans[{i}].scopeSpans[{j}]"))?;
+                let rows = PyList::empty(py);
+                for (k, s) in spans.iter().enumerate() {
+                    rows.append(self.span(s, i, j, k)?)?;
+                }
+                scopes.append((i, j, rows))?;
+            }
+        }
+        Ok((versions, scopes))
+    }
+}
+
+type Rows<'py> = (Bound<'py, PyList>, Bound<'py, PyList>);
+
+impl OtlpJson {
+    fn run<'py>(&self, py: Python<'py>, doc: &Node) -> PyResult<Rows<'py>> {
+        let mut walk = Walk { py, r: self, strings: HashMap::new() };
+        walk.document(doc).map_err(|f| match f {
+            Fail::Input(m) => OtlpJsonError::new_err(m),
+            Fail::Py(e) => e,
+        })
+    }
+}
+
+// A panic would reach Python as pyo3's PanicException, a BaseException: it must arrive as
+// an ordinary error (lib.rs's `guarded` says why).
+fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the compiled OTLP/JSON reader panicked")))
+}
+
+#[pymethods]
+impl OtlpJson {
+    #[new]
+    fn new(version_key: String, event_name: String, hex_id: PyObject, b64decode: PyObject) -> Self {
+        OtlpJson { version_key, event_name, hex_id, b64decode }
+    }
+
+    /// ``read_bytes(data) -> (versions, scopes) | None``: None when ``data`` is not one
+    /// JSON object with ``resourceSpans`` and without ``resourceLogs`` as serde_json reads
+    /// JSON; the caller then parses it as Python does and calls ``read_doc``. Raises
+    /// ``OtlpJsonError`` naming the first problem.
+    fn read_bytes<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Option<Rows<'py>>> {
+        guarded(|| {
+            let doc: Node = match serde_json::from_slice(data) {
+                Ok(doc) => doc,
+                Err(_) => return Ok(None),
+            };
+            if !matches!(doc, Node::Obj(_)) || doc.get("resourceSpans").is_none() || doc.get("resourceLogs").is_some() {
+                return Ok(None);
+            }
+            self.run(py, &doc).map(Some)
+        })
+    }
+
+    /// ``read_doc(doc) -> (versions, scopes)``: the same from a parsed document.
+    fn read_doc<'py>(&self, py: Python<'py>, doc: &Bound<'py, PyAny>) -> PyResult<Rows<'py>> {
+        guarded(|| {
+            let doc = from_python(doc, 0)?;
+            self.run(py, &doc)
+        })
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<OtlpJson>()?;
+    m.add("OtlpJsonError", m.py().get_type::<OtlpJsonError>())
+}
