@@ -10,30 +10,23 @@ import base64
 import json
 from typing import Any
 
-import msgspec
+from faultgate_stream.read import _wire
 
-# A dependency, not an optional speed-up with an import fallback: one decoder everywhere
-# keeps every run of the tool on the same code. Measured here: a 730 KB OTLP/JSON file of
-# 673 spans took json.loads 2.6 ms and msgspec 1.5 ms; a 150-byte tool result 2.2 us and
-# 0.35 us. orjson was as fast but turns integers beyond 64 bits into floats.
-_decode = msgspec.json.Decoder().decode
-
+_REFUSED = object()  # what the compiled decoder returns for JSON it leaves to json.loads
 
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``, faster.
 
-    Where msgspec decodes a text it returns what the standard library would, type for type
-    and integers of any size included (compared with json.loads on 200,000 generated
-    documents; tests/read/test_fast_paths.py goes on comparing). What it refuses goes to
-    json.loads, which accepts it (NaN, Infinity, lone surrogates, a byte order mark,
-    UTF-16) or raises its own error, so values and error messages stay the standard
-    library's. The one place they part: a document nested some 990 levels deep, where
-    json.loads runs out of stack a few levels before msgspec.
+    The compiled decoder (native/src/json.rs) gives what the standard library would, type
+    for type and integers of any size included (tests/read/test_fast_paths.py compares
+    them). What it refuses goes to json.loads, which accepts it (NaN, Infinity, lone
+    surrogates, a byte order mark, UTF-16, nesting past 128) or raises its own error, so
+    values and error messages stay the standard library's. It replaced msgspec, as fast
+    here (a 150-byte tool result ~0.4 us), whose import was ~16 ms of every `check`.
     """
-    try:
-        return _decode(text)
-    except (ValueError, RecursionError):
-        pass
+    value = _wire.loads(text, _REFUSED)
+    if value is not _REFUSED:
+        return value
     try:
         return json.loads(text)
     except RecursionError:

@@ -19,6 +19,7 @@
 //!
 //! Anything that is not protobuf at all raises `ValueError` instead of a guess.
 
+mod json;
 mod otlp_json;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -598,5 +599,6 @@ fn _wire(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Survey>()?;
     m.add_class::<Projection>()?;
     m.add("RECORD_BYTES", RECORD_BYTES)?;
+    m.add_function(wrap_pyfunction!(json::loads, m)?)?;
     otlp_json::register(m)
 }

@@ -21,15 +21,14 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use crate::json::Input;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
 create_exception!(_wire, OtlpJsonError, PyValueError, "OTLP/JSON the reader refuses; the message says where and why.");
 
-// serde_json's marker for a number kept as its text (feature arbitrary_precision)
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 // Python's value() recursion gives out about here on documents Python parsed (serde_json
 // stops at 128 levels of JSON, far fewer AnyValues)
 const MAX_VALUE_DEPTH: u32 = 300;
@@ -108,7 +107,17 @@ impl<'a> Node<'a> {
     }
 }
 
-struct NodeVisitor;
+/// The input's address range: serde_json's number marker is a key it makes up, outside it.
+#[derive(Clone, Copy)]
+struct NodeVisitor(Input);
+
+impl<'de> DeserializeSeed<'de> for NodeVisitor {
+    type Value = Node<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Node<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
 
 impl<'de> Visitor<'de> for NodeVisitor {
     type Value = Node<'de>;
@@ -142,15 +151,15 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
         let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(v) = seq.next_element::<Node<'de>>()? {
+        while let Some(v) = seq.next_element_seed(self)? {
             out.push(v);
         }
         Ok(Node::Arr(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let mut out = Vec::new();
-        while let Some(k) = map.next_key::<Node<'de>>()? {
-            if out.is_empty() && k.text() == Some(NUMBER_TOKEN) {
+        while let Some(k) = map.next_key_seed(self)? {
+            if out.is_empty() && matches!(&k, Node::Str(Cow::Borrowed(s)) if self.0.is_marker(s)) {
                 // a number serde_json kept as text: a float, or an integer outside 64 bits
                 let text: String = map.next_value()?;
                 return Ok(if text.contains(['.', 'e', 'E']) {
@@ -162,17 +171,12 @@ impl<'de> Visitor<'de> for NodeVisitor {
                     Node::Big(text)
                 });
             }
-            out.push((k, map.next_value::<Node<'de>>()?));
+            out.push((k, map.next_value_seed(self)?));
         }
         Ok(Node::Obj(out))
     }
 }
 
-impl<'de> Deserialize<'de> for Node<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NodeVisitor)
-    }
-}
 
 /// The tree of objects json.loads (or msgspec) made, for documents serde_json refuses.
 fn from_python(obj: &Bound<'_, PyAny>, depth: u32) -> PyResult<Node<'static>> {
@@ -690,7 +694,8 @@ impl OtlpJson {
     /// ``OtlpJsonError`` naming the first problem.
     fn read_bytes<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Option<Rows<'py>>> {
         guarded(|| {
-            let doc: Node = match serde_json::from_slice(data) {
+            let mut d = serde_json::Deserializer::from_slice(data);
+            let doc = match NodeVisitor(Input::of(data)).deserialize(&mut d).and_then(|doc| d.end().map(|_| doc)) {
                 Ok(doc) => doc,
                 Err(_) => return Ok(None),
             };

@@ -38,6 +38,9 @@ def test_loads_gives_what_json_loads_gives(value, indent, ascii_only, as_bytes):
     "[NaN, Infinity, -Infinity]", '["\\ud800"]', "1e400", "123456789012345678901234567890",
     "-9999999999999999999", '{"a": 1, "a": 2}', b'\xef\xbb\xbf{"a": 1}', '{"a": 1}'.encode("utf-16"),
     b'"\xed\xa0\x80"',
+    # the compiled decoder's own cases: numbers it reads from their text, nesting past its 128 levels
+    "-0", "[-0.0, 1E5, 1e-400, 2.5e+3, 18446744073709551616, -9223372036854775809]", '"\\ud83d\\ude00 \\u00e9"',
+    "[" * 200 + "]" * 200, '{"$serde_json::private::Number": "1"}', '{"a": {"b": []}, "": null} ',
 ])
 def test_loads_accepts_what_json_loads_accepts(text):
     assert _same(payload.loads(text), json.loads(text))

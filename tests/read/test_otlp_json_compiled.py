@@ -186,6 +186,9 @@ CASES = {
     "an evaluation event with a bad value": {"events": [
         {"name": "gen_ai.evaluation.result", "attributes": [{"key": "k", "value": {"intValue": "bad"}}]}]},
     "events not a list": {"events": {"name": "gen_ai.evaluation.result"}},
+    # serde_json's private marker for numbers, written by a document as an ordinary key
+    "a key that is serde_json's number marker": {"$serde_json::private::Number": "1", "attributes": [
+        {"key": "k", "value": {"$serde_json::private::Number": "2"}}]},
 }
 
 
@@ -249,3 +252,9 @@ def test_a_bad_span_is_named_with_the_file():
     with pytest.raises(InputError) as e:
         otlp_json.read_bytes(data)
     assert str(e.value) == "resourceSpans[0].scopeSpans[0].spans[0].spanId: 'zz' is not a 16-digit hex span id"
+
+
+def test_the_number_marker_escaped_is_an_ordinary_key_too():
+    text = json.dumps(_doc_of({"attributes": [{"key": "k", "value": {"$serde_json::private::Number": "2"}}]}))
+    same_as_the_python_reader(text.replace("$serde", "\\u0024serde").encode(), must_take_bytes=True)
+    assert payload.loads('{"\\u0024serde_json::private::Number": "1"}') == {"$serde_json::private::Number": "1"}
