@@ -56,7 +56,7 @@ def assemble_runs(spans: Iterable[SpanRecord], contents: Iterable[SpanRecord] = 
     assembler = Assembler(sink, ManualClock(), OFFLINE_LIMITS)
     assembler.add(spans)
     assembler.add_contents(contents)
-    assembler.close_all(Completion.COMPLETE)
+    assembler.close_all(Completion.COMPLETE, remember=False)  # the end of the input: no span follows
     return sink.runs
 
 
@@ -70,5 +70,5 @@ def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check],
         assembler.add(batch)
     for batch in contents:
         assembler.add_contents(batch)
-    assembler.close_all(Completion.COMPLETE)
+    assembler.close_all(Completion.COMPLETE, remember=False)  # the end of the input: no span follows
     return [v for v in sink.verdicts if not v.setup_only]

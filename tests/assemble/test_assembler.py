@@ -220,3 +220,21 @@ def test_a_span_above_the_agent_does_not_make_the_scan_repartition_its_trace_eve
     clock.advance(1)
     asm.advance()
     assert len(sink.runs) == 1 and asm.traces_in_flight == 0
+
+
+def test_closing_at_the_end_of_input_without_remembering_gives_the_same_runs_and_no_decisions():
+    # check_spans closes a file's runs with remember=False: nothing can arrive late after
+    # the end of the input, so the decision cache is not filled, and the runs are the same
+    t = trace_id()
+    root = agent(t)
+    spans = [root, tool(t, root.span_id, "search"), tool(t, root.span_id, "open", start_s=2),
+             span(trace_id(), "orphan", parent="00000000000000aa")]
+    outcomes = []
+    for remember in (True, False):
+        asm, sink, _ = make()
+        asm.add(spans)
+        assert asm.close_all(remember=remember) == 2
+        outcomes.append(([(r.key, [s.span_id for s in r.spans], r.completion) for r in sink.runs],
+                         asm.traces_in_flight, asm.spans_in_flight, asm.bytes_held))
+        assert asm.decided_traces == (2 if remember else 0)
+    assert outcomes[0] == outcomes[1]
