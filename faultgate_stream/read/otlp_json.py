@@ -1,7 +1,10 @@
 """OTLP/JSON (``{"resourceSpans": [...]}``) -> ``SpanRecord``.
 
 The JSON mapping of OTLP: hex ids, 64-bit integers as strings, enums as ints or names,
-``AnyValue`` objects for attribute values.
+``AnyValue`` objects for attribute values. Trace files are read by the compiled reader
+(native/src/otlp_json.rs) into the protobuf reader's per-span rows; ``value`` stays for
+OTLP/JSON logs, and ``to_request`` for the HTTP receiver and ``replay``, which forward
+protobuf.
 """
 from __future__ import annotations
 

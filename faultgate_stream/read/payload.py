@@ -21,8 +21,10 @@ def loads(text: str | bytes) -> Any:
     for type and integers of any size included (tests/read/test_fast_paths.py compares
     them). What it refuses goes to json.loads, which accepts it (NaN, Infinity, lone
     surrogates, a byte order mark, UTF-16, nesting past 128) or raises its own error, so
-    values and error messages stay the standard library's. It replaced msgspec, as fast
-    here (a 150-byte tool result ~0.4 us), whose import was ~16 ms of every `check`.
+    values and error messages stay the standard library's. It replaced msgspec, whose
+    import was ~16 ms of every `check`: on small values it is about half msgspec's speed (a
+    100-byte object ~1 us against ~0.5, json ~3.5), called a few hundred times per gate file;
+    the offline engine with either measured no loss (bench/README.md).
     """
     value = _wire.loads(text, _REFUSED)
     if value is not _REFUSED:
