@@ -993,13 +993,13 @@ async def latency_and_soak(args: argparse.Namespace, export: Child, template: tu
                                    options=[("grpc.max_send_message_length", MAX_MESSAGE)])
     await asyncio.wait_for(ch.channel_ready(), timeout=START_TIMEOUT_S)
     call = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
-    rate = max_rate / 2
+    rate = args.rate or max_rate / 2
     wire = len(body) / spans_per_request
     out: list[str] = []
     problems: list[str] = []
     minutes = args.soak or 0
     windows = max(1, int(minutes))
-    print(f"\nat half the export-on maximum ({rate:,.0f} spans/s), export on"
+    print(f"\nat {'a fixed rate' if args.rate else 'half the export-on maximum'} ({rate:,.0f} spans/s), export on"
           + (f", {windows} one-minute windows (soak)" if minutes else "") + ":")
     print(f"{'window':>6} {'spans/s':>10} {'CPU us/span':>12} {'delay p50':>10} {'delay p99':>10} {'RSS MB':>8}"
           f" {'held B/span':>12} {'wire B/span':>12} {'in flight':>10} {'full GCs':>9} {'GC2 ms':>7} {'decided':>8}"
@@ -1117,6 +1117,8 @@ def main() -> int:
     p.add_argument("--soak", type=float, metavar="MINUTES", help="after the rounds, MINUTES one-minute windows at "
                                                                    "half the export-on maximum: throughput, RSS and "
                                                                    "verdict delay per minute")
+    p.add_argument("--rate", type=float, metavar="SPANS_PER_S", help="the half-rate and soak windows at this rate "
+                   "instead of half the measured export-on maximum (one round's maximum moves with the machine's load)")
     p.add_argument("--extra-checks", action="store_true", help="also measure the service with loop on, with a "
                    "bound per-run policy, and with windowed budgets added to it (issue 13)")
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "

@@ -9,11 +9,16 @@ not at the next tick after it: with a 0.1 s tick the verdict delay's p99 sat nea
 ``root_grace`` + 0.5 s at half load, the tick, the ticker's wait for the lock behind
 receivers and the garbage collector's pauses adding up. Self-metrics are recorded here,
 after each call, from the assembler's counters.
+
+Between scans the ticker may hand its idle time to a hook (``between_scans``): the service
+runs the garbage collector there (``cli/heap.py``), so that its pauses fall where no run is
+due rather than inside a scan, where every run after the pause waits for it.
 """
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import structlog
 from prometheus_client.core import GaugeMetricFamily
@@ -26,6 +31,10 @@ from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.telemetry import CATALOG, Telemetry
 from faultgate_stream.model.threads import Threads
 from faultgate_stream.model.verdict import Completion
+
+# Called with the nanoseconds until the first run held is due (or the tick, when none is),
+# from the ticker thread, without the assembler lock.
+IdleHook = Callable[[int], object]
 
 log = structlog.get_logger("faultgate_stream.assemble")
 
@@ -48,6 +57,7 @@ class LiveAssembler:
         self._wake_at = 0
         self._closing = False
         self._thread: threading.Thread | None = None
+        self._idle: IdleHook | None = None
         self._threads = threads or Threads(telemetry)
         self._internal = telemetry["faultgate_internal_errors"].labels("completion_scan")
         telemetry.registry.register(_InMemory(assembler))
@@ -132,6 +142,17 @@ class LiveAssembler:
                 self._t["faultgate_log_contents"].labels(outcome).inc(delta)
                 setattr(seen, attr, getattr(s, attr))
 
+    def between_scans(self, hook: IdleHook | None) -> None:
+        """Give the ticker's idle time to ``hook`` (see ``IdleHook``); None stops it."""
+        self._idle = hook
+
+    def free_ns(self) -> int:
+        """Nanoseconds until a scan has work: the first deadline held, else the tick; 0
+        when a run is due now."""
+        with self._lock:
+            now, due = self._clock.now_ns(), self._deadline()
+            return self._tick_ns if due is None else min(self._tick_ns, max(0, due - now))
+
     def start(self) -> None:
         self._thread = self._threads.start("completion-scan", self._run)
 
@@ -142,6 +163,14 @@ class LiveAssembler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            idle = self._idle
+            if idle is not None:
+                try:
+                    idle(self.free_ns())  # outside the lock: receivers go on taking spans meanwhile
+                except Exception:
+                    # a bug in the hook must not stop completion: counted, logged, scans go on
+                    self._internal.inc()
+                    log.exception("between_scans_failed")
             with self._lock:
                 now, due = self._clock.now_ns(), self._deadline()
                 wait = self._tick_ns if due is None else min(self._tick_ns, max(0, due - now))

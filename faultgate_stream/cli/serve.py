@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"faultgate-stream: cannot start: {e}", file=sys.stderr)
         return 2
     heap.settle()
+    service.assembler.between_scans(heap.Gaps())  # the collector's pauses go between scans
     stop.wait()
     # A shutdown that outlives its grace is a bug to find: every thread's stack goes to
     # stderr before a supervisor's SIGKILL can come (the process carries on meanwhile).

@@ -158,3 +158,46 @@ def test_a_deadline_a_failed_scan_left_due_waits_for_the_tick_instead_of_a_scan_
     clock.advance(10)
     live.consume([])
     assert len(calls) == 2
+
+
+def test_free_time_is_what_is_left_until_the_first_deadline_or_the_tick():
+    clock = ManualClock(10**18)
+    live = LiveAssembler(Assembler(RunList(), clock, AssembleConfig(root_grace=0.5)), clock, Telemetry(), tick=2)
+    assert live.free_ns() == 2_000_000_000  # nothing held: the tick
+    live.consume([agent(trace_id())])
+    clock.advance(0.3)
+    assert live.free_ns() == 200_000_000
+    clock.advance(0.3)
+    assert live.free_ns() == 0  # due now: no time to give away
+
+
+def test_the_ticker_gives_its_idle_time_to_the_hook_without_the_lock_and_survives_a_failing_hook():
+    from faultgate_stream.model.clock import WallClock
+    from tests.peers import eventually
+
+    clock = WallClock()
+    sink = RunList()
+    telemetry = Telemetry()
+    live = LiveAssembler(Assembler(sink, clock, AssembleConfig(root_grace=0.05)), clock, telemetry, tick=0.01)
+    calls: list[tuple[int, bool]] = []
+
+    def hook(free_ns: int) -> None:
+        free = live._lock.acquire(blocking=False)  # noqa: SLF001 (the hook runs outside the lock)
+        if free:
+            live._lock.release()  # noqa: SLF001
+        calls.append((free_ns, free))
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the hook")
+
+    live.between_scans(hook)
+    live.start()
+    try:
+        live.consume([agent(trace_id())])
+        eventually(lambda: len(calls) >= 3 and len(sink.runs) == 1, timeout=30,
+                   what="the ticker to go on calling the hook and closing runs after the hook failed")
+    finally:
+        live.shutdown()
+    assert all(free for _, free in calls)
+    assert all(0 <= ns <= 10_000_000 for ns, _ in calls)  # never more than the tick
+    assert telemetry.registry.get_sample_value("faultgate_internal_errors_total",
+                                               {"stage": "completion_scan"}) >= 1

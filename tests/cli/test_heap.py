@@ -15,3 +15,82 @@ def test_settle_freezes_what_exists_and_the_collector_then_skips_it():
     finally:
         gc.unfreeze()  # global state: the next test's collector sees everything again
     assert any(o is marker for o in gc.get_objects())
+
+
+def test_settle_sets_the_backstop_thresholds():
+    before = gc.get_threshold()
+    try:
+        heap.settle()
+        assert gc.get_threshold() == heap.BACKSTOP
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _collections_here(seen: list[int]):
+    import threading
+
+    me = threading.get_ident()
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "stop" and threading.get_ident() == me:
+            seen.append(info["generation"])
+    return callback
+
+
+def test_gaps_collect_young_at_every_gap_middle_every_tenth_and_full_once_a_minute():
+    """The collector runs where the ticker is idle: which generation, decided on an
+    injected clock, and carried out by the real collector (automatic collection off, so
+    every collection seen here is one ``Gaps`` made)."""
+    clock, seen = _Clock(), []
+    callback = _collections_here(seen)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()  # counts start from zero
+        gaps = heap.Gaps(full_every_s=60, monotonic=clock)
+        seen.clear()
+        assert gaps(heap.MIN_GAP_NS - 1) is None  # the next scan is about to start
+        assert seen == []
+        made = [gaps(heap.MIN_GAP_NS) for _ in range(heap.MIDDLE_EVERY + 1)]
+        assert made == [0] * heap.MIDDLE_EVERY + [1]
+        assert seen == made
+        clock.t += 59.9
+        assert gaps(10**9) == 0
+        clock.t += 0.1
+        assert gaps(10**9) == 2 and seen[-1] == 2
+        assert gaps(10**9) == 0  # the minute starts again
+    finally:
+        gc.callbacks.remove(callback)
+        if was_enabled:
+            gc.enable()
+
+
+def test_a_gap_frees_cyclic_garbage_the_disabled_automatic_collector_left():
+    import weakref
+
+    class Node:
+        pass
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        assert gone() is not None  # a cycle: reference counting alone never frees it
+        heap.Gaps()(10**9)
+        assert gone() is None
+    finally:
+        if was_enabled:
+            gc.enable()
