@@ -94,3 +94,14 @@ def test_a_gap_frees_cyclic_garbage_the_disabled_automatic_collector_left():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def test_the_full_collection_hands_free_c_heap_back_where_glibc_can():
+    import platform
+
+    gaps = heap.Gaps(full_every_s=0)
+    assert gaps(10**9) == 2
+    if platform.libc_ver()[0] == "glibc":  # Debian here: malloc_trim exists and ran
+        assert gaps.trims == 1
+    else:
+        assert gaps.trims == 0
