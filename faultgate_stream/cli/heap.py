@@ -18,9 +18,9 @@ CPU) every 0.4 s and a full one (~47 ms) every 4.5 s, 5.0 s of collector CPU in 
 (9 µs a span), and more than half the scans had a collection inside, which every run after
 it in that scan waited for. Now the completion ticker collects between scans (``Gaps``,
 through ``LiveAssembler.between_scans``), in the time before the next run is due: the young
-generation at every gap, the middle one every tenth, a full collection once a minute; the
-automatic thresholds stay as a backstop for a ticker that finds no gap (overload), set
-high so that they rarely fire before the gaps do. Reference counting frees everything that
+generation at every gap, the middle one every tenth, a full collection once a minute, each
+only in a gap long enough for it; the automatic thresholds stay as a backstop for a ticker
+that finds no gap (overload), set high so that they rarely fire before the gaps do. Reference counting frees everything that
 is not a cycle at once whatever the collector does; what waits for a collection is cyclic
 garbage only, for at most a gap, ten gaps or a minute.
 
@@ -44,11 +44,16 @@ from collections.abc import Callable
 # one every hundredth middle one (and, CPython's own rule, only once a quarter as many
 # objects as the last full collection left have been promoted since).
 BACKSTOP = (10_000, 10, 100)
-# A gap shorter than this is left alone: the next scan is about to start.
-MIN_GAP_NS = 10_000_000
+# The gap each generation needs before the next run is due, about twice what collecting it
+# took at half load (bench/live.py's workload, 4,700 spans/s, ~2,600 spans in flight): the
+# young one ~2 ms of CPU, the middle one (young and middle, all spans in flight) ~15, a
+# full one ~56. A shorter gap is left alone: the next scan is about to start.
+MIN_GAP_NS = 5_000_000
+MIDDLE_GAP_NS = 30_000_000
+FULL_GAP_NS = 100_000_000
 # A middle collection after this many young ones (CPython's own threshold1).
 MIDDLE_EVERY = 10
-# At most this long between full collections, in the first gap after it has passed.
+# A full collection once this long has passed since the last, in the first gap long enough.
 FULL_EVERY_S = 60.0
 
 
@@ -85,10 +90,10 @@ class Gaps:
         if free_ns < MIN_GAP_NS:
             return None
         now = self._now()
-        if now - self._last_full >= self._full_every:
+        if now - self._last_full >= self._full_every and free_ns >= FULL_GAP_NS:
             generation = 2
             self._last_full = now
-        elif gc.get_count()[1] >= MIDDLE_EVERY:  # young collections since the last middle one
+        elif gc.get_count()[1] >= MIDDLE_EVERY and free_ns >= MIDDLE_GAP_NS:  # young ones since the last middle one
             generation = 1
         else:
             generation = 0

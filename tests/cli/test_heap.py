@@ -62,12 +62,14 @@ def test_gaps_collect_young_at_every_gap_middle_every_tenth_and_full_once_a_minu
         assert gaps(heap.MIN_GAP_NS - 1) is None  # the next scan is about to start
         assert seen == []
         made = [gaps(heap.MIN_GAP_NS) for _ in range(heap.MIDDLE_EVERY + 1)]
-        assert made == [0] * heap.MIDDLE_EVERY + [1]
-        assert seen == made
+        assert made == [0] * (heap.MIDDLE_EVERY + 1)  # a middle collection is due, but this gap is too short
+        assert gaps(heap.MIDDLE_GAP_NS) == 1
+        assert seen == made + [1]
         clock.t += 59.9
         assert gaps(10**9) == 0
         clock.t += 0.1
-        assert gaps(10**9) == 2 and seen[-1] == 2
+        assert gaps(heap.FULL_GAP_NS - 1) == 0  # due, but not in a gap this short
+        assert gaps(heap.FULL_GAP_NS) == 2 and seen[-1] == 2
         assert gaps(10**9) == 0  # the minute starts again
     finally:
         gc.callbacks.remove(callback)
