@@ -53,7 +53,9 @@ MIDDLE_GAP_NS = 30_000_000
 FULL_GAP_NS = 100_000_000
 # A middle collection after this many young ones (CPython's own threshold1).
 MIDDLE_EVERY = 10
-# A full collection once this long has passed since the last, in the first gap long enough.
+# A full collection once this long has passed since the last, in the first gap long enough;
+# under steady load no gap may be (the next request's runs are always due within the tick),
+# so after twice as long it takes the next gap a middle collection would.
 FULL_EVERY_S = 60.0
 
 
@@ -90,7 +92,9 @@ class Gaps:
         if free_ns < MIN_GAP_NS:
             return None
         now = self._now()
-        if now - self._last_full >= self._full_every and free_ns >= FULL_GAP_NS:
+        since = now - self._last_full
+        if since >= self._full_every and (free_ns >= FULL_GAP_NS or since >= 2 * self._full_every
+                                          and free_ns >= MIDDLE_GAP_NS):
             generation = 2
             self._last_full = now
         elif gc.get_count()[1] >= MIDDLE_EVERY and free_ns >= MIDDLE_GAP_NS:  # young ones since the last middle one

@@ -71,6 +71,10 @@ def test_gaps_collect_young_at_every_gap_middle_every_tenth_and_full_once_a_minu
         assert gaps(heap.FULL_GAP_NS - 1) == 0  # due, but not in a gap this short
         assert gaps(heap.FULL_GAP_NS) == 2 and seen[-1] == 2
         assert gaps(10**9) == 0  # the minute starts again
+        clock.t += 119.9
+        assert gaps(heap.MIDDLE_GAP_NS) in (0, 1)
+        clock.t += 0.1  # two minutes without a long gap: a middle one's gap will do
+        assert gaps(heap.MIDDLE_GAP_NS) == 2
     finally:
         gc.callbacks.remove(callback)
         if was_enabled:
