@@ -19,8 +19,8 @@ CPU) every 0.4 s and a full one (~47 ms) every 4.5 s, 5.0 s of collector CPU in 
 it in that scan waited for. Now the completion ticker collects between scans (``Gaps``,
 through ``LiveAssembler.between_scans``), in the time before the next run is due: the young
 generation at every gap, the middle one every tenth, a full collection once a minute, each
-only in a gap long enough for it; the automatic thresholds stay as a backstop for a ticker
-that finds no gap (overload), set high so that they rarely fire before the gaps do. Reference counting frees everything that
+only in a gap long enough for it; the automatic young thresholds stay as a backstop for a
+ticker that finds no gap (overload), set high so that they rarely fire before the gaps do. Reference counting frees everything that
 is not a cycle at once whatever the collector does; what waits for a collection is cyclic
 garbage only, for at most a gap, ten gaps or a minute.
 
@@ -40,22 +40,26 @@ import time
 from collections.abc import Callable
 
 # Automatic collection, the backstop: a young collection once this many more tracked
-# objects were made than freed (CPython's default is 700), a middle one every tenth, a full
-# one every hundredth middle one (and, CPython's own rule, only once a quarter as many
-# objects as the last full collection left have been promoted since).
-BACKSTOP = (10_000, 10, 100)
+# objects were made than freed (CPython's default is 700), a middle one every tenth. Full
+# collections are the ticker's alone: CPython counts a full collection due after
+# ``threshold2`` middle ones, and the ticker's own middle collections count too, so with
+# any reachable value every automatic young collection became a full one once the ticker
+# had not made one for that many middle ones (17-18 full collections a minute instead of 1).
+BACKSTOP = (10_000, 10, 1 << 30)
 # The gap each generation needs before the next run is due, about twice what collecting it
 # took at half load (bench/live.py's workload, 4,700 spans/s, ~2,600 spans in flight): the
 # young one ~2 ms of CPU, the middle one (young and middle, all spans in flight) ~15, a
-# full one ~56. A shorter gap is left alone: the next scan is about to start.
+# full one ~35-56 (its gap is shorter than twice that: with a tick of 100 ms the next run
+# at half load is always due within 100 ms). A shorter gap is left alone: the next scan
+# is about to start.
 MIN_GAP_NS = 5_000_000
 MIDDLE_GAP_NS = 30_000_000
-FULL_GAP_NS = 100_000_000
+FULL_GAP_NS = 60_000_000
 # A middle collection after this many young ones (CPython's own threshold1).
 MIDDLE_EVERY = 10
 # A full collection once this long has passed since the last, in the first gap long enough;
-# under steady load no gap may be (the next request's runs are always due within the tick),
-# so after twice as long it takes the next gap a middle collection would.
+# an overloaded ticker may find none, so after twice as long it collects at its next turn
+# whatever the gap: cyclic garbage waits two minutes at most.
 FULL_EVERY_S = 60.0
 
 
@@ -89,12 +93,12 @@ class Gaps:
         self.trims = 0
 
     def __call__(self, free_ns: int) -> int | None:
-        if free_ns < MIN_GAP_NS:
-            return None
         now = self._now()
         since = now - self._last_full
-        if since >= self._full_every and (free_ns >= FULL_GAP_NS or since >= 2 * self._full_every
-                                          and free_ns >= MIDDLE_GAP_NS):
+        overdue = since >= 2 * self._full_every
+        if free_ns < MIN_GAP_NS and not overdue:
+            return None
+        if since >= self._full_every and (free_ns >= FULL_GAP_NS or overdue):
             generation = 2
             self._last_full = now
         elif gc.get_count()[1] >= MIDDLE_EVERY and free_ns >= MIDDLE_GAP_NS:  # young ones since the last middle one
