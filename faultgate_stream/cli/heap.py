@@ -12,24 +12,27 @@ as when empty (issue 12: ~190,000 tracked objects at half load became ~50,000, a
 collections of 100-230 ms, ~40 ms); ``bench/live.py --soak`` is how to see it.
 
 **When it collects.** With CPython's default thresholds (700, 10, 10) the collector ran
-where allocation happened to cross them, most often inside a completion scan (the scan
-allocates most): at 4,700 spans/s, 26 young collections a second, a middle one (~7 ms of
-CPU) every 0.4 s and a full one (~47 ms) every 4.5 s, 5.0 s of collector CPU in 118 s
-(9 µs a span), and more than half the scans had a collection inside, which every run after
-it in that scan waited for. Now the completion ticker collects between scans (``Gaps``,
-through ``LiveAssembler.between_scans``), in the time before the next run is due: the young
-generation at every gap, the middle one every tenth, a full collection once a minute, each
-only in a gap long enough for it; the automatic young thresholds stay as a backstop for a
-ticker that finds no gap (overload), set high so that they rarely fire before the gaps do. Reference counting frees everything that
-is not a cycle at once whatever the collector does; what waits for a collection is cyclic
-garbage only, for at most a gap, ten gaps or a minute.
+wherever allocation crossed them: in receiver threads and inside completion scans. At
+4,700 spans/s (``bench/live.py``'s workload, export on) that was 26 young collections a
+second, a middle one (~7 ms of CPU) every 0.4 s and a full one (~47 ms) every 4.5 s, 5.0 s
+of collector CPU in 118 s (9 µs a span), and more than half the scans held a collection,
+which every run after it in that scan waited for. Now the completion ticker collects
+between scans (``Gaps``, through ``LiveAssembler.between_scans``), in the time before the
+next run is due: the young generation at every gap, the middle one every tenth, a full
+collection once a minute, each only in a gap long enough for it (6.1-6.4 µs a span, and
+3 scans in 2,083 held a collection). The automatic young thresholds stay as a backstop for
+a ticker that finds no gap (overload), set high so that they rarely fire before the gaps
+do. Reference counting frees everything that is not a cycle at once whatever the collector
+does; what waits for a collection is cyclic garbage only, for a gap, ten gaps or a minute
+(two at most).
 
-**What the C allocator keeps.** After the full collection, ``malloc_trim(0)`` hands the
-pages glibc's arenas hold free back to the system. Requests of ~290 KB are parsed and freed
-by whichever of the gRPC threads took them, each thread with an arena of its own, so free
-memory is spread over up to 8 arenas per core and each keeps its high-water mark;
-``MALLOC_TRIM_THRESHOLD_`` (the bench sets it to 128 MB, as the reference did) stops glibc
-from doing this itself. RSS then says what the service holds.
+**What the C allocator keeps.** After the full collection, ``malloc_trim(0)`` hands back to
+the system the pages glibc's arenas hold free: at half load they held 50-57 MB free of
+77-86 MB (``mallinfo2``), the ~290 KB requests parsed and freed by whichever gRPC thread
+took them, spread over glibc's arenas (up to 8 a core), with ``MALLOC_TRIM_THRESHOLD_``
+(the bench sets 128 MB, as the reference did) keeping glibc from trimming by itself. One
+trim, measured: 9 MB back in 1.2 ms. RSS then follows what the service holds rather than
+the allocator's high-water mark.
 """
 from __future__ import annotations
 
@@ -42,9 +45,9 @@ from collections.abc import Callable
 # Automatic collection, the backstop: a young collection once this many more tracked
 # objects were made than freed (CPython's default is 700), a middle one every tenth. Full
 # collections are the ticker's alone: CPython counts a full collection due after
-# ``threshold2`` middle ones, and the ticker's own middle collections count too, so with
-# any reachable value every automatic young collection became a full one once the ticker
-# had not made one for that many middle ones (17-18 full collections a minute instead of 1).
+# ``threshold2`` middle ones, the ticker's own middle collections included, so with any
+# reachable value every automatic young collection turns full once the ticker has gone
+# that many middle ones without one (tests/cli/test_heap.py shows it).
 BACKSTOP = (10_000, 10, 1 << 30)
 # The gap each generation needs before the next run is due, about twice what collecting it
 # took at half load (bench/live.py's workload, 4,700 spans/s, ~2,600 spans in flight): the
