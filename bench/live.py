@@ -1134,6 +1134,8 @@ def main() -> int:
         args.inflight = 1 if args.profile is not None else 8
     if not (1 <= args.rounds <= 50 and 0.5 <= args.seconds <= 120 and 0 <= args.warmup <= 60 and 1 <= args.inflight <= 256):
         die("--rounds 1..50, --seconds 0.5..120, --warmup 0..60, --inflight 1..256")
+    if args.rate is not None and not 1 <= args.rate <= 10_000_000:
+        die("--rate 1..10,000,000 spans/s")
 
     pinned = pinning()
     if pinned:
