@@ -17,7 +17,7 @@ from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import _wire, events
-from faultgate_stream.read.conventions import build_span
+from faultgate_stream.read.rows import row_record
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
 FIXED64 = 2**64  # OTLP times are fixed64 nanoseconds: what the protobuf reader can be sent
@@ -137,14 +137,7 @@ def _records(versions: list[Any], scopes: list[tuple[int, int, list[tuple[Any, .
     spans: list[SpanRecord] = []
     for i, _, rows in scopes:
         version = versions[i]
-        for tid, sid, parent, name, start, end, code, message, attrs, evaluations in rows:
-            if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
-                attrs.setdefault(SERVICE_VERSION, version)
-            if evaluations:
-                results = events.from_attributes(evaluations)
-                if results:
-                    attrs[events.EVALUATIONS] = results
-            spans.append(build_span(tid, sid, parent, name, start, end, code, message, attrs, owned=True))
+        spans += [row_record(version, *row) for row in rows]
     return spans
 
 

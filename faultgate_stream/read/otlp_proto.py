@@ -18,7 +18,7 @@ from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import _wire, events
-from faultgate_stream.read.conventions import build_span
+from faultgate_stream.read.rows import row_record
 from faultgate_stream.read.projection import Projection
 
 
@@ -60,15 +60,10 @@ def read(data: bytes, projection: Projection | None = None) -> Decoded:
                 rejected += 1
                 first = first or f"resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}"
                 continue
-            parent = parent or None
-            if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
-                attrs.setdefault(SERVICE_VERSION, version)
-            if evaluations:
-                results = events.from_attributes(evaluations)
-                if results:
-                    attrs[events.EVALUATIONS] = results
-            spans.append(build_span(tid, sid, parent, name, start, end, code, message, attrs, owned=True, kept=kept))
+            spans.append(row_record(version, tid, sid, parent or None, name, start, end, code, message, attrs,
+                                    evaluations, kept))
     return Decoded(spans, rejected, first)
+
 
 
 def decode(data: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:

@@ -6,9 +6,6 @@ It is read/otlp_json.py as it stood before the compiled reader, trimmed to ``rea
 """
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Iterator
 from typing import Any
 
 from faultgate_stream.model.errors import InputError
@@ -17,60 +14,17 @@ from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import events
 from faultgate_stream.read.conventions import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
+# What the compiled reader did not replace (the logs reader's AnyValues, the paths in
+# messages) is the package's own, not copied here
+from faultgate_stream.read.otlp_json import _located_spans, _where, value
 
 FIXED64 = 2**64  # OTLP times are fixed64 nanoseconds: what the protobuf reader can be sent
 STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 
 
-def value(v: Any) -> Any:
-    """An OTLP/JSON ``AnyValue`` as a plain Python value. A value of the wrong shape raises
-    ``InputError`` (the caller names the attribute), never a TypeError (issue 9, defect 2)."""
-    if not isinstance(v, dict):
-        return v
-    try:
-        return _value(v)
-    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, RecursionError, binascii.Error) as e:
-        raise InputError(f"not an AnyValue ({type(e).__name__}: {e})"[:200]) from None
-
-
-def _value(v: dict[str, Any]) -> Any:
-    if "stringValue" in v:
-        return v["stringValue"]
-    if "intValue" in v:
-        return int(v["intValue"])
-    if "doubleValue" in v:
-        return float(v["doubleValue"])
-    if "boolValue" in v:
-        return bool(v["boolValue"])
-    if "arrayValue" in v:
-        return [value(x) for x in _values(v["arrayValue"])]
-    if "kvlistValue" in v:
-        return {_key(kv): value(kv.get("value")) for kv in _values(v["kvlistValue"])}
-    if "bytesValue" in v:
-        return base64.b64decode(v["bytesValue"])
-    return None
-
-
-def _values(container: Any) -> list[Any]:
-    vs = (container or {}).get("values", [])
-    if not isinstance(vs, list):
-        raise TypeError("values is not a list")
-    return vs
-
-
-def _key(kv: Any) -> str:
-    if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-        raise TypeError("a kvlist entry is not a {key, value} object")
-    return kv["key"]
-
-
 # Where a span sits: its (resource, scope, span) indexes, or the path already written out.
 # Reading keeps the indexes and writes the path only into an error message.
 Place = tuple[int, int, int] | str
-
-
-def _where(place: Place) -> str:
-    return place if isinstance(place, str) else "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
 
 
 def _int(v: Any, place: Place, field: str) -> int:
@@ -91,31 +45,6 @@ def _status(raw: Any, place: Place) -> int:
     if raw is None:
         return 0
     raise InputError(f"{_where(place)}.status.code: {raw!r} is not a status code")
-
-
-def _located_spans(doc: dict[str, Any]) -> Iterator[tuple[tuple[int, int, int], Any]]:
-    rss = doc.get("resourceSpans")
-    if not isinstance(rss, list):
-        raise InputError("resourceSpans: expected a list")
-    for i, rs in enumerate(rss):
-        for j, ss in enumerate(_list_in(rs, "scopeSpans", f"resourceSpans[{i}]")):
-            for k, s in enumerate(_list_in(ss, "spans", f"resourceSpans[{i}].scopeSpans[{j}]")):
-                yield (i, j, k), s
-
-
-def _list_in(obj: Any, key: str, where: str) -> list[Any]:
-    """``obj[key]`` as a list (absent or null: empty). A container of another shape is
-    not OTLP/JSON: an ``InputError`` naming it, never an AttributeError (issue 9, defect 2)."""
-    if obj is None:
-        return []
-    if not isinstance(obj, dict):
-        raise InputError(f"{where}: expected an object")
-    v = obj.get(key)
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        raise InputError(f"{where}.{key}: expected a list")
-    return v
 
 
 def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str], version: Any = None) -> SpanRecord:
