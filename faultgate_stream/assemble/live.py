@@ -150,8 +150,11 @@ class LiveAssembler:
         """Nanoseconds until a scan has work: the first deadline held, else the tick; 0
         when a run is due now."""
         with self._lock:
-            now, due = self._clock.now_ns(), self._deadline()
-            return self._tick_ns if due is None else min(self._tick_ns, max(0, due - now))
+            return self._free_ns(self._clock.now_ns())
+
+    def _free_ns(self, now: int) -> int:
+        due = self._deadline()
+        return self._tick_ns if due is None else min(self._tick_ns, max(0, due - now))
 
     def start(self) -> None:
         self._thread = self._threads.start("completion-scan", self._run)
@@ -172,8 +175,8 @@ class LiveAssembler:
                     self._internal.inc()
                     log.exception("between_scans_failed")
             with self._lock:
-                now, due = self._clock.now_ns(), self._deadline()
-                wait = self._tick_ns if due is None else min(self._tick_ns, max(0, due - now))
+                now = self._clock.now_ns()
+                wait = self._free_ns(now)
                 self._wake_at = now + wait
                 self._wake.clear()
             self._wake.wait(wait / 1e9)

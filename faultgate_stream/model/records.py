@@ -37,6 +37,7 @@ MISSING_WHAT = ((MISSING_INPUT, "input messages"), (MISSING_OUTPUT, "output mess
 
 # The default ``attrs``: shared by every record built without attributes, so read-only.
 NO_ATTRS: Mapping[str, Any] = MappingProxyType({})
+ERROR_TYPE = "error.type"  # read by SpanRecord.error_type
 
 
 class ToolCall(NamedTuple):
@@ -91,7 +92,7 @@ class SpanRecord(NamedTuple):
 
     @property
     def error_type(self) -> str:
-        v = self.attrs.get("error.type")
+        v = self.attrs.get(ERROR_TYPE)
         return str(v) if v else ""
 
     @property

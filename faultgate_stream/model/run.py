@@ -12,7 +12,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from faultgate_stream.model.records import (
-    MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, MISSING_WHAT, RunKey, SpanRecord, Step,
+    ERROR_TYPE, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, MISSING_WHAT, RunKey, SpanRecord, Step,
 )
 from faultgate_stream.model.verdict import Completion
 
@@ -26,7 +26,6 @@ SCENARIO_ATTRS = ("faultgate.scenario", "gen_ai.agent.id")
 USAGE_IN, USAGE_OUT = "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"
 COST = "faultgate.cost_usd"
 TERMINATION = "faultgate.termination"
-ERROR_TYPE = "error.type"
 # Every span attribute the run's facts, the record's properties and the verdict read: a
 # reader with a projection keeps these and what the checks declare (Check.attributes).
 ATTRIBUTES_READ = frozenset({AGENT_NAME, AGENT_VERSION, SERVICE_VERSION, *SCENARIO_ATTRS, USAGE_IN, USAGE_OUT, COST,
