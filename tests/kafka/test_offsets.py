@@ -2,6 +2,9 @@
 or below it is decided and exported, whatever order things finish in; and the lease."""
 from __future__ import annotations
 
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
 from faultgate_stream.export.spans.queue import Item, SendQueue
 from faultgate_stream.receive.kafka import lease
 from faultgate_stream.receive.kafka.lease import Lease
@@ -162,3 +165,75 @@ def test_the_commit_point_never_cuts_through_a_trace():
     p.in_flight.clear()
     t.advance(p)
     assert t.log(TP).safe_offset() == 4 and t.pending == 0 and t.log(TP).last_of == {}
+
+
+def test_the_commit_point_never_cuts_a_trace_behind_the_first_message_it_cannot_pass():
+    """The CI failure of 118bd8d: "a" and "b" are decided, "a" wholly before the first
+    unfinished message (4), "b" with a message past it. Committing at 1 (before b's
+    first message, the first head that could not go) would cut "a" between its tools (0)
+    and its root (2); the only cut that splits no trace is the old head."""
+    t, p = OffsetTracker(), FakeProgress()
+    p.in_flight = {"c"}
+    for offset, trace in ((0, "a"), (1, "b"), (2, "a"), (3, "b"), (4, "c"), (5, "b")):
+        t.read(TP, offset, [trace])
+    t.advance(p)
+    assert t.log(TP).safe_offset() == 0
+    p.in_flight.clear()
+    t.advance(p)
+    assert t.log(TP).safe_offset() == 6 and t.pending == 0
+
+
+def test_a_cut_between_whole_traces_is_taken_even_when_a_later_trace_straddles_the_limit():
+    t, p = OffsetTracker(), FakeProgress()
+    p.in_flight = {"c"}
+    for offset, trace in ((0, "a"), (1, "a"), (2, "b"), (3, "c"), (4, "b")):
+        t.read(TP, offset, [trace])
+    t.advance(p)
+    assert t.log(TP).safe_offset() == 2   # "a" is wholly behind; "b" goes on past "c"
+
+
+def test_decided_messages_finish_together_while_later_verdicts_keep_the_queue_busy():
+    """Under steady load, something is always queued for export. Each decided message's
+    mark must be taken once it is decided, not when the messages before it have gone;
+    otherwise every call finished one message and the commit crawled at one message per
+    commit interval (the kafka join test's 0 s handover re-read ~9 s of runs)."""
+    t, p = OffsetTracker(), FakeProgress()
+    for offset in range(5):
+        t.read(TP, offset, [f"t{offset}"])
+    p.queue.reserve(1)
+    p.queue.put(Item("traces", b"verdicts of t0..t4", 1))
+    t.advance(p)
+    assert t.log(TP).safe_offset() == 0
+    p.queue.done(1, p.queue.take(10, 10**6, timeout=0))
+    p.queue.reserve(1)
+    p.queue.put(Item("traces", b"a later run's verdict", 1))   # queued after t0..t4 were decided
+    t.advance(p)
+    assert t.log(TP).safe_offset() == 5 and t.pending == 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sets(st.sampled_from("abcd"), max_size=2), min_size=1, max_size=12),
+       st.sets(st.sampled_from("abcd"), max_size=2), st.booleans())
+@example([{"a"}, {"b"}, {"a"}, {"c"}, {"b"}], {"c"}, False)   # the cut 118bd8d made
+def test_no_commit_point_splits_a_trace_or_passes_an_unfinished_message(messages, in_flight, export_busy):
+    """Any log of messages (each with some traces; rejected ones with none), some traces
+    in flight, the export queue busy or not: what is committed leaves every trace read
+    wholly on one side, nothing in flight below it, and nothing not yet exported."""
+    t, p = OffsetTracker(), FakeProgress()
+    p.in_flight = set(in_flight)
+    for offset, traces in enumerate(messages):
+        t.read(TP, offset, traces)
+    if export_busy:   # queued before any mark is taken: no message's verdicts have left
+        p.queue.reserve(1)
+        p.queue.put(Item("traces", b"x", 1))
+    t.advance(p)
+    safe = t.log(TP).safe_offset()
+    for trace in "abcd":
+        offsets = [o for o, traces in enumerate(messages) if trace in traces]
+        assert all(o < safe for o in offsets) or all(o >= safe for o in offsets), (trace, offsets, safe)
+        if trace in in_flight:
+            assert all(o >= safe for o in offsets)
+    assert safe == 0 or not export_busy
+    # and it is not needlessly short: with nothing in flight or queued, everything goes
+    if not in_flight and not export_busy:
+        assert safe == len(messages) and t.pending == 0

@@ -14,10 +14,10 @@ so a restarted replica re-reads exactly what was not finished. Tracking is per t
 per run: a trace with one run decided and another in flight keeps its messages pending,
 which can only re-read more, never less.
 
-The commit point never cuts through a trace: a finished message stays pending while a
-later message of one of its traces lies past the first unfinished message. Otherwise a
-new owner would re-read that trace from its later messages alone (a run's root without
-its tools) and decide it again on that part.
+The commit point never cuts through a trace: finished messages are let go only up to a
+point that no trace read so far has messages on both sides of. Otherwise a new owner
+would re-read that trace from its later messages alone (a run's root without its tools)
+and decide it again on that part.
 
 Owned by the source's one consumer thread; no locking here.
 """
@@ -102,29 +102,44 @@ class OffsetTracker:
         finished (so replay bookkeeping can forget them)."""
         finished: list[_Message] = []
         for log in self._logs.values():
-            # the finished prefix first: where the first unfinished message stands
-            limit = log.next_offset if log.next_offset is not None else 0
-            for m in log.pending:
-                if m.mark is None:
-                    if m.traces and progress.undecided(m.traces):
-                        limit = m.offset
-                        break
-                    m.mark = progress.export_mark()
-                if not progress.exported(m.mark):
-                    limit = m.offset
+            limit = self._first_unfinished(log, progress)
+            # pop the finished prefix, but only as far as a cut that leaves no trace with
+            # messages on both sides of it: the commit point is the new head, not `limit`
+            cut, reach = 0, -1
+            for i, m in enumerate(log.pending):
+                if m.offset >= limit:
                     break
-            # then pop it, but never past a message whose trace goes on beyond that point
-            while log.pending and log.pending[0].offset < limit:
-                head = log.pending[0]
-                if any(log.last_of.get(t, -1) >= limit for t in head.traces):
-                    break
-                log.pending.popleft()
+                reach = max(reach, max((log.last_of[t] for t in m.traces), default=-1))
+                after = log.pending[i + 1].offset if i + 1 < len(log.pending) else log.next_offset
+                if after is not None and reach < after:
+                    cut = i + 1
+            for _ in range(cut):
+                head = log.pending.popleft()
                 for t in head.traces:
                     if log.last_of.get(t) == head.offset:
                         del log.last_of[t]
                 self.pending -= 1
                 finished.append(head)
         return finished
+
+    @staticmethod
+    def _first_unfinished(log: PartitionLog, progress: Progress) -> int:
+        """The offset of the first message not finished (one past the last read if none).
+        Every message up to the first undecided one gets its export mark now, not one per
+        call: a mark taken later also covers what later verdicts queued meanwhile, so
+        under steady load a message taken one call at a time would wait on export for
+        ever newer items, and the commit would crawl one message per commit interval."""
+        limit: int | None = None
+        for m in log.pending:
+            if m.mark is None:
+                if m.traces and progress.undecided(m.traces):
+                    return m.offset if limit is None else limit
+                m.mark = progress.export_mark()
+            if limit is None and not progress.exported(m.mark):
+                limit = m.offset   # marks only grow along the log: nothing past it has left either
+        if limit is not None:
+            return limit
+        return log.next_offset if log.next_offset is not None else 0
 
     def remove(self, tp: TopicPartition) -> PartitionLog:
         """Stop tracking a partition (revoked or lost); its log, for the handover."""
