@@ -315,12 +315,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def stolen_seconds(core: int | None) -> float:
+    """CPU time the hypervisor gave to other guests ("steal", /proc/stat field 8) on
+    ``core`` (all cores together when None). A window that ran slow while steal rose
+    was the machine, not the service: this VM's speed changes by half between hours."""
+    line = f"cpu{'' if core is None else core} "
+    try:
+        with open("/proc/stat", "rb") as f:
+            for raw in f:
+                if raw.startswith(line.encode()):
+                    fields = raw.split()
+                    return int(fields[8]) / CLK_TCK if len(fields) > 8 else 0.0
+    except OSError:
+        pass
+    return 0.0
+
+
 @dataclass
 class Child:
     name: str
     proc: subprocess.Popen
     log: Path
     ports: dict[str, int] = field(default_factory=dict)
+    core: int | None = None   # the CPU it is pinned to
 
     @property
     def pid(self) -> int:
@@ -354,7 +371,7 @@ def spawn(name: str, argv: list[str], workdir: Path, cpu: int | None) -> Child:
     with open(log, "wb") as out:  # a file, not a pipe: nobody has to drain it during the load
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=workdir, preexec_fn=_child_setup(cpu))
-    return Child(name, proc, log)
+    return Child(name, proc, log, core=cpu)
 
 
 def wait_started(child: Child) -> None:
@@ -545,7 +562,7 @@ def spawn_collector(name: str, binary: Path, workdir: Path, downstream_port: int
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(binary), "--config", str(config)], stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=subprocess.STDOUT, env=env, cwd=workdir, preexec_fn=_child_setup(cpu))
-    child = Child(name, proc, log, ports)
+    child = Child(name, proc, log, ports, core=cpu)
     deadline = time.monotonic() + START_TIMEOUT_S
     for _ in range(int(START_TIMEOUT_S / POLL_S) + 1):  # up when its own metrics answer
         if proc.poll() is not None:
@@ -646,6 +663,7 @@ class Window:
     sent_ok: int = 0          # spans acknowledged over the whole round (warm-up included)
     refused: int = 0          # spans of calls that failed, by any status
     errors: dict[str, int] = field(default_factory=dict)
+    steal: float = 0.0        # share of the server's core (of all cores, unpinned) stolen by the hypervisor
 
     @property
     def cpu_us_per_span(self) -> float:
@@ -690,9 +708,9 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
                 continue
             ok += 1
 
-    def edge() -> tuple[float, int, float, float, float]:
+    def edge() -> tuple[float, int, float, float, float, float]:
         return (time.perf_counter(), ok, server.cpu(), sum(os.times()[:2]),
-                downstream.cpu() if downstream is not None else 0.0)
+                downstream.cpu() if downstream is not None else 0.0, stolen_seconds(server.core))
 
     async def sampler() -> tuple:
         await asyncio.sleep(warmup)
@@ -707,12 +725,13 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
         t.cancel()
     for t in done:
         t.result()  # a worker's unexpected exception ends the bench here, with its traceback
-    (t0, n0, s0, c0, d0), (t1, n1, s1, c1, d1) = await edges
+    (t0, n0, s0, c0, d0, st0), (t1, n1, s1, c1, d1, st1) = await edges
     wall = t1 - t0
     spans = (n1 - n0) * spans_per_request
     return Window(spans_per_s=spans / wall, server_cpu_s=s1 - s0, spans=spans, server_util=(s1 - s0) / wall,
                   client_util=(c1 - c0) / wall, downstream_cpu_s=(d1 - d0) if downstream is not None else None,
-                  sent_ok=ok * spans_per_request, refused=failed * spans_per_request, errors=errors)
+                  sent_ok=ok * spans_per_request, refused=failed * spans_per_request, errors=errors,
+                  steal=(st1 - st0) / wall / (1 if server.core is not None else os.cpu_count() or 1))
 
 
 @dataclass
@@ -803,7 +822,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     drains: dict[str, list[Drain]] = {c: [] for c in configs if c != "null"}
     problems: list[str] = []
     print(f"{'round':>5} {'config':<8} {'spans/s':>10} {'srv CPU us/span':>16} {'srv CPU%':>8} {'client CPU%':>11}"
-          f" {'decided in':>10}  check", flush=True)
+          f" {'steal':>6} {'decided in':>10}  check", flush=True)
     for rnd in range(1, args.rounds + 1):
         for name in configs:
             child = servers[name]
@@ -831,7 +850,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
                 problems.append(f"round {rnd} {name}: {w.refused} spans refused ({w.errors})")
                 note += f"; refused {w.refused} spans {w.errors}"
             print(f"{rnd:>5} {name:<8} {w.spans_per_s:>10,.0f} {w.cpu_us_per_span:>16.2f} {w.server_util * 100:>7.0f}%"
-                  f" {w.client_util * 100:>10.0f}% {decided:>10}  {note}", flush=True)
+                  f" {w.client_util * 100:>10.0f}% {w.steal * 100:>5.1f}% {decided:>10}  {note}", flush=True)
     for ch in channels.values():
         await ch.close()
 
@@ -973,7 +992,7 @@ async def paced(call, child: Child, requests: Requests, spans_per_request: int, 
     buckets1, gc1 = delay_buckets(port), full_collections(port)
     held = [(b, n) for b, n in samples if n > 0]
     m = scrape(port)
-    return {"spans_per_s": w.spans_per_s, "cpu_us_per_span": w.cpu_us_per_span,
+    return {"spans_per_s": w.spans_per_s, "cpu_us_per_span": w.cpu_us_per_span, "steal": w.steal,
             "full_gcs": gc1[0] - gc0[0], "full_gc_s": gc1[1] - gc0[1],
             "decided": total(m, "faultgate_decision_cache_traces"), "amend": total(m, "faultgate_amend_store_runs"),
             "p50": quantile(0.5, buckets0, buckets1), "p99": quantile(0.99, buckets0, buckets1),
@@ -1003,7 +1022,7 @@ async def latency_and_soak(args: argparse.Namespace, export: Child, template: tu
           + (f", {windows} one-minute windows (soak)" if minutes else "") + ":")
     print(f"{'window':>6} {'spans/s':>10} {'CPU us/span':>12} {'delay p50':>10} {'delay p99':>10} {'RSS MB':>8}"
           f" {'held B/span':>12} {'wire B/span':>12} {'in flight':>10} {'full GCs':>9} {'GC2 ms':>7} {'decided':>8}"
-          f" {'kept':>6}")
+          f" {'kept':>6} {'steal':>6}")
     rows = []
     for i in range(windows):
         r = await paced(call, export, requests, spans_per_request, rate, 60.0 if minutes else args.seconds,
@@ -1012,7 +1031,7 @@ async def latency_and_soak(args: argparse.Namespace, export: Child, template: tu
         print(f"{i + 1:>6} {r['spans_per_s']:>10,.0f} {r['cpu_us_per_span']:>12.2f} {r['p50']:>9.3f}s {r['p99']:>9.3f}s"
               f" {r['rss'] / 1e6:>8.1f} {r['bytes_per_span_held']:>12,.0f} {wire:>12,.0f} {r['spans_in_flight']:>10,.0f}"
               f" {r['full_gcs']:>9.0f} {r['full_gc_s'] * 1e3 / max(r['full_gcs'], 1):>7.1f} {r['decided']:>8,.0f}"
-              f" {r['amend']:>6,.0f}", flush=True)
+              f" {r['amend']:>6,.0f} {r['steal'] * 100:>5.1f}%", flush=True)
     await ch.close()
     for i, r in enumerate(rows):
         problems += [f"half-rate window {i + 1}: {p}" for p in r["problems"]]
