@@ -1,6 +1,6 @@
 """Offline benchmark: faultgate-stream against faultgate 0.4.1, same inputs, same run.
 
-    .venv/bin/python bench/offline.py [--rounds N] [--repeats R] [--corpus DIR] [--keep-venv PATH]
+    .venv/bin/python bench/offline.py [--rounds N] [--repeats R] [--instructions] [--corpus DIR] [--keep-venv PATH]
 
 What it measures (see bench/README.md for how to read the output):
 
@@ -14,7 +14,9 @@ What it measures (see bench/README.md for how to read the output):
 3. Agreement: every (trace_id, check) cell in faultgate's JSON report, compared with ours.
 
 The last line is ``RESULT offline_speedup=<x> agreement=<matched>/<total> cli_speedup=<y>``
-(``x`` the total engine ratio, ``y`` the total command-line ratio). The exit code
+(``x`` the total engine ratio, ``y`` the total command-line ratio). ``--instructions`` adds
+``cli_instructions=<z>``: the commands' instruction counts (valgrind), a ratio that load
+and the machine's speed do not move. The exit code
 is non-zero when agreement is not full (or a tool fails); speed never fails the run, because
 a threshold on time would flake on a noisy machine.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -233,6 +236,21 @@ def time_cli(cmd: list[str]) -> float:
     return elapsed
 
 
+def cli_instructions(cmd: list[str]) -> int:
+    """Instructions the whole command executed, interpreter start included, counted by
+    valgrind's callgrind: unlike wall time, the count does not move with this machine's
+    load or speed (which changes by half between hours here), so two runs of the bench
+    can be compared, not only the two tools within one run. Costs ~50x the command's time."""
+    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                       capture_output=True, text=True)
+    if r.returncode not in (0, 1):
+        fail(f"`valgrind ... {' '.join(cmd)}` exited {r.returncode}:\n{r.stderr.strip()[-3000:]}")
+    for line in r.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1].strip().replace(",", ""))
+    fail(f"callgrind printed no instruction count for `{' '.join(cmd)}`:\n{r.stderr.strip()[-2000:]}")
+
+
 def report_cells(path: Path) -> dict[tuple[str, str], list[bool]]:
     """(trace_id, check) -> detected, as a list: a trace with several runs gives several rows."""
     cells: dict[tuple[str, str], list[bool]] = {}
@@ -268,6 +286,9 @@ def main() -> int:
                    help="venv for faultgate, created if missing and kept "
                         "(default: ~/.cache/faultgate-stream-bench/faultgate-0.4.1)")
     # worker mode: internal, started by the driver with each tool's interpreter
+    p.add_argument("--instructions", action="store_true",
+                   help="also count the instructions of each tool's command on each file (valgrind's "
+                        "callgrind; load-proof, ~1 min); adds cli_instructions=<x> to the RESULT line")
     p.add_argument("--profile", action="store_true",
                    help="instead of comparing, show where OUR engine's time goes (stage timings and cProfile)")
     p.add_argument("--worker", choices=TOOLS, help=argparse.SUPPRESS)
@@ -291,6 +312,8 @@ def main() -> int:
     if missing:
         fail("missing input(s): " + ", ".join(missing) + " (pass --corpus DIR)")
 
+    if args.instructions and shutil.which("valgrind") is None:
+        fail("--instructions needs valgrind on PATH (apt-get install valgrind)")
     if args.profile:
         # ours only, in our interpreter: faultgate is not needed to see where our time goes
         cmd = [str(our_python()), str(Path(__file__).resolve()), "--worker", "stream", "--profile",
@@ -345,6 +368,15 @@ def main() -> int:
                 ours_in.setdefault((t, c), []).append(d)
             inproc_matched += agree(fg_in, ours_in)[0]
 
+        # 3. optional: the same commands' instruction counts, once each (they do not vary)
+        instructions: dict[str, dict[str, int]] = {t: {} for t in TOOLS}
+        if args.instructions:
+            for f in files:
+                for tool in TOOLS:
+                    report = Path(tmp) / f"{tool}-{f.stem}-counted.json"
+                    cmd = [str(commands[tool]), "check", str(f), "--golden", str(golden), "--json", str(report)]
+                    instructions[tool][f.name] = cli_instructions(cmd)
+
     cli = {t: {name: statistics.median(v) for name, v in cli_runs[t].items()} for t in TOOLS}
 
     # ---- output
@@ -375,8 +407,17 @@ def main() -> int:
         print(f"  mismatch {m}")
     if len(misses) > 20:
         print(f"  ... and {len(misses) - 20} more")
+    counted = ""
+    if args.instructions:
+        print("\nCLI instructions (callgrind, the whole command once per file; ratio = faultgate / ours):")
+        for f in files:
+            a, b = instructions["faultgate"][f.name], instructions["stream"][f.name]
+            print(f"  {f.name:<{w}}{a / 1e6:>10,.1f} M{b / 1e6:>10,.1f} M{ratio(a, b):>8}")
+        a, b = sum(instructions["faultgate"].values()), sum(instructions["stream"].values())
+        print(f"  {'total':<{w}}{a / 1e6:>10,.1f} M{b / 1e6:>10,.1f} M{ratio(a, b):>8}")
+        counted = f" cli_instructions={a / b:.2f}"
     speedup = tot["faultgate"] / tot["stream"]
-    print(f"RESULT offline_speedup={speedup:.1f} agreement={matched}/{total} cli_speedup={ca / cb:.1f}")
+    print(f"RESULT offline_speedup={speedup:.1f} agreement={matched}/{total} cli_speedup={ca / cb:.1f}{counted}")
     return 0 if matched == total and inproc_matched == total and total > 0 else 1
 
 

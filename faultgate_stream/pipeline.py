@@ -6,7 +6,6 @@ ever moves, so no run completes early: a file's verdicts are the whole file's.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.config import AssembleConfig
@@ -21,12 +20,12 @@ from faultgate_stream.verdict.evaluate import Evaluator
 OFFLINE_LIMITS = AssembleConfig(max_traces=10**9, max_spans_per_trace=10**9, max_bytes=2**62)
 
 
-@dataclass
 class VerdictList:
     """A ``VerdictConsumer`` that keeps everything, in order."""
 
-    verdicts: list[RunVerdict] = field(default_factory=list)
-    findings: list[EarlyFinding] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.verdicts: list[RunVerdict] = []
+        self.findings: list[EarlyFinding] = []
 
     def early(self, finding: EarlyFinding) -> None:
         self.findings.append(finding)
@@ -35,11 +34,11 @@ class VerdictList:
         self.verdicts.append(verdict)
 
 
-@dataclass
 class RunList:
     """A ``RunConsumer`` that keeps completed runs, for tools that read runs, not verdicts."""
 
-    runs: list[Run] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.runs: list[Run] = []
 
     def span_arrived(self, span: SpanRecord) -> None:
         """Runs are read whole, once complete."""

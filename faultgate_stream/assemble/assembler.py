@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.assemble.content import merge
@@ -33,54 +32,62 @@ from faultgate_stream.model.verdict import Completion
 NS = 1_000_000_000
 
 
-@dataclass
+# The result and state classes below are plain classes with slots, not dataclasses: a
+# dataclass costs its import ~2 M instructions to define (its methods are compiled from
+# source each time the module loads), which a `check` command pays for every one.
+
 class AddResult:
-    accepted: int = 0
-    duplicates: int = 0
-    late: int = 0
-    late_runs: dict[str, RunKey] = field(default_factory=dict)  # late span id -> the run it was decided in
-    # a retry of a span whose run was already decided (its first copy was taken): the run
-    decided_duplicates: dict[str, RunKey] = field(default_factory=dict)
-    # root candidates of this batch whose run this batch closed (the trace hit
-    # max_spans_per_trace): their verdict is already out, so they must not wait for one
-    closed_runs: dict[str, RunKey] = field(default_factory=dict)
+    """What one ``add`` did with its batch."""
+
+    __slots__ = ("accepted", "duplicates", "late", "late_runs", "decided_duplicates", "closed_runs")
+
+    def __init__(self) -> None:
+        self.accepted = self.duplicates = self.late = 0
+        self.late_runs: dict[str, RunKey] = {}  # late span id -> the run it was decided in
+        # a retry of a span whose run was already decided (its first copy was taken): the run
+        self.decided_duplicates: dict[str, RunKey] = {}
+        # root candidates of this batch whose run this batch closed (the trace hit
+        # max_spans_per_trace): their verdict is already out, so they must not wait for one
+        self.closed_runs: dict[str, RunKey] = {}
 
 
-@dataclass
 class Stats:
     """Counters for every bound and drop, read by the service's self-metrics."""
 
-    duplicates: int = 0
-    late: int = 0
-    evicted_runs: int = 0
-    refused_batches: int = 0
-    span_cap_hits: int = 0
-    decision_cache_evictions: int = 0
-    # GenAI content from log records, by what became of it
-    contents_joined: int = 0     # merged into its span
-    contents_late: int = 0       # its span's run was already decided
-    contents_unjoined: int = 0   # its span never arrived before the trace was done
-    contents_capped: int = 0     # over max_spans_per_trace content records for one trace
-    contents_duplicates: int = 0  # the same record again (a retried export)
+    __slots__ = ("duplicates", "late", "evicted_runs", "refused_batches", "span_cap_hits", "decision_cache_evictions",
+                 "contents_joined", "contents_late", "contents_unjoined", "contents_capped", "contents_duplicates")
+
+    def __init__(self) -> None:
+        self.duplicates = self.late = self.evicted_runs = self.refused_batches = 0
+        self.span_cap_hits = self.decision_cache_evictions = 0
+        # GenAI content from log records, by what became of it
+        self.contents_joined = 0      # merged into its span
+        self.contents_late = 0        # its span's run was already decided
+        self.contents_unjoined = 0    # its span never arrived before the trace was done
+        self.contents_capped = 0      # over max_spans_per_trace content records for one trace
+        self.contents_duplicates = 0  # the same record again (a retried export)
 
 
-@dataclass
 class ContentResult:
-    accepted: int = 0
-    late: int = 0
-    duplicates: int = 0
-    capped: int = 0
+    """What one ``add_contents`` did with its batch."""
+
+    __slots__ = ("accepted", "late", "duplicates", "capped")
+
+    def __init__(self) -> None:
+        self.accepted = self.late = self.duplicates = self.capped = 0
 
 
-@dataclass
 class _Trace:
-    first_ns: int
-    last_ns: int
-    spans: dict[str, SpanRecord] = field(default_factory=dict)
-    root_arrivals: dict[str, int] = field(default_factory=dict)  # candidate root span id -> arrival
-    bytes: int = 0
-    contents: dict[str, list[SpanRecord]] = field(default_factory=dict)  # span id -> its content records
-    content_count: int = 0
+    __slots__ = ("first_ns", "last_ns", "spans", "root_arrivals", "bytes", "contents", "content_count")
+
+    def __init__(self, first_ns: int, last_ns: int) -> None:
+        self.first_ns = first_ns
+        self.last_ns = last_ns
+        self.spans: dict[str, SpanRecord] = {}
+        self.root_arrivals: dict[str, int] = {}  # candidate root span id -> arrival
+        self.bytes = 0
+        self.contents: dict[str, list[SpanRecord]] = {}  # span id -> its content records
+        self.content_count = 0
 
 
 class Assembler:

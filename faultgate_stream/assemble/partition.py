@@ -8,15 +8,15 @@ agent (an HTTP server span around the agent, say) belongs to no run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from faultgate_stream.model.records import SpanRecord
 
-@dataclass
 class Partition:
-    runs: dict[str, list[SpanRecord]] = field(default_factory=dict)  # root span id -> members (root included)
-    unattached: list[SpanRecord] = field(default_factory=list)
-    outside: list[SpanRecord] = field(default_factory=list)
+    __slots__ = ("runs", "unattached", "outside")   # (not a dataclass: see assemble/assembler.py)
+
+    def __init__(self) -> None:
+        self.runs: dict[str, list[SpanRecord]] = {}  # root span id -> members (root included)
+        self.unattached: list[SpanRecord] = []
+        self.outside: list[SpanRecord] = []
 
 
 def partition(spans: dict[str, SpanRecord]) -> Partition:

@@ -7,16 +7,17 @@ serves both tools.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 from typing import Any
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.run import Run
 
 
-def _load_object(path: str | Path, what: str, value_type: type, shape: str) -> dict[str, Any]:
+def _load_object(path: str | os.PathLike, what: str, value_type: type, shape: str) -> dict[str, Any]:
     try:
-        d = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as f:
+            d = json.loads(f.read())
     except OSError as e:
         raise InputError(f"{what}: cannot read {path} ({e.strerror or e})") from None
     except ValueError as e:
@@ -33,7 +34,7 @@ class Golden(dict[str, str]):
     """Expected final answers."""
 
     @classmethod
-    def load(cls, path: str | Path) -> "Golden":
+    def load(cls, path: str | os.PathLike) -> "Golden":
         return cls(_load_object(path, "golden", str, "{scenario key or prompt: expected answer}"))
 
     def expected(self, run: Run) -> str | None:
@@ -44,7 +45,7 @@ class Outcomes(dict[str, bool]):
     """Task outcomes from the user's own evaluator (e.g. tau2 reward == 1)."""
 
     @classmethod
-    def load(cls, path: str | Path) -> "Outcomes":
+    def load(cls, path: str | os.PathLike) -> "Outcomes":
         return cls(_load_object(path, "outcomes", bool, "{scenario key or prompt: true | false}"))
 
     def outcome(self, run: Run) -> bool | None:

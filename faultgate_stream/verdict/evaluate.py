@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from faultgate_stream.checks.base import Check
@@ -42,15 +41,17 @@ def _log() -> Any:
     return structlog.get_logger("faultgate_stream.verdict")
 
 
-@dataclass
 class _TraceState:
-    ruleset: Ruleset
-    states: list[Any]
-    observing: tuple[int, ...]  # indexes of the checks that look at spans as they arrive
-    bound_states: dict[int, Any] = field(default_factory=dict)   # id(check) -> early state
-    agents: NearestAgent = field(default_factory=NearestAgent)  # span -> its nearest agent's name
-    early: list[EarlyFinding] = field(default_factory=list)
-    fired_early: set[str] = field(default_factory=set)
+    __slots__ = ("ruleset", "states", "observing", "bound_states", "agents", "early", "fired_early")
+
+    def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...]) -> None:
+        self.ruleset = ruleset
+        self.states = states
+        self.observing = observing  # indexes of the checks that look at spans as they arrive
+        self.bound_states: dict[int, Any] = {}  # id(check) -> early state
+        self.agents = NearestAgent()            # span -> its nearest agent's name
+        self.early: list[EarlyFinding] = []
+        self.fired_early: set[str] = set()
 
 
 class Evaluator:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from faultgate_stream.model.errors import InputError
@@ -159,5 +158,6 @@ def _digest(files: tuple[str | None, ...], text: str = "") -> str:
     for f in files:
         h.update(b"\0")
         if f:
-            h.update(Path(f).read_bytes())
+            with open(f, "rb") as fh:
+                h.update(fh.read())
     return h.hexdigest()[:16]
