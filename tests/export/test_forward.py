@@ -53,7 +53,9 @@ class _Taken:
     """The assembler's place: takes every span, none late."""
 
     def consume(self, spans, request=None) -> AddResult:
-        return AddResult(accepted=len(spans))
+        result = AddResult()
+        result.accepted = len(spans)
+        return result
 
 
 def _state(**config) -> ExportState:
