@@ -65,7 +65,6 @@ def read(data: bytes, projection: Projection | None = None) -> Decoded:
     return Decoded(spans, rejected, first)
 
 
-
 def decode(data: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:
     """The parsed request (what export forwards) and its records."""
     request = parse(data)
