@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The package's compiled reader (native/, faultgate_stream.read._wire) is built by cargo
+# The package's compiled reader (native/, faultgate_stream._native) is built by cargo
 # through maturin, its build backend, with pyo3 from crates.io. rustup installs cargo in
 # ~/.cargo/bin, which a non-login shell may not have on PATH.
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then

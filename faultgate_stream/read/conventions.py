@@ -23,7 +23,8 @@ from faultgate_stream.model.records import (
     EXECUTE_TOOL, INVOKE_AGENT, MISSING_FINISH, MISSING_INPUT, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS,
     MISSING_TOOL_RESULT, NO_ATTRS, SpanRecord, ToolCall, ToolExecution,
 )
-from faultgate_stream.read import _wire, payload
+from faultgate_stream import _native
+from faultgate_stream.read import payload
 
 OI_KIND = "openinference.span.kind"
 TL_KIND = "traceloop.span.kind"
@@ -210,7 +211,7 @@ def _kept(attrs: dict[str, Any], is_tool: bool, in_place: bool = False,
 # One pass over the keys: the record's size, and whether any key is indexed OpenLLMetry
 # content or flattened OpenInference messages. Compiled (native/src/lib.rs): in Python it
 # was a third of building a record.
-_survey = _wire.Survey(_TL_INDEXED, _OI_MESSAGES)
+_survey = _native.Survey(_TL_INDEXED, _OI_MESSAGES)
 
 
 def _size(name: str, attrs: dict[str, Any]) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 from faultgate_stream.model.records import (
     MISSING_FINISH, MISSING_INPUT, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, SpanRecord,
 )
-from faultgate_stream.read import _wire
+from faultgate_stream import _native
 from faultgate_stream.read.conventions import build_span
 
 DETAILS = "gen_ai.client.inference.operation.details"
@@ -80,7 +80,7 @@ def content_record(trace_id: str, span_id: str, time_ns: int, attrs: dict[str, A
     """The content of one event as a record of its span (see ``assemble.content.merge``)."""
     rec = build_span(trace_id, span_id, None, CONTENT, time_ns, time_ns, 0, "", attrs)
     # the size the assembler's memory bound counts: structured values are not strings
-    size = _wire.RECORD_BYTES + len(rec.prompt) + len(rec.answer) + sum(len(c.arguments) + 40 for c in rec.calls) \
+    size = _native.RECORD_BYTES + len(rec.prompt) + len(rec.answer) + sum(len(c.arguments) + 40 for c in rec.calls) \
         + sum(len(r) + 20 for _, r in rec.responses)
     # ``missing`` says what this record does not carry, as on a span: merged into its span,
     # a flag stays only when neither the span nor any of its records carried that content

@@ -16,7 +16,8 @@ from typing import Any
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
-from faultgate_stream.read import _wire, events
+from faultgate_stream import _native
+from faultgate_stream.read import events
 from faultgate_stream.read.rows import row_record
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
@@ -108,7 +109,7 @@ def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 # The compiled reader (native/src/otlp_json.rs): the file's bytes -> one row per span, the
 # rows read/otlp_proto.py builds records from. It follows ids.hex_id and base64.b64decode
 # by calling them where its own fast paths do not decide.
-_READER = _wire.OtlpJson(SERVICE_VERSION, events.EVENT, hex_id, base64.b64decode)
+_READER = _native.OtlpJson(SERVICE_VERSION, events.EVENT, hex_id, base64.b64decode)
 
 
 def read_bytes(data: bytes) -> list[SpanRecord] | None:
@@ -118,7 +119,7 @@ def read_bytes(data: bytes) -> list[SpanRecord] | None:
     ``InputError`` naming the first bad span or container, as ``read`` does."""
     try:
         rows = _READER.read_bytes(data)
-    except _wire.OtlpJsonError as e:
+    except _native.OtlpJsonError as e:
         raise InputError(str(e)) from None
     return None if rows is None else _records(*rows)
 
@@ -128,7 +129,7 @@ def read(doc: dict[str, Any]) -> list[SpanRecord]:
     only Python reads reach the compiled reader this way)."""
     try:
         rows = _READER.read_doc(doc)
-    except _wire.OtlpJsonError as e:
+    except _native.OtlpJsonError as e:
         raise InputError(str(e)) from None
     return _records(*rows)
 

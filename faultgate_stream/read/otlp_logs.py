@@ -124,13 +124,13 @@ def parse(data: bytes) -> Any:
 def read_proto(data: bytes) -> DecodedLogs:
     """The content records of a logs request's bytes, which upb has parsed (``decode``):
     the compiled reader (native/src/lib.rs) reads what upb accepted, as upb reads it."""
-    from faultgate_stream.read import _wire
+    from faultgate_stream import _native
 
     contents: list[SpanRecord] = []
     n = rejected = 0
     first = ""
     try:
-        scopes = _wire.read_logs(data)
+        scopes = _native.read_logs(data)
     except ValueError as e:  # bytes upb did not parse: a caller's bug, reported as the input's
         raise InputError(f"payload is not an ExportLogsServiceRequest: {e}") from None
     for i, j, rows in scopes:

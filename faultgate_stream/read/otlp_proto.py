@@ -17,7 +17,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
-from faultgate_stream.read import _wire, events
+from faultgate_stream import _native
+from faultgate_stream.read import events
 from faultgate_stream.read.rows import row_record
 from faultgate_stream.read.projection import Projection
 
@@ -46,7 +47,7 @@ def read(data: bytes, projection: Projection | None = None) -> Decoded:
     first = ""
     wire, kept = (projection.wire, projection.kept) if projection is not None else (None, None)
     try:
-        versions, scopes = _wire.read_spans(data, SERVICE_VERSION, events.EVENT, wire)
+        versions, scopes = _native.read_spans(data, SERVICE_VERSION, events.EVENT, wire)
     except ValueError as e:  # bytes upb did not parse: a caller's bug, reported as the input's
         raise InputError(f"payload is not an ExportTraceServiceRequest: {e}") from None
     for i, j, rows in scopes:

@@ -10,7 +10,7 @@ import base64
 import json
 from typing import Any
 
-from faultgate_stream.read import _wire
+from faultgate_stream import _native
 
 _REFUSED = object()  # what the compiled decoder returns for JSON it leaves to json.loads
 
@@ -26,7 +26,7 @@ def loads(text: str | bytes) -> Any:
     100-byte object ~1 us against ~0.5, json ~3.5), called a few hundred times per gate file;
     the offline engine with either measured no loss (bench/README.md).
     """
-    value = _wire.loads(text, _REFUSED)
+    value = _native.loads(text, _REFUSED)
     if value is not _REFUSED:
         return value
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from faultgate_stream.read import _wire
+from faultgate_stream import _native
 from faultgate_stream.read.conventions import READ_NAMES, READ_PREFIXES
 
 
@@ -21,7 +21,7 @@ class Projection:
 
     def __init__(self, kept: Iterable[str]) -> None:
         self.kept = frozenset(kept)
-        self.wire = _wire.Projection(sorted(self.kept | READ_NAMES), list(READ_PREFIXES))
+        self.wire = _native.Projection(sorted(self.kept | READ_NAMES), list(READ_PREFIXES))
 
     def widened(self, kept: Iterable[str]) -> Projection:
         """This projection and ``kept`` too. A reload never narrows what is read: a run in

@@ -21,7 +21,8 @@ from faultgate_stream.checks.registry import select
 from faultgate_stream.model.records import NO_ATTRS
 from faultgate_stream.model.run import ATTRIBUTES_READ
 from faultgate_stream.pipeline import check_spans
-from faultgate_stream.read import _wire, events, otlp_json, otlp_proto
+from faultgate_stream import _native
+from faultgate_stream.read import events, otlp_json, otlp_proto
 from faultgate_stream.read.conventions import READ_NAMES, READ_PREFIXES
 from faultgate_stream.read.projection import Projection
 from faultgate_stream.verdict.ruleset import Ruleset
@@ -85,9 +86,9 @@ def test_the_run_and_the_configured_checks_name_what_they_read(tmp_path):
        st.sampled_from([(), ("gen_ai.",), ("b", "")]))
 def test_the_compiled_reader_keeps_exactly_the_projected_attributes(request, names, prefixes):
     data = request.SerializeToString()
-    projection = _wire.Projection(list(names), list(prefixes))
-    full = _wire.read_spans(data, "service.version", events.EVENT)
-    kept = _wire.read_spans(data, "service.version", events.EVENT, projection)
+    projection = _native.Projection(list(names), list(prefixes))
+    full = _native.read_spans(data, "service.version", events.EVENT)
+    kept = _native.read_spans(data, "service.version", events.EVENT, projection)
     assert kept[0] == full[0]  # the resource's version is read whatever the projection
     for (i, j, rows), (i2, j2, rows2) in zip(full[1], kept[1], strict=True):
         assert (i, j) == (i2, j2)

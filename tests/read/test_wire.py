@@ -1,6 +1,6 @@
 """The compiled reader (native/src/lib.rs) against upb, the parser that accepted the bytes.
 
-For every request upb parses, ``_wire.read_spans`` (and ``read_logs``) must give what upb's own reading of the
+For every request upb parses, ``_native.read_spans`` (and ``read_logs``) must give what upb's own reading of the
 same bytes gives: the oracle below reads the parsed message field by field through upb's
 Python objects (what read/otlp_proto.py did before the compiled reader). The requests are
 generated (hypothesis), written by hand at the wire level where protobuf's merging rules
@@ -23,7 +23,8 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from faultgate_stream.read import _wire, events, otlp_proto
+from faultgate_stream import _native
+from faultgate_stream.read import events, otlp_proto
 from tests.fuzz.mutate import byte_mutant
 
 VERSION = "service.version"
@@ -78,7 +79,7 @@ def oracle(data: bytes):
 
 
 def native(data: bytes):
-    return _plain(_wire.read_spans(data, VERSION, events.EVENT))
+    return _plain(_native.read_spans(data, VERSION, events.EVENT))
 
 
 def assert_agrees(data: bytes) -> None:
@@ -193,7 +194,7 @@ logs_requests = st.lists(st.lists(st.lists(log_records(), max_size=3), max_size=
 def test_logs_requests_and_their_byte_mutants_read_as_upb_reads_them(request, seed):
     body = request.SerializeToString()
     for data in (body, *accepted_mutants(body, ExportLogsServiceRequest.FromString, seed, 10)):
-        assert _plain(_wire.read_logs(data)) == logs_oracle(data)
+        assert _plain(_native.read_logs(data)) == logs_oracle(data)
 
 
 # ------------------------------------------------------------------ the wire, by hand
@@ -261,10 +262,10 @@ def test_protobufs_merging_rules_read_as_upb_reads_them(span):
 
 def test_the_merged_status_and_values_are_what_protobuf_says():
     """The cases above agree with upb; these say what that agreement means."""
-    (_, [(_, _, [row])]) = _wire.read_spans(_request_of_span(WIRE_CASES["a status written twice is merged"]),
+    (_, [(_, _, [row])]) = _native.read_spans(_request_of_span(WIRE_CASES["a status written twice is merged"]),
                                             VERSION, events.EVENT)
     assert (row[6], row[7]) == (2, "late")
-    (_, [(_, _, [row])]) = _wire.read_spans(_request_of_span(WIRE_CASES["two kvlists merge into one"]),
+    (_, [(_, _, [row])]) = _native.read_spans(_request_of_span(WIRE_CASES["two kvlists merge into one"]),
                                             VERSION, events.EVENT)
     assert row[8] == {"k": {"x": 1, "y": True}}
 
@@ -276,14 +277,14 @@ def test_a_resource_written_twice_is_merged_and_its_first_version_read():
     rs = _len(1, first) + _len(2, _len(2, BASE)) + _len(1, second)  # the resource after the spans, in two parts
     data = _len(1, rs)
     assert_agrees(data)
-    assert _wire.read_spans(data, VERSION, events.EVENT)[0] == ["2.0"]
+    assert _native.read_spans(data, VERSION, events.EVENT)[0] == ["2.0"]
 
 
 def test_bytes_that_are_not_protobuf_are_an_input_error_not_a_guess():
     """Only bytes upb parsed reach the compiled reader; if others ever did, it says so."""
     for junk in (b"\x0a\xff\xff\xff\xff\x0f", b"\x0b", b"\x0c", _tag(1, 7), b"\x80" * 11):
         with pytest.raises(ValueError):
-            _wire.read_spans(junk, VERSION, events.EVENT)
+            _native.read_spans(junk, VERSION, events.EVENT)
         with pytest.raises(otlp_proto.InputError):
             otlp_proto.read(junk)
 
@@ -294,7 +295,7 @@ def test_strings_that_are_not_utf8_are_refused():
     with pytest.raises(DecodeError):
         ExportTraceServiceRequest.FromString(data)
     with pytest.raises(ValueError):
-        _wire.read_spans(data, VERSION, events.EVENT)
+        _native.read_spans(data, VERSION, events.EVENT)
 
 
 def test_values_nested_past_upbs_limit_never_reach_the_stack():
@@ -307,13 +308,13 @@ def test_values_nested_past_upbs_limit_never_reach_the_stack():
     with pytest.raises(DecodeError):
         ExportTraceServiceRequest.FromString(data)
     with pytest.raises(ValueError):
-        _wire.read_spans(data, VERSION, events.EVENT)
+        _native.read_spans(data, VERSION, events.EVENT)
 
 
 # ------------------------------------------------------------------ the conventions' survey
 
 def _survey_by_hand(name, attrs, indexed, flattened):
-    size = _wire.RECORD_BYTES + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
+    size = _native.RECORD_BYTES + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
     return (size, any(k.startswith(indexed) for k in attrs), any(k.startswith(flattened) for k in attrs))
 
 
@@ -341,7 +342,7 @@ def test_keys_ids_and_short_values_are_one_object_per_request():
                               KeyValue(key="result", value=AnyValue(string_value=long))]) for i in (1, 2)]
     data = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
                                      ).SerializeToString()
-    (_, [(_, _, [a, b])]) = _wire.read_spans(data, VERSION, events.EVENT)
+    (_, [(_, _, [a, b])]) = _native.read_spans(data, VERSION, events.EVENT)
     assert a[0] is b[0] and a[2] is b[2]  # the trace id, the parent id
     key_a, key_b = next(iter(a[8])), next(iter(b[8]))
     assert key_a is key_b == "gen_ai.tool.name"

@@ -21,13 +21,13 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use crate::json::Input;
+use crate::read::json::Input;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
-create_exception!(_wire, OtlpJsonError, PyValueError, "OTLP/JSON the reader refuses; the message says where and why.");
+create_exception!(_native, OtlpJsonError, PyValueError, "OTLP/JSON the reader refuses; the message says where and why.");
 
 // Python's value() recursion gives out about here on documents Python parsed (serde_json
 // stops at 128 levels of JSON, far fewer AnyValues)
