@@ -2,9 +2,9 @@
 
 The JSON mapping of OTLP: hex ids, 64-bit integers as strings, enums as ints or names,
 ``AnyValue`` objects for attribute values. Trace files are read by the compiled reader
-(native/src/otlp_json.rs) into the protobuf reader's per-span rows; ``value`` stays for
-OTLP/JSON logs, and ``to_request`` for the HTTP receiver and ``replay``, which forward
-protobuf.
+(native/src/read/otlp_json.rs), which builds the records as the protobuf reader does;
+``value`` stays for OTLP/JSON logs, and ``to_request`` for the HTTP receiver and
+``replay``, which forward protobuf.
 """
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream import _native
 from faultgate_stream.read import events
-from faultgate_stream.read.rows import row_record
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
 FIXED64 = 2**64  # OTLP times are fixed64 nanoseconds: what the protobuf reader can be sent
@@ -106,9 +105,9 @@ def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         yield _where(place), s
 
 
-# The compiled reader (native/src/otlp_json.rs): the file's bytes -> one row per span, the
-# rows read/otlp_proto.py builds records from. It follows ids.hex_id and base64.b64decode
-# by calling them where its own fast paths do not decide.
+# The compiled reader (native/src/read/otlp_json.rs): the file's bytes -> the records. It
+# follows ids.hex_id and base64.b64decode by calling them where its own fast paths do not
+# decide.
 _READER = _native.OtlpJson(SERVICE_VERSION, events.EVENT, hex_id, base64.b64decode)
 
 
@@ -118,28 +117,18 @@ def read_bytes(data: bytes) -> list[SpanRecord] | None:
     JSON: the caller then parses them as any other JSON and calls ``read``. Raises
     ``InputError`` naming the first bad span or container, as ``read`` does."""
     try:
-        rows = _READER.read_bytes(data)
+        return _READER.read_bytes(data)
     except _native.OtlpJsonError as e:
         raise InputError(str(e)) from None
-    return None if rows is None else _records(*rows)
 
 
 def read(doc: dict[str, Any]) -> list[SpanRecord]:
     """The records of a parsed OTLP/JSON document (NaN, lone surrogates and other JSON
     only Python reads reach the compiled reader this way)."""
     try:
-        rows = _READER.read_doc(doc)
+        return _READER.read_doc(doc)
     except _native.OtlpJsonError as e:
         raise InputError(str(e)) from None
-    return _records(*rows)
-
-
-def _records(versions: list[Any], scopes: list[tuple[int, int, list[tuple[Any, ...]]]]) -> list[SpanRecord]:
-    spans: list[SpanRecord] = []
-    for i, _, rows in scopes:
-        version = versions[i]
-        spans += [row_record(version, *row) for row in rows]
-    return spans
 
 
 def to_request(doc: Any) -> tuple[Any, int, str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from faultgate_stream import _native
-from faultgate_stream.read.conventions import READ_NAMES, READ_PREFIXES
 
 
 class Projection:
@@ -21,7 +20,8 @@ class Projection:
 
     def __init__(self, kept: Iterable[str]) -> None:
         self.kept = frozenset(kept)
-        self.wire = _native.Projection(sorted(self.kept | READ_NAMES), list(READ_PREFIXES))
+        # the compiled reader reads these and what the conventions build records from
+        self.wire = _native.Projection(sorted(self.kept))
 
     def widened(self, kept: Iterable[str]) -> Projection:
         """This projection and ``kept`` too. A reload never narrows what is read: a run in

@@ -2,7 +2,9 @@
 (as tests/read/test_wire.py keeps upb's objects as the protobuf reader's): what it read
 and refused, and the messages it gave, are what the compiled reader must give.
 
-It is read/otlp_json.py as it stood before the compiled reader, trimmed to ``read``.
+It is read/otlp_json.py as it stood before the compiled reader, trimmed to ``read``, its
+records built by the Python conventions the compiled ones replaced
+(tests/read/conventions_oracle.py).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import events
-from faultgate_stream.read.conventions import build_span
+from tests.read.conventions_oracle import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 # What the compiled reader did not replace (the logs reader's AnyValues, the paths in
 # messages) is the package's own, not copied here

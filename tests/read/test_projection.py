@@ -13,24 +13,19 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from faultgate_stream.checks.config import BindingConfig, ChecksConfig
 from faultgate_stream.checks.registry import select
 from faultgate_stream.model.records import NO_ATTRS
 from faultgate_stream.model.run import ATTRIBUTES_READ
 from faultgate_stream.pipeline import check_spans
-from faultgate_stream import _native
-from faultgate_stream.read import events, otlp_json, otlp_proto
+from faultgate_stream.read import otlp_json, otlp_proto
 from faultgate_stream.read.conventions import READ_NAMES, READ_PREFIXES
 from faultgate_stream.read.projection import Projection
 from faultgate_stream.verdict.ruleset import Ruleset
 from tests.conformance.score import families
 from tests.live.test_receivers import _request, _span, _stub
 from tests.live_service import make_config
-from tests.read.test_wire import _plain
-from tests.read.test_wire import requests as generated_requests
 
 GATE = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "faultgate-0.4.1" / "examples" / "gate"
 TRACE_FILES = [f / "traces.json" for f in families()] + sorted(
@@ -79,23 +74,6 @@ def test_the_run_and_the_configured_checks_name_what_they_read(tmp_path):
     assert {"tenant.principal", "faultgate.confirmed"} <= rs.attributes
     assert ATTRIBUTES_READ <= rs.attributes
     assert "tenant.principal" not in Ruleset(tuple(select(None))).attributes
-
-
-@settings(max_examples=200, deadline=None)
-@given(generated_requests, st.sampled_from([(), ("a",), ("a", "gen_ai.operation.name"), ("é", "")]),
-       st.sampled_from([(), ("gen_ai.",), ("b", "")]))
-def test_the_compiled_reader_keeps_exactly_the_projected_attributes(request, names, prefixes):
-    data = request.SerializeToString()
-    projection = _native.Projection(list(names), list(prefixes))
-    full = _native.read_spans(data, "service.version", events.EVENT)
-    kept = _native.read_spans(data, "service.version", events.EVENT, projection)
-    assert kept[0] == full[0]  # the resource's version is read whatever the projection
-    for (i, j, rows), (i2, j2, rows2) in zip(full[1], kept[1], strict=True):
-        assert (i, j) == (i2, j2)
-        for row, row2 in zip(rows, rows2, strict=True):
-            want = {k: v for k, v in row[8].items() if k in names or k.startswith(prefixes)}
-            assert _plain(row2[8]) == _plain(want)
-            assert _plain(row2[:8] + row2[9:]) == _plain(row[:8] + row[9:])  # events keep every attribute
 
 
 def test_the_conventions_read_names_cover_their_own_prefix_families():

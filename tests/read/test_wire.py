@@ -1,11 +1,13 @@
-"""The compiled reader (native/src/lib.rs) against upb, the parser that accepted the bytes.
+"""The compiled reader (native/src/read/otlp_proto.rs) against upb, the parser that
+accepted the bytes.
 
-For every request upb parses, ``_native.read_spans`` (and ``read_logs``) must give what upb's own reading of the
-same bytes gives: the oracle below reads the parsed message field by field through upb's
-Python objects (what read/otlp_proto.py did before the compiled reader). The requests are
-generated (hypothesis), written by hand at the wire level where protobuf's merging rules
-decide the answer, and byte-mutated so that upb's edge cases are met without anyone
-choosing them.
+For every request upb parses, the records ``otlp_proto.read`` builds (and the rows
+``_native.read_logs`` gives) must be what upb's own reading of the same bytes gives: the
+oracle (tests/read/parity.py) reads the parsed message field by field through upb's Python
+objects (what read/otlp_proto.py did before the compiled reader) and builds each record with
+the Python conventions the compiled ones replaced. The requests are generated
+(hypothesis), written by hand at the wire level where protobuf's merging rules decide the
+answer, and byte-mutated so that upb's edge cases are met without anyone choosing them.
 """
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from faultgate_stream import _native
 from faultgate_stream.read import events, otlp_proto
+from faultgate_stream.read.projection import Projection
 from tests.fuzz.mutate import byte_mutant
+from tests.read.parity import _id, comparable, upb_records, value
 
 VERSION = "service.version"
 
@@ -43,43 +47,13 @@ def _plain(x):
     return x
 
 
-def value(v: AnyValue):
-    """An AnyValue as upb's Python objects give it."""
-    which = v.WhichOneof("value")
-    if which is None:
-        return None
-    if which == "array_value":
-        return [value(x) for x in v.array_value.values]
-    if which == "kvlist_value":
-        return {kv.key: value(kv.value) for kv in v.kvlist_value.values}
-    return getattr(v, which)
+def native(data: bytes, kept: frozenset[str] | None = None):
+    d = otlp_proto.read(data, None if kept is None else Projection(kept))
+    return comparable((d.spans, d.rejected, d.first_problem))
 
 
-def _id(raw: bytes, n: int):
-    """An id as the readers take it: hex, "" when absent, None when not ``n`` bytes or all zero."""
-    return "" if not raw else raw.hex() if len(raw) == n and any(raw) else None
-
-
-def oracle(data: bytes):
-    """What upb reads from ``data``, in read_spans' shape."""
-    req = ExportTraceServiceRequest.FromString(data)
-    versions = [next((value(kv.value) for kv in rs.resource.attributes if kv.key == VERSION), None)
-                for rs in req.resource_spans]
-    scopes = []
-    for i, rs in enumerate(req.resource_spans):
-        for j, ss in enumerate(rs.scope_spans):
-            rows = []
-            for s in ss.spans:
-                named = [{kv.key: value(kv.value) for kv in e.attributes} for e in s.events if e.name == events.EVENT]
-                rows.append((_id(s.trace_id, 16), _id(s.span_id, 8), _id(s.parent_span_id, 8), s.name, s.start_time_unix_nano,
-                             s.end_time_unix_nano, s.status.code, s.status.message,
-                             {kv.key: value(kv.value) for kv in s.attributes}, named or None))
-            scopes.append((i, j, rows))
-    return _plain((versions, scopes))
-
-
-def native(data: bytes):
-    return _plain(_native.read_spans(data, VERSION, events.EVENT))
+def oracle(data: bytes, kept: frozenset[str] | None = None):
+    return comparable(upb_records(data, kept))
 
 
 def assert_agrees(data: bytes) -> None:
@@ -262,12 +236,10 @@ def test_protobufs_merging_rules_read_as_upb_reads_them(span):
 
 def test_the_merged_status_and_values_are_what_protobuf_says():
     """The cases above agree with upb; these say what that agreement means."""
-    (_, [(_, _, [row])]) = _native.read_spans(_request_of_span(WIRE_CASES["a status written twice is merged"]),
-                                            VERSION, events.EVENT)
-    assert (row[6], row[7]) == (2, "late")
-    (_, [(_, _, [row])]) = _native.read_spans(_request_of_span(WIRE_CASES["two kvlists merge into one"]),
-                                            VERSION, events.EVENT)
-    assert row[8] == {"k": {"x": 1, "y": True}}
+    [span] = otlp_proto.read(_request_of_span(WIRE_CASES["a status written twice is merged"])).spans
+    assert (span.status_code, span.status_message) == (2, "late")
+    [span] = otlp_proto.read(_request_of_span(WIRE_CASES["two kvlists merge into one"])).spans
+    assert span.attrs == {"k": {"x": 1, "y": True}}
 
 
 def test_a_resource_written_twice_is_merged_and_its_first_version_read():
@@ -277,7 +249,8 @@ def test_a_resource_written_twice_is_merged_and_its_first_version_read():
     rs = _len(1, first) + _len(2, _len(2, BASE)) + _len(1, second)  # the resource after the spans, in two parts
     data = _len(1, rs)
     assert_agrees(data)
-    assert _native.read_spans(data, VERSION, events.EVENT)[0] == ["2.0"]
+    [root] = otlp_proto.read(data).spans
+    assert root.attrs[VERSION] == "2.0"
 
 
 def test_bytes_that_are_not_protobuf_are_an_input_error_not_a_guess():
@@ -311,11 +284,11 @@ def test_values_nested_past_upbs_limit_never_reach_the_stack():
         _native.read_spans(data, VERSION, events.EVENT)
 
 
-# ------------------------------------------------------------------ the conventions' survey
+# ------------------------------------------------------------------ the record's size
 
-def _survey_by_hand(name, attrs, indexed, flattened):
-    size = _native.RECORD_BYTES + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8) for k, v in attrs.items())
-    return (size, any(k.startswith(indexed) for k in attrs), any(k.startswith(flattened) for k in attrs))
+def _size_by_hand(name, attrs):
+    return _native.RECORD_BYTES + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8)
+                                                  for k, v in attrs.items())
 
 
 attribute_keys = st.one_of(st.text(max_size=12), st.sampled_from(
@@ -327,11 +300,14 @@ attribute_values = st.one_of(st.text(), st.integers(), st.floats(), st.booleans(
 
 @settings(max_examples=500, deadline=None)
 @given(st.text(max_size=10), st.dictionaries(attribute_keys, attribute_values, max_size=8))
-def test_the_compiled_survey_is_the_size_and_prefixes_python_counts(name, attrs):
-    from faultgate_stream.read import conventions
+def test_a_records_size_counts_its_name_keys_and_string_values_in_code_points(name, attrs):
+    """The assembler's memory bound counts ``size``: ``RECORD_BYTES``, the name's length,
+    every key's and every string value's (other values 8), as Python's ``len`` counts."""
+    from faultgate_stream.read.conventions import build_span
 
-    indexed, flattened = conventions._TL_INDEXED, conventions._OI_MESSAGES
-    assert conventions._survey(name, attrs) == _survey_by_hand(name, attrs, indexed, flattened)
+    plain = {k: v for k, v in attrs.items() if not k.startswith(("gen_ai.prompt.", "gen_ai.completion."))
+             and k not in ("openinference.span.kind", "traceloop.span.kind")}
+    assert build_span("t" * 32, "s" * 16, None, name, 1, 2, 0, "", plain).size == _size_by_hand(name, plain)
 
 
 def test_keys_ids_and_short_values_are_one_object_per_request():
@@ -342,9 +318,18 @@ def test_keys_ids_and_short_values_are_one_object_per_request():
                               KeyValue(key="result", value=AnyValue(string_value=long))]) for i in (1, 2)]
     data = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
                                      ).SerializeToString()
-    (_, [(_, _, [a, b])]) = _native.read_spans(data, VERSION, events.EVENT)
-    assert a[0] is b[0] and a[2] is b[2]  # the trace id, the parent id
-    key_a, key_b = next(iter(a[8])), next(iter(b[8]))
+    a, b = otlp_proto.read(data).spans
+    assert a.trace_id is b.trace_id and a.parent_id is b.parent_id
+    key_a, key_b = next(iter(a.attrs)), next(iter(b.attrs))
     assert key_a is key_b == "gen_ai.tool.name"
-    assert a[8]["gen_ai.tool.name"] is b[8]["gen_ai.tool.name"] == "lookup"
-    assert a[8]["result"] == b[8]["result"] == long  # content is not looked up, only read
+    assert a.attrs["gen_ai.tool.name"] is b.attrs["gen_ai.tool.name"] == "lookup"
+    assert a.attrs["result"] == b.attrs["result"] == long  # content is not looked up, only read
+
+
+@settings(max_examples=200, deadline=None)
+@given(requests, st.sampled_from([frozenset(), frozenset({"a"}), frozenset({"a", "gen_ai.operation.name"}),
+                                  frozenset({"é", "", VERSION, events.EVALUATIONS})]))
+def test_with_a_projection_the_records_are_upbs_read_with_that_projection(request, kept):
+    """The live service's reader: only the wanted attributes read, only the kept ones kept."""
+    data = request.SerializeToString()
+    assert native(data, kept) == oracle(data, kept)

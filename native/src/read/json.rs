@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use std::fmt;
 
 // serde_json's marker for a number kept as its text (feature arbitrary_precision)
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// The decoder's state: the input's address range, which tells serde_json's number marker
 /// (a key it makes up, outside the input) from a key a document writes with the same text.

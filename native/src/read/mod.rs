@@ -1,13 +1,21 @@
-//! The readers: a request's or a file's bytes -> the rows records are built from.
+//! The readers: a request's or a file's bytes -> records, and the conventions they are built by.
 
+pub mod attrs;
+pub mod conventions;
 pub mod json;
+pub mod openinference;
+pub mod openllmetry;
 pub mod otlp_json;
 pub mod otlp_proto;
+pub mod payload;
+pub mod value;
 
 use pyo3::prelude::*;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     otlp_proto::register(m)?;
     m.add_function(wrap_pyfunction!(json::loads, m)?)?;
+    conventions::register(m)?;
+    payload::register(m)?;
     otlp_json::register(m)
 }

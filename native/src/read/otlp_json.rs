@@ -1,6 +1,5 @@
-//! OTLP/JSON (`{"resourceSpans": [...]}`) -> one row per span, the rows `read/otlp_proto.py`
-//! builds records from: (trace_id, span_id, parent_span_id or None, name, start, end, status
-//! code, status message, attributes, evaluation events' attributes or None).
+//! OTLP/JSON (`{"resourceSpans": [...]}`) -> its spans' records (conventions.rs builds them,
+//! as for the protobuf reader).
 //!
 //! Why it exists: the Python reader built the whole document as Python objects (json) and
 //! then read every span's attributes through them, most of `check`'s read (bench/README.md).
@@ -20,11 +19,13 @@ use pyo3::exceptions::{
     PyAttributeError, PyKeyError, PyOverflowError, PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+use crate::read::attrs::{Attr, Attrs};
+use crate::read::conventions::{self, Kept, Span};
 use crate::read::json::Input;
+use crate::read::value::{from_py, text_of_py, DictBuilder, FastMap, Strings, Text, V};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::fmt;
 
 create_exception!(_native, OtlpJsonError, PyValueError, "OTLP/JSON the reader refuses; the message says where and why.");
@@ -280,7 +281,7 @@ pub struct OtlpJson {
 struct Walk<'t, 'py> {
     py: Python<'py>,
     r: &'t OtlpJson,
-    strings: HashMap<&'t str, Bound<'py, PyString>>,
+    strings: FastMap<&'t str, Bound<'py, PyString>>,
 }
 
 impl<'t, 'py> Walk<'t, 'py> {
@@ -449,33 +450,82 @@ impl<'t, 'py> Walk<'t, 'py> {
         }
     }
 
-    /// A span's attributes: the common ``stringValue`` straight through, the rest by value().
-    fn attributes(&mut self, kvs: &'t [Node<'t>], where_: &dyn Fn() -> String) -> Res<Bound<'py, PyDict>> {
-        let out = PyDict::new(self.py);
+    /// A span's attributes: the common ``stringValue`` read where it lies, the rest by value().
+    fn attributes(&mut self, kvs: &'t [Node<'t>], where_: &dyn Fn() -> String) -> Res<Attrs<'t, 'py>> {
+        let mut out = Attrs::with_capacity(kvs.len());
         for kv in kvs {
             let key = match (kv, kv.get("key")) {
                 (Node::Obj(_), Some(k)) if k.is_str() => k,
                 _ => return Err(Fail::Input(format!("{}.attributes: expected {{key, value}} objects", where_()))),
             };
-            let k = match key {
-                Node::Str(s) => self.shared(s).into_any(),
-                _ => self.obj(key)?,
+            let (key, key_py): (Text<'t>, Option<Bound<'py, PyAny>>) = match key {
+                Node::Str(s) => (Cow::Borrowed(s.as_bytes()), None),
+                _ => {
+                    let k = self.obj(key)?;
+                    (Cow::Owned(text_of_py(k.downcast::<PyString>().map_err(PyErr::from)?)?), Some(k))
+                }
             };
             let v = kv.get("value");
-            let value = match v.and_then(|v| v.get("stringValue")) {
-                Some(s) => self.obj(s)?,
+            let (val, val_py) = match v.and_then(|v| v.get("stringValue")) {
+                Some(s) => (self.node_value(s)?, None),
                 None => match self.value(v, 0) {
-                    Ok(x) => x,
+                    Ok(x) => (from_py(&x, 0)?, Some(x)),
                     Err(Fail::Input(m)) => {
+                        let k = match &key_py {
+                            Some(k) => k.clone(),
+                            None => self.obj(kv.get("key").expect("checked"))?,
+                        };
                         let r = k.repr()?;
                         return Err(Fail::Input(format!("{}.attributes[{r}]: {m}", where_())));
                     }
                     Err(e) => return Err(e),
                 },
             };
-            out.set_item(k, value)?;
+            out.set(Attr { key, key_py, val, val_py });
         }
         Ok(out)
+    }
+
+    /// A node as the conventions read it, strings borrowed from the document.
+    fn node_value(&mut self, n: &'t Node) -> PyResult<V<'t, 'py>> {
+        let py = self.py;
+        Ok(match n {
+            Node::Null => V::Null,
+            Node::Bool(b) => V::Bool(*b),
+            Node::Int(x) => V::Int(*x),
+            Node::UInt(x) => match i64::try_from(*x) {
+                Ok(x) => V::Int(x),
+                Err(_) => V::Py(x.into_pyobject(py)?.into_any()),
+            },
+            Node::Float(x) => V::Float(*x),
+            Node::Str(s) => V::Str(Cow::Borrowed(s.as_bytes())),
+            Node::Big(_) | Node::PyStr(_) | Node::PyInt(_) | Node::Deep(_) => from_py(&self.obj(n)?, 0)?,
+            Node::Arr(items) => V::List(items.iter().map(|x| self.node_value(x)).collect::<PyResult<_>>()?),
+            Node::Obj(items) => {
+                let mut d = DictBuilder::default();
+                for (k, v) in items {
+                    let key = match k {
+                        Node::Str(s) => Cow::Borrowed(s.as_bytes()),
+                        _ => Cow::Owned(text_of_py(self.obj(k)?.downcast::<PyString>().map_err(PyErr::from)?)?),
+                    };
+                    let v = self.node_value(v)?;
+                    d.insert(key, v);
+                }
+                V::Dict(d.items)
+            }
+        })
+    }
+
+    /// ``str(x)`` of a node as text and as the Python str.
+    fn str_text(&mut self, n: Option<&'t Node>) -> PyResult<(Text<'t>, Bound<'py, PyString>)> {
+        Ok(match n {
+            None => (Cow::Borrowed(b""), PyString::new(self.py, "")),
+            Some(Node::Str(s)) => (Cow::Borrowed(s.as_bytes()), self.shared(s)),
+            Some(n) => {
+                let s = self.str(n)?;
+                (Cow::Owned(text_of_py(&s)?), s)
+            }
+        })
     }
 
     /// The attributes of the span's events named ``event_name`` (events.py's ``from_json``
@@ -543,7 +593,7 @@ impl<'t, 'py> Walk<'t, 'py> {
 
     /// One span object -> its row (read/otlp_json.py's ``_span`` before ``build_span``),
     /// its checks in that function's order, so the first problem named is the same.
-    fn span(&mut self, s: &'t Node, i: usize, j: usize, k: usize) -> Res<Bound<'py, PyTuple>> {
+    fn span(&mut self, s: &'t Node, i: usize, j: usize, k: usize) -> Res<Row<'t, 'py>> {
         let py = self.py;
         let where_ = || format!("resourceSpans[{i}].scopeSpans[{j}].spans[{k}]");
         if !matches!(s, Node::Obj(_)) {
@@ -559,13 +609,13 @@ impl<'t, 'py> Walk<'t, 'py> {
         };
         let parent = match s.get("parentSpanId") {
             Some(p) if p.truthy() => match self.hex_id(Some(p), 8)? {
-                Some(h) => h.into_any(),
+                Some(h) => Some(h.into_any()),
                 None => {
                     let r = self.repr(Some(p))?;
                     return Err(Fail::Input(format!("{}.parentSpanId: {r} is not a 16-digit hex span id", where_())));
                 }
             },
-            _ => py.None().into_bound(py),
+            _ => None,
         };
         let kvs: &[Node] = match s.get("attributes") {
             Some(a) if !a.truthy() => &[],
@@ -586,10 +636,7 @@ impl<'t, 'py> Walk<'t, 'py> {
             Some(st @ Node::Obj(_)) => Some(st),
             Some(_) => return Err(Fail::Input(format!("{}.status: expected an object", where_()))),
         };
-        let name = match s.get("name") {
-            None => PyString::new(py, ""),
-            Some(n) => self.str(n)?,
-        };
+        let name = self.str_text(s.get("name"))?;
         let start = self.time(s, "startTimeUnixNano", &where_)?;
         let end = self.time(s, "endTimeUnixNano", &where_)?;
         for (field, t) in [("startTimeUnixNano", &start), ("endTimeUnixNano", &end)] {
@@ -599,15 +646,28 @@ impl<'t, 'py> Walk<'t, 'py> {
             }
         }
         let code = self.status_code(st, &where_)?;
-        let message = match st.and_then(|st| st.get("message")) {
-            None => PyString::new(py, ""),
-            Some(m) => self.str(m)?,
-        };
-        let evaluations = evaluations.map_or_else(|| py.None().into_bound(py), |l| l.into_any());
-        Ok(PyTuple::new(py, [
-            tid.into_any(), sid.into_any(), parent, name.into_any(), start, end, code, message.into_any(),
-            attrs.into_any(), evaluations,
-        ])?)
+        let message = self.str_text(st.and_then(|st| st.get("message")))?;
+        let failed = code.eq(2)?;
+        let has_parent = parent.is_some();
+        Ok(Row {
+            resource: i,
+            span: Span {
+                trace_id: tid.into_any(),
+                span_id: sid.into_any(),
+                parent: parent.unwrap_or_else(|| py.None().into_bound(py)),
+                has_parent,
+                name: name.0,
+                name_py: name.1.into_any(),
+                start,
+                end,
+                status_code: code,
+                failed,
+                message: message.0,
+                message_py: message.1.into_any(),
+            },
+            attrs,
+            evaluations,
+        })
     }
 
     /// ``obj[key]`` as a list (absent or null: none), else refused naming ``where_``.
@@ -624,12 +684,12 @@ impl<'t, 'py> Walk<'t, 'py> {
         }
     }
 
-    /// (versions, scopes) as lib.rs's ``read_spans`` gives them: the ``version_key`` value
-    /// of each resource (the last such attribute, None when absent), then (i, j, rows).
-    fn document(&mut self, doc: &'t Node) -> Res<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    /// Each resource's ``version_key`` value (the last such attribute, None when absent),
+    /// then every span's row, in document order.
+    #[allow(clippy::type_complexity)]
+    fn document(&mut self, doc: &'t Node) -> Res<(Vec<(V<'t, 'py>, Bound<'py, PyAny>)>, Vec<Row<'t, 'py>>)> {
         let py = self.py;
-        let versions = PyList::empty(py);
-        let scopes = PyList::empty(py);
+        let mut versions = Vec::new();
         let rss = doc.get("resourceSpans");
         if let Some(Node::Arr(rss)) = rss {
             for rs in rss {
@@ -641,36 +701,76 @@ impl<'t, 'py> Walk<'t, 'py> {
                         }
                     }
                 }
-                versions.append(version)?;
+                versions.push((from_py(&version, 0)?, version));
             }
         }
         let Some(Node::Arr(rss)) = rss else {
             return Err(Fail::Input("resourceSpans: expected a list".to_owned()));
         };
+        let mut rows = Vec::new();
         for (i, rs) in rss.iter().enumerate() {
             let scope_list = Self::list_in(rs, "scopeSpans", &|| format!("resourceSpans[{i}]"))?;
             for (j, ss) in scope_list.iter().enumerate() {
                 let spans = Self::list_in(ss, "spans", &|| format!("resourceSpans[{i}].scopeSpans[{j}]"))?;
-                let rows = PyList::empty(py);
                 for (k, s) in spans.iter().enumerate() {
-                    rows.append(self.span(s, i, j, k)?)?;
+                    rows.push(self.span(s, i, j, k)?);
                 }
-                scopes.append((i, j, rows))?;
             }
         }
-        Ok((versions, scopes))
+        Ok((versions, rows))
     }
 }
 
-type Rows<'py> = (Bound<'py, PyList>, Bound<'py, PyList>);
+/// One span of the document, read and checked, before the conventions.
+struct Row<'t, 'py> {
+    resource: usize,
+    span: Span<'t, 'py>,
+    attrs: Attrs<'t, 'py>,
+    evaluations: Option<Bound<'py, PyList>>,
+}
 
 impl OtlpJson {
-    fn run<'py>(&self, py: Python<'py>, doc: &Node) -> PyResult<Rows<'py>> {
-        let mut walk = Walk { py, r: self, strings: HashMap::new() };
-        walk.document(doc).map_err(|f| match f {
+    fn run<'py>(&self, py: Python<'py>, doc: &Node) -> PyResult<Bound<'py, PyList>> {
+        let mut walk = Walk { py, r: self, strings: FastMap::default() };
+        let (versions, rows) = walk.document(doc).map_err(|f| match f {
             Fail::Input(m) => OtlpJsonError::new_err(m),
             Fail::Py(e) => e,
-        })
+        })?;
+        // every span read and checked first: a document is refused whole, naming its first
+        // problem, before any record is built
+        let records = conventions::records(py)?;
+        let mut strings = Strings::new();
+        let out = PyList::empty(py);
+        for row in rows {
+            let mut attrs = row.attrs;
+            let (version, version_py) = &versions[row.resource];
+            if version.truthy()?
+                && (!row.span.has_parent
+                    || attrs.get("gen_ai.operation.name").is_some_and(|op| op.eq_str("invoke_agent")))
+                && !attrs.has(&self.version_key)
+            {
+                attrs.set(Attr {
+                    key: Cow::Owned(self.version_key.as_bytes().to_vec()),
+                    key_py: None,
+                    val: version.clone(),
+                    val_py: Some(version_py.clone()),
+                });
+            }
+            if let Some(evaluations) = row.evaluations {
+                let results = records.from_attributes.bind(py).call1((evaluations,))?;
+                if results.is_truthy()? {
+                    attrs.set(Attr {
+                        key: Cow::Owned(records.evaluations_key.as_bytes().to_vec()),
+                        key_py: None,
+                        val: V::Py(results.clone()),
+                        val_py: Some(results),
+                    });
+                }
+            }
+            let fields = conventions::build(py, &row.span, attrs)?;
+            out.append(records.record(py, &mut strings, &row.span, fields, &Kept::All)?)?;
+        }
+        Ok(out)
     }
 }
 
@@ -688,11 +788,11 @@ impl OtlpJson {
         OtlpJson { version_key, event_name, hex_id, b64decode }
     }
 
-    /// ``read_bytes(data) -> (versions, scopes) | None``: None when ``data`` is not one
-    /// JSON object with ``resourceSpans`` and without ``resourceLogs`` as serde_json reads
-    /// JSON; the caller then parses it as Python does and calls ``read_doc``. Raises
-    /// ``OtlpJsonError`` naming the first problem.
-    fn read_bytes<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Option<Rows<'py>>> {
+    /// ``read_bytes(data) -> records | None``: None when ``data`` is not one JSON object
+    /// with ``resourceSpans`` and without ``resourceLogs`` as serde_json reads JSON; the
+    /// caller then parses it as Python does and calls ``read_doc``. Raises ``OtlpJsonError``
+    /// naming the first problem.
+    fn read_bytes<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
         guarded(|| {
             let mut d = serde_json::Deserializer::from_slice(data);
             let doc = match NodeVisitor(Input::of(data)).deserialize(&mut d).and_then(|doc| d.end().map(|_| doc)) {
@@ -706,8 +806,8 @@ impl OtlpJson {
         })
     }
 
-    /// ``read_doc(doc) -> (versions, scopes)``: the same from a parsed document.
-    fn read_doc<'py>(&self, py: Python<'py>, doc: &Bound<'py, PyAny>) -> PyResult<Rows<'py>> {
+    /// ``read_doc(doc) -> records``: the same from a parsed document.
+    fn read_doc<'py>(&self, py: Python<'py>, doc: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         guarded(|| {
             let doc = from_python(doc, 0)?;
             self.run(py, &doc)

@@ -1,11 +1,12 @@
-//! The OTLP readers' decoding half: an `ExportTraceServiceRequest`'s bytes -> one tuple per
-//! span of exactly what `read/otlp_proto.py` builds records from, and an
-//! `ExportLogsServiceRequest`'s -> one per log record for `read/otlp_logs.py`.
+//! The OTLP readers' decoding half: an `ExportTraceServiceRequest`'s bytes -> its spans'
+//! records (conventions.rs builds them), and an `ExportLogsServiceRequest`'s -> one tuple
+//! per log record for `read/otlp_logs.py`.
 //!
 //! Why it exists: reading a span through upb's Python objects made one Python object per
 //! `KeyValue` and `AnyValue` and cost about 11 CPU us per span of the bench's workload
-//! (bench/README.md), most of a span's read. Here the bytes are walked once and only the
-//! fields a record needs become Python objects.
+//! (bench/README.md), most of a span's read; building the record in Python from a dict of
+//! every attribute cost about 8 more. Here the bytes are walked once, attribute values are
+//! read where they lie, and only the record and what it keeps become Python objects.
 //!
 //! The bytes were parsed by upb first (the receiver forwards that parse), so they are a
 //! valid request: this reader agrees with upb's reading of it, field by field:
@@ -21,9 +22,14 @@
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::HashSet;
 
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::read::attrs::{Attr, Attrs};
+use crate::read::conventions::{self, read_names, read_prefixes, Kept, Span};
+use crate::read::value::{from_py, DictBuilder, FastMap, Strings, V};
 
 // upb refuses messages nested deeper than 100; this bound only keeps the stack safe if a
 // caller ever hands over bytes upb did not parse.
@@ -229,6 +235,67 @@ fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32)
     })
 }
 
+/// The `AnyValue` of its occurrences (merged), as the conventions read it: strings and
+/// bytes where they lie in the request.
+fn value_of<'a, 'py>(py: Python<'py>, chunks: &[&'a [u8]], depth: u32) -> PyResult<V<'a, 'py>> {
+    if depth > MAX_DEPTH {
+        return Err(Malformed("values nested too deep").into());
+    }
+    let mut member = V::Null;
+    let mut parts: Vec<&'a [u8]> = Vec::new(); // of the array or kvlist member, merged
+    let mut list = false;
+    for chunk in chunks {
+        let mut f = Fields::new(chunk);
+        while let Some((n, v)) = f.next()? {
+            match (n, v) {
+                (1, Value::Bytes(b)) => (member, list) = (V::Str(Cow::Borrowed(utf8(b)?.as_bytes())), false),
+                (2, Value::Varint(x)) => (member, list) = (V::Bool(x != 0), false),
+                (3, Value::Varint(x)) => (member, list) = (V::Int(x as i64), false),
+                (4, Value::Fixed64(x)) => (member, list) = (V::Float(f64::from_bits(x)), false),
+                (5, Value::Bytes(b)) => {
+                    if !(list && matches!(member, V::List(_))) {
+                        parts.clear();
+                    }
+                    parts.push(b);
+                    (member, list) = (V::List(Vec::new()), true);
+                }
+                (6, Value::Bytes(b)) => {
+                    if !(list && matches!(member, V::Dict(_))) {
+                        parts.clear();
+                    }
+                    parts.push(b);
+                    (member, list) = (V::Dict(Vec::new()), true);
+                }
+                (7, Value::Bytes(b)) => (member, list) = (V::Bytes(Cow::Borrowed(b)), false),
+                _ => {}
+            }
+        }
+    }
+    Ok(match member {
+        // ArrayValue.values and KeyValueList.values are both field 1
+        V::List(_) => {
+            let mut out = Vec::new();
+            for part in parts {
+                for b in repeated(part, 1)? {
+                    out.push(value_of(py, &[b], depth + 1)?);
+                }
+            }
+            V::List(out)
+        }
+        V::Dict(_) => {
+            let mut d = DictBuilder::default();
+            for part in parts {
+                for kv in repeated(part, 1)? {
+                    let (key, value) = key_value(kv)?;
+                    d.insert(Cow::Borrowed(utf8(key)?.as_bytes()), value_of(py, value.as_slice(), depth + 1)?);
+                }
+            }
+            V::Dict(d.items)
+        }
+        other => other,
+    })
+}
+
 /// Attribute keys, short string values and ids seen in this request, one Python string
 /// each: a request's spans repeat the same few keys and names, a trace's spans its id and
 /// siblings their parent's, and every record then shares them instead of holding copies
@@ -236,8 +303,8 @@ fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32)
 /// Bounded by the request.
 struct Keys<'a, 'py> {
     py: Python<'py>,
-    seen: HashMap<&'a [u8], Bound<'py, PyString>>,
-    ids: HashMap<&'a [u8], PyObject>,
+    seen: FastMap<&'a [u8], Bound<'py, PyString>>,
+    ids: FastMap<&'a [u8], PyObject>,
 }
 
 impl<'a, 'py> Keys<'a, 'py> {
@@ -283,11 +350,39 @@ impl<'a, 'py> Keys<'a, 'py> {
     }
 }
 
+/// The occurrences of a field, in order: almost always one, held without allocating.
+enum Many<'a> {
+    None,
+    One(&'a [u8]),
+    More(Vec<&'a [u8]>),
+}
+
+impl<'a> Many<'a> {
+    fn push(&mut self, b: &'a [u8]) {
+        *self = match std::mem::replace(self, Many::None) {
+            Many::None => Many::One(b),
+            Many::One(a) => Many::More(vec![a, b]),
+            Many::More(mut v) => {
+                v.push(b);
+                Many::More(v)
+            }
+        };
+    }
+
+    fn as_slice(&self) -> &[&'a [u8]] {
+        match self {
+            Many::None => &[],
+            Many::One(b) => std::slice::from_ref(b),
+            Many::More(v) => v,
+        }
+    }
+}
+
 /// A message's length-delimited field ``single`` (its last occurrence) and the occurrences
 /// of field ``many``: a `KeyValue`'s key and value (1, 2), an event's name and attributes (2, 3).
-fn one_and_many(msg: &[u8], single: u64, many: u64) -> Result<(&[u8], Vec<&[u8]>)> {
+fn one_and_many(msg: &[u8], single: u64, many: u64) -> Result<(&[u8], Many<'_>)> {
     let mut one: &[u8] = b"";
-    let mut all = Vec::new();
+    let mut all = Many::None;
     let mut f = Fields::new(msg);
     while let Some((n, v)) = f.next()? {
         if let Value::Bytes(b) = v {
@@ -302,7 +397,7 @@ fn one_and_many(msg: &[u8], single: u64, many: u64) -> Result<(&[u8], Vec<&[u8]>
 }
 
 /// A `KeyValue`'s key and its value's occurrences.
-fn key_value(kv: &[u8]) -> Result<(&[u8], Vec<&[u8]>)> {
+fn key_value(kv: &[u8]) -> Result<(&[u8], Many<'_>)> {
     one_and_many(kv, 1, 2)
 }
 
@@ -325,7 +420,7 @@ fn fill<'a, 'py>(keys: &mut Keys<'a, 'py>, out: &Bound<'py, PyDict>, kvs: &[&'a 
     for kv in kvs {
         let (key, value) = key_value(kv)?;
         if projection.map_or(true, |p| p.wants(key)) {
-            out.set_item(keys.get(key)?, any_value(keys, &value, depth)?)?;
+            out.set_item(keys.get(key)?, any_value(keys, value.as_slice(), depth)?)?;
         }
     }
     Ok(())
@@ -338,24 +433,26 @@ fn attributes<'a, 'py>(keys: &mut Keys<'a, 'py>, kvs: &[&'a [u8]], projection: O
     Ok(out)
 }
 
-/// ``Projection(names, prefixes)``: the span attributes some reader of records needs, by
-/// name or by prefix (read/projection.py). The others never become Python objects: a span
-/// carries a dozen no check reads (model names, request ids, temperatures), and held until
-/// its run's verdict they were a third of a record's memory.
+/// ``Projection(kept)``: the span attributes some reader of records needs: those records
+/// keep (``kept``: what the service's checks, the run's facts and the verdict read) and
+/// those the conventions build them from (read_names, read_prefixes). The others never
+/// become Python objects: a span carries a dozen no check reads (model names, request ids,
+/// temperatures), and held until its run's verdict they were a third of a record's memory.
 #[pyclass(frozen)]
-struct Projection {
-    names: HashSet<Vec<u8>>,
+pub struct Projection {
+    names: HashSet<Vec<u8>, foldhash::fast::RandomState>,
     prefixes: Vec<Vec<u8>>,
+    kept: HashSet<Vec<u8>, foldhash::fast::RandomState>,
 }
 
 #[pymethods]
 impl Projection {
     #[new]
-    fn new(names: Vec<String>, prefixes: Vec<String>) -> Self {
-        Projection {
-            names: names.into_iter().map(String::into_bytes).collect(),
-            prefixes: prefixes.into_iter().map(String::into_bytes).collect(),
-        }
+    fn new(kept: Vec<String>) -> Self {
+        let kept: HashSet<Vec<u8>, _> = kept.into_iter().map(String::into_bytes).collect();
+        let mut names = kept.clone();
+        names.extend(read_names().map(|n| n.as_bytes().to_vec()));
+        Projection { names, prefixes: read_prefixes().map(|p| p.as_bytes().to_vec()).collect(), kept }
     }
 }
 
@@ -371,7 +468,7 @@ fn resource_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], key: &
         for kv in repeated(chunk, 1)? {
             let (k, value) = key_value(kv)?;
             if utf8(k)? == key {
-                return any_value(keys, &value, 0);
+                return any_value(keys, value.as_slice(), 0);
             }
         }
     }
@@ -379,22 +476,36 @@ fn resource_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], key: &
 }
 
 /// The attributes of a span's events named ``event_name``, or None when it has none.
-fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_name: &str) -> PyResult<PyObject> {
+fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_name: &str)
+    -> PyResult<Option<Bound<'py, PyList>>> {
     let py = keys.py;
     let mut out: Option<Bound<'py, PyList>> = None;
     for event in events {
         let (name, kvs) = one_and_many(event, 2, 3)?;
         if utf8(name)? == event_name {
-            out.get_or_insert_with(|| PyList::empty(py)).append(attributes(keys, &kvs, None)?)?;
+            out.get_or_insert_with(|| PyList::empty(py)).append(attributes(keys, kvs.as_slice(), None)?)?;
         }
     }
-    Ok(out.map_or_else(|| py.None(), |l| l.into_any().unbind()))
+    Ok(out)
 }
 
-/// One span's row: (trace_id, span_id, parent_span_id, name, start, end, status code,
-/// status message, attributes, named events); ids as ``Keys::id`` gives them.
-fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str, projection: Option<&Projection>)
-    -> PyResult<Bound<'py, PyTuple>> {
+/// One span as the wire has it, its attributes read (only those ``projection`` wants).
+struct Row<'a, 'py> {
+    place: (usize, usize, usize),
+    trace_id: &'a [u8],
+    span_id: &'a [u8],
+    parent: &'a [u8],
+    name: &'a [u8],
+    start: u64,
+    end: u64,
+    code: i32,
+    message: &'a [u8],
+    attrs: Attrs<'a, 'py>,
+    evaluations: Option<Bound<'py, PyList>>,
+}
+
+fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, usize, usize), event_name: &str,
+                     projection: Option<&Projection>) -> PyResult<Row<'a, 'py>> {
     let py = keys.py;
     let (mut trace_id, mut span_id, mut parent, mut name): (&[u8], &[u8], &[u8], &[u8]) = (b"", b"", b"", b"");
     let (mut start, mut end) = (0u64, 0u64);
@@ -427,41 +538,175 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], event_name: &str,
             }
         }
     }
-    let attrs = attributes(keys, &kvs, projection)?;
-    let events = if events.is_empty() { py.None() } else { named_events(keys, &events, event_name)? };
-    PyTuple::new(py, [
-        keys.id(trace_id, TRACE_ID_BYTES),
-        keys.id(span_id, SPAN_ID_BYTES),
-        keys.id(parent, SPAN_ID_BYTES),
-        keys.text(name)?,
-        start.into_pyobject(py)?.into_any().unbind(),
-        end.into_pyobject(py)?.into_any().unbind(),
-        code.into_pyobject(py)?.into_any().unbind(),
-        PyString::new(py, utf8(message)?).into_any().unbind(),
-        attrs.into_any().unbind(),
-        events,
-    ])
+    utf8(name)?;
+    utf8(message)?;
+    // a repeated key keeps its first place and its last value, as a dict does
+    let mut attrs = Attrs::with_capacity(kvs.len());
+    for kv in kvs {
+        let (key, value) = key_value(kv)?;
+        if projection.map_or(true, |p| p.wants(key)) {
+            let key = Cow::Borrowed(utf8(key)?.as_bytes());
+            attrs.set(Attr { key, key_py: None, val: value_of(py, value.as_slice(), 0)?, val_py: None });
+        }
+    }
+    let evaluations = if events.is_empty() { None } else { named_events(keys, &events, event_name)? };
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations })
 }
 
-/// ``read_spans(data, version_key, event_name, projection=None) -> (versions, scopes)``:
-/// ``versions[i]`` is the first ``version_key`` attribute of resource_spans[i]'s resource
-/// (None when absent); ``scopes`` lists (i, j, rows) for resource_spans[i].scope_spans[j],
-/// one row per span (``span_row``) in wire order, with only the span attributes
-/// ``projection`` wants (every one without it). Events' attributes are all kept.
+/// ``read_spans(data, version_key, event_name, projection=None) -> (records, rejected,
+/// first_problem)``: the ``SpanRecord`` of every span of the request in wire order, but
+/// those whose ids are malformed: those are counted (``rejected``) and the first is named.
+/// A root or agent span takes its resource's ``version_key`` attribute when it has none of
+/// its own; a span's ``event_name`` events are read into its evaluations (read/events.py).
+/// With a ``projection``, only the span attributes it wants are read and records keep only
+/// its ``kept`` ones; without, every attribute is read and records keep all but content.
 #[pyfunction]
 #[pyo3(signature = (data, version_key, event_name, projection=None))]
 fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str,
                    projection: Option<PyRef<'py, Projection>>)
-    -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    -> PyResult<(Bound<'py, PyList>, usize, String)> {
     let projection = projection.as_deref();
-    guarded(|| read_request(py, data, version_key, |keys, span| span_row(keys, span, event_name, projection)))
+    guarded(|| {
+        let mut keys = Keys { py, seen: FastMap::default(), ids: FastMap::default() };
+        let mut versions = Vec::new();
+        let mut rows = Vec::new();
+        let mut request = Fields::new(data);
+        let mut i = 0usize;
+        while let Some((n, v)) = request.next()? {
+            let rs = match (n, v) {
+                (1, Value::Bytes(rs)) => rs,
+                _ => continue,
+            };
+            let (resource, scope_entries) = resource_and_scopes(rs)?;
+            let version = resource_value(&mut keys, &resource, version_key)?.into_bound(py);
+            versions.push((from_py(&version, 0)?, version));
+            for (j, scope) in scope_entries.into_iter().enumerate() {
+                for (k, span) in repeated(scope, 2)?.into_iter().enumerate() {
+                    rows.push(span_row(&mut keys, span, (i, j, k), event_name, projection)?);
+                }
+            }
+            i += 1;
+        }
+        let out = PyList::empty(py);
+        let (mut rejected, mut first) = (0usize, String::new());
+        let records = conventions::records(py)?;
+        let mut strings = Strings::new();
+        let kept = match projection {
+            Some(p) => Kept::Names(&p.kept),
+            None => Kept::All,
+        };
+        for row in rows {
+            // ids come as hex: "" when absent, None when malformed (wrong length, all zero)
+            let tid = keys.id(row.trace_id, TRACE_ID_BYTES).into_bound(py);
+            let sid = keys.id(row.span_id, SPAN_ID_BYTES).into_bound(py);
+            let parent = keys.id(row.parent, SPAN_ID_BYTES).into_bound(py);
+            let problem = if !tid.is_truthy()? {
+                "trace_id is not 16 bytes, or is all zero"
+            } else if !sid.is_truthy()? {
+                "span_id is not 8 bytes, or is all zero"
+            } else if parent.is_none() {
+                "parent_span_id is not 8 bytes"
+            } else {
+                ""
+            };
+            if !problem.is_empty() {
+                rejected += 1;
+                if first.is_empty() {
+                    let (i, j, k) = row.place;
+                    first = format!("resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}");
+                }
+                continue;
+            }
+            let has_parent = !row.parent.is_empty();
+            let mut attrs = row.attrs;
+            let (version, version_py) = &versions[row.place.0];
+            if version.truthy()?
+                && (!has_parent || attrs.get("gen_ai.operation.name").is_some_and(|op| op.eq_str("invoke_agent")))
+                && !attrs.has(version_key)
+            {
+                attrs.set(Attr {
+                    key: Cow::Owned(version_key.as_bytes().to_vec()),
+                    key_py: None,
+                    val: version.clone(),
+                    val_py: Some(version_py.clone()),
+                });
+            }
+            if let Some(evaluations) = row.evaluations {
+                let results = records.from_attributes.bind(py).call1((evaluations,))?;
+                if results.is_truthy()? {
+                    attrs.set(Attr {
+                        key: Cow::Owned(records.evaluations_key.as_bytes().to_vec()),
+                        key_py: None,
+                        val: V::Py(results.clone()),
+                        val_py: Some(results),
+                    });
+                }
+            }
+            let name_py = keys.text(row.name)?.into_bound(py);
+            let span = Span {
+                trace_id: tid,
+                span_id: sid,
+                parent: if has_parent { parent } else { py.None().into_bound(py) },
+                has_parent,
+                name: Cow::Borrowed(row.name),
+                name_py,
+                start: row.start.into_pyobject(py)?.into_any(),
+                end: row.end.into_pyobject(py)?.into_any(),
+                status_code: row.code.into_pyobject(py)?.into_any(),
+                failed: row.code == 2,
+                message: Cow::Borrowed(row.message),
+                message_py: strings.text(py, row.message)?.into_any(),
+            };
+            let fields = conventions::build(py, &span, attrs)?;
+            out.append(records.record(py, &mut strings, &span, fields, &kept)?)?;
+        }
+        Ok((out, rejected, first))
+    })
+}
+
+/// A ``ResourceSpans``' (or ``ResourceLogs``') resource occurrences and scope entries.
+fn resource_and_scopes(rs: &[u8]) -> Result<(Vec<&[u8]>, Vec<&[u8]>)> {
+    let mut resource = Vec::new();
+    let mut scope_entries = Vec::new();
+    let mut f = Fields::new(rs);
+    while let Some((n, v)) = f.next()? {
+        match (n, v) {
+            (1, Value::Bytes(b)) => resource.push(b),
+            (2, Value::Bytes(b)) => scope_entries.push(b),
+            _ => {}
+        }
+    }
+    Ok((resource, scope_entries))
 }
 
 /// ``read_logs(data) -> scopes``: an ``ExportLogsServiceRequest``'s (i, j, rows) for
 /// resource_logs[i].scope_logs[j], one row per log record (``log_row``).
 #[pyfunction]
 fn read_logs<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
-    guarded(|| read_request(py, data, "", log_row).map(|(_, scopes)| scopes))
+    guarded(|| {
+        let scopes = PyList::empty(py);
+        let mut keys = Keys { py, seen: FastMap::default(), ids: FastMap::default() };
+        let mut request = Fields::new(data);
+        let mut i = 0usize;
+        while let Some((n, v)) = request.next()? {
+            let rl = match (n, v) {
+                (1, Value::Bytes(rl)) => rl,
+                _ => continue,
+            };
+            // the logs request has the traces request's shape: field 1 of the request, of
+            // its entries' scope entries (field 2) and of their items (field 2)
+            let (_, scope_entries) = resource_and_scopes(rl)?;
+            for (j, scope) in scope_entries.into_iter().enumerate() {
+                let rows = PyList::empty(py);
+                for item in repeated(scope, 2)? {
+                    rows.append(log_row(&mut keys, item)?)?;
+                }
+                scopes.append((i, j, rows))?;
+            }
+            i += 1;
+        }
+        Ok(scopes)
+    })
 }
 
 // A panic would reach Python as pyo3's PanicException, a BaseException that the receivers'
@@ -470,46 +715,6 @@ fn read_logs<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyList>> 
 fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
         .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the compiled OTLP reader panicked")))
-}
-
-/// An export request of either signal: field 1 of the request, of its entries' scope
-/// entries (field 2) and of their items (field 2) have the same shape in traces and logs.
-fn read_request<'a, 'py>(py: Python<'py>, data: &'a [u8], version_key: &str,
-                         mut row: impl FnMut(&mut Keys<'a, 'py>, &'a [u8]) -> PyResult<Bound<'py, PyTuple>>)
-    -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-    let versions = PyList::empty(py);
-    let scopes = PyList::empty(py);
-    let mut keys = Keys { py, seen: HashMap::new(), ids: HashMap::new() };
-    let mut request = Fields::new(data);
-    let mut i = 0usize;
-    while let Some((n, v)) = request.next()? {
-        let rs = match (n, v) {
-            (1, Value::Bytes(rs)) => rs,
-            _ => continue,
-        };
-        let mut resource = Vec::new();
-        let mut scope_entries = Vec::new();
-        let mut f = Fields::new(rs);
-        while let Some((n, v)) = f.next()? {
-            match (n, v) {
-                (1, Value::Bytes(b)) => resource.push(b),
-                (2, Value::Bytes(b)) => scope_entries.push(b),
-                _ => {}
-            }
-        }
-        if !version_key.is_empty() {
-            versions.append(resource_value(&mut keys, &resource, version_key)?)?;
-        }
-        for (j, scope) in scope_entries.into_iter().enumerate() {
-            let rows = PyList::empty(py);
-            for item in repeated(scope, 2)? {
-                rows.append(row(&mut keys, item)?)?;
-            }
-            scopes.append((i, j, rows))?;
-        }
-        i += 1;
-    }
-    Ok((versions, scopes))
 }
 
 /// One log record's row: (trace_id, span_id, time, observed time, event_name, attributes,
@@ -546,53 +751,8 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
     ])
 }
 
-/// What a record in flight costs before its attributes: the record, its id, its times and
-/// the assembler's and evaluator's entries for it. Measured with bench/held_memory.py
-/// (tracemalloc) on bench/live.py's workload: 650 puts the estimate within a few percent of
-/// the measured bytes, where 200 made it about half.
-const RECORD_BYTES: usize = 650;
-
-/// ``Survey(indexed, flattened)(name, attrs) -> (size, any indexed, any flattened)``: one pass
-/// over a span's attributes for read/conventions.py, whichever reader built them: the
-/// record's approximate size (``RECORD_BYTES`` + the name's length + every key's, and every
-/// string value's, other values 8; lengths in code points, as Python's ``len``), and whether any
-/// key starts with one of the ``indexed`` prefixes, or of the ``flattened`` ones. It was a
-/// third of building a record in Python.
-#[pyclass(frozen)]
-struct Survey {
-    indexed: Vec<String>,
-    flattened: Vec<String>,
-}
-
-#[pymethods]
-impl Survey {
-    #[new]
-    fn new(indexed: Vec<String>, flattened: Vec<String>) -> Self {
-        Survey { indexed, flattened }
-    }
-
-    fn __call__(&self, name: &Bound<'_, PyAny>, attrs: &Bound<'_, PyDict>) -> PyResult<(usize, bool, bool)> {
-        let mut size = RECORD_BYTES + name.len()?;
-        let (mut indexed, mut flattened) = (false, false);
-        for (k, v) in attrs.iter() {
-            let key = k.downcast::<PyString>()?;
-            size += key.len()? + v.downcast::<PyString>().map_or(Ok(8), |s| s.len())?;
-            if !(indexed && flattened) {
-                // lossy: a key may hold a lone surrogate (OTLP/JSON escapes); the prefixes
-                // are ASCII, so the test is the same
-                let key = key.to_string_lossy();
-                indexed = indexed || self.indexed.iter().any(|p| key.starts_with(p.as_str()));
-                flattened = flattened || self.flattened.iter().any(|p| key.starts_with(p.as_str()));
-            }
-        }
-        Ok((size, indexed, flattened))
-    }
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_spans, m)?)?;
     m.add_function(wrap_pyfunction!(read_logs, m)?)?;
-    m.add_class::<Survey>()?;
-    m.add_class::<Projection>()?;
-    m.add("RECORD_BYTES", RECORD_BYTES)
+    m.add_class::<Projection>()
 }
