@@ -24,7 +24,7 @@ point timed by a wrapper, about a microsecond per call, and there are a few call
 run), and of each check's ``finish`` in the order they run: the first check of a run also
 pays for the facts the run computes once and the others share (``Run.steps``, the step
 errors). ``--decode`` times the receivers' decoding alone (``decode.protobuf``: upb's
-parse, the compiled reader, ``build_span``) over the same requests, with nothing else in
+parse, the compiled reader building the records) over the same requests, with nothing else in
 the process: run it with ``PYTHONPATH`` at another tree to compare two readers.
 """
 from __future__ import annotations
@@ -56,7 +56,7 @@ RUNS_PER_REQUEST = 32
 # (module, class or None, function, label): the stages --stages times, upstream first.
 # Nested ones (indented labels) are part of the stage above them.
 STAGES = [
-    ("faultgate_stream.receive.decode", None, "protobuf", "decode: upb parse + compiled reader + build_span"),
+    ("faultgate_stream.receive.decode", None, "protobuf", "decode: upb parse + compiled reader (records)"),
     ("faultgate_stream.assemble.assembler", "Assembler", "add", "assemble: add"),
     ("faultgate_stream.verdict.evaluate", "Evaluator", "span_arrived", "  early checks (observe)"),
     ("faultgate_stream.export.spans.forward", "Forwarder", "_forward", "forward: the request, roots held"),

@@ -277,7 +277,7 @@ def _build(build_span, s):
         return "raised", type(e).__name__
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(spans)
 def test_generated_spans_build_the_records_the_python_conventions_built(s):
     expected = _build(oracle.build_span, s)
@@ -321,7 +321,7 @@ ONE_ARGUMENT = ("render", "load_json", "tool_payload", "lc_message", "lc_tool_re
                 "is_parameter_schema", "dumps")
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
 @given(payloads, st.sampled_from(["user", "assistant"]))
 def test_each_payload_helper_gives_what_the_python_one_gave(v, role):
     for name in ONE_ARGUMENT:
@@ -330,7 +330,7 @@ def test_each_payload_helper_gives_what_the_python_one_gave(v, role):
         assert _call(getattr(payload, name), v, role) == _call(getattr(payload_oracle, name), v, role), name
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=2000, deadline=None)
 @given(floats)
 def test_a_float_is_written_as_python_writes_it(x):
     """repr's shortest digits and layout, and json.dumps's NaN and Infinity."""

@@ -463,7 +463,8 @@ impl Records {
     /// ``attrs`` without message content, or only its ``kept`` keys.
     fn kept<'py>(&self, py: Python<'py>, strings: &mut Strings<'py>, a: &Attrs<'_, 'py>, is_tool: bool,
                  kept: &Kept<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
-        let out = PyDict::new(py);
+        // made at the first attribute kept: most records keep none and share NO_ATTRS
+        let mut out: Option<Bound<'py, PyDict>> = if matches!(kept, Kept::All) { Some(PyDict::new(py)) } else { None };
         for attr in &a.items {
             let key = &*attr.key;
             let keep = match kept {
@@ -480,15 +481,15 @@ impl Records {
                     Some(v) => v.clone(),
                     None => attr.val.to_py(py, Some(strings))?,
                 };
-                out.set_item(key_object(py, strings, attr)?, v)?;
+                out.get_or_insert_with(|| PyDict::new(py)).set_item(key_object(py, strings, attr)?, v)?;
             }
         }
         // a new dict, not deletions: most records keep none (a tool span's attributes are
         // all read into its record's fields), and those share one empty mapping
-        if out.is_empty() && !matches!(kept, Kept::All) {
-            return Ok(self.no_attrs.bind(py).clone());
-        }
-        Ok(out.into_any())
+        Ok(match out {
+            Some(d) => d.into_any(),
+            None => self.no_attrs.bind(py).clone(),
+        })
     }
 }
 

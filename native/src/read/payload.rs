@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use std::borrow::Cow;
 
+use crate::read::conventions::guarded;
 use crate::read::value::{
     bracketed, char_len, dumps, from_py, loads, py_text, python, strip, text_of_py, borrowed_text, Default, Text, V,
 };
@@ -519,61 +520,63 @@ fn out<'py>(py: Python<'py>, t: &[u8]) -> PyResult<Bound<'py, PyString>> {
 
 #[pyfunction(name = "render")]
 fn render_py<'py>(py: Python<'py>, val: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
-    out(py, &render(py, &arg(val)?)?)
+    guarded(|| out(py, &render(py, &arg(val)?)?))
 }
 
 #[pyfunction(name = "load_json")]
 fn load_json_py<'py>(py: Python<'py>, raw: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    if let Ok(s) = raw.downcast::<PyString>() {
-        if let Some(v) = decode(py, &borrowed_text(s)?)? {
-            return v.to_py(py, None);
+    guarded(|| {
+        if let Ok(s) = raw.downcast::<PyString>() {
+            if let Some(v) = decode(py, &borrowed_text(s)?)? {
+                return v.to_py(py, None);
+            }
         }
-    }
-    Ok(raw.clone())
+        Ok(raw.clone())
+    })
 }
 
 #[pyfunction(name = "plain_text")]
 #[pyo3(signature = (v, role="user"))]
 fn plain_text_py<'py>(py: Python<'py>, v: &Bound<'py, PyAny>, role: &str) -> PyResult<Bound<'py, PyString>> {
-    out(py, &plain_text(py, &arg(v)?, role)?)
+    guarded(|| out(py, &plain_text(py, &arg(v)?, role)?))
 }
 
 #[pyfunction(name = "agent_text")]
 fn agent_text_py<'py>(py: Python<'py>, raw: &Bound<'py, PyAny>, role: &str) -> PyResult<Bound<'py, PyString>> {
-    out(py, &agent_text(py, &arg(raw)?, role)?)
+    guarded(|| out(py, &agent_text(py, &arg(raw)?, role)?))
 }
 
 #[pyfunction(name = "tool_payload")]
 fn tool_payload_py<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
-    out(py, &tool_payload(py, &arg(v)?)?)
+    guarded(|| out(py, &tool_payload(py, &arg(v)?)?))
 }
 
 #[pyfunction(name = "role_text")]
 fn role_text_py<'py>(py: Python<'py>, raw: &Bound<'py, PyAny>, role: &str) -> PyResult<Bound<'py, PyString>> {
-    out(py, &role_text(py, &arg(raw)?, role)?)
+    guarded(|| out(py, &role_text(py, &arg(raw)?, role)?))
 }
 
 #[pyfunction(name = "lc_message")]
 fn lc_message_py<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    match lc_message(py, &arg(v)?)? {
+    guarded(|| match lc_message(py, &arg(v)?)? {
         Some(m) => m.to_py(py, None),
         None => Ok(py.None().into_bound(py)),
-    }
+    })
 }
 
 #[pyfunction(name = "lc_tool_result")]
 fn lc_tool_result_py<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyString>>> {
-    lc_tool_result(py, &arg(v)?)?.map(|t| out(py, &t)).transpose()
+    guarded(|| lc_tool_result(py, &arg(v)?)?.map(|t| out(py, &t)).transpose())
 }
 
 #[pyfunction(name = "call_arguments")]
 fn call_arguments_py<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyString>>> {
-    call_arguments(py, &arg(v)?)?.map(|t| out(py, &t)).transpose()
+    guarded(|| call_arguments(py, &arg(v)?)?.map(|t| out(py, &t)).transpose())
 }
 
 #[pyfunction(name = "is_parameter_schema")]
 fn is_parameter_schema_py(v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(is_parameter_schema(&arg(v)?))
+    guarded(|| Ok(is_parameter_schema(&arg(v)?)))
 }
 
 /// ``json.dumps(v, ensure_ascii=False)`` for any value a reader may hold: bytes (an OTLP
@@ -581,7 +584,7 @@ fn is_parameter_schema_py(v: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// as a marker instead of a RecursionError (issue 9, defect 2).
 #[pyfunction(name = "dumps")]
 fn dumps_py<'py>(py: Python<'py>, v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
-    out(py, &dumps(py, &arg(v)?, Default::Plain)?)
+    guarded(|| out(py, &dumps(py, &arg(v)?, Default::Plain)?))
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -236,11 +236,15 @@ fn surrogate_bytes(s: &Bound<'_, PyString>) -> PyResult<Vec<u8>> {
     Ok(b.downcast::<PyBytes>()?.as_bytes().to_vec())
 }
 
-/// The Python str of WTF-8 text.
+/// The Python str of WTF-8 text: ``bytes.decode("utf-8", "surrogatepass")`` in one pass,
+/// where validating in Rust first and then decoding read every byte twice.
 pub fn py_text<'py>(py: Python<'py>, s: &[u8]) -> PyResult<Bound<'py, PyString>> {
-    match std::str::from_utf8(s) {
-        Ok(t) => Ok(PyString::new(py, t)),
-        Err(_) => Ok(PyBytes::new(py, s).call_method1("decode", ("utf-8", "surrogatepass"))?.downcast_into::<PyString>()?),
+    // SAFETY: the pointer and length are the slice's; the result is a new reference or
+    // NULL with an exception set, which from_owned_ptr_or_err turns into PyErr
+    unsafe {
+        let obj = pyo3::ffi::PyUnicode_DecodeUTF8(s.as_ptr().cast(), s.len() as pyo3::ffi::Py_ssize_t,
+                                                   c"surrogatepass".as_ptr());
+        Ok(Bound::from_owned_ptr_or_err(py, obj)?.downcast_into_unchecked::<PyString>())
     }
 }
 
