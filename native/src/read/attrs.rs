@@ -5,7 +5,8 @@
 use pyo3::prelude::*;
 use std::borrow::Cow;
 
-use crate::read::value::{char_len, FastMap, Text, V};
+use crate::read::text::char_len;
+use crate::read::value::{FastMap, Text, V};
 
 /// What a record in flight costs before its attributes: the record, its id, its times and
 /// the assembler's and evaluator's entries for it. Measured with bench/held_memory.py

@@ -29,7 +29,8 @@ use crate::read::payload::{
     lc_tool_result, load_json, messages_and_text, parts, render, role_text_of, str_get, unrepr_messages,
     call_arguments,
 };
-use crate::read::value::{borrowed_text, from_py, lower, strip, Strings, Text, V};
+use crate::read::text::{lower, strip};
+use crate::read::value::{borrowed_text, from_py, Strings, Text, V};
 
 pub const OI_KIND: &str = "openinference.span.kind";
 pub const TL_KIND: &str = "traceloop.span.kind";

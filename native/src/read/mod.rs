@@ -2,12 +2,16 @@
 
 pub mod attrs;
 pub mod conventions;
+pub mod dumps;
+pub mod fallback;
 pub mod json;
+pub mod loads;
 pub mod openinference;
 pub mod openllmetry;
 pub mod otlp_json;
 pub mod otlp_proto;
 pub mod payload;
+pub mod text;
 pub mod value;
 
 use pyo3::prelude::*;

@@ -17,7 +17,8 @@ use crate::read::payload::{
     agent_text, call_arguments, dict, is_parameter_schema, lc_tool_result, lit, load_json, role_text_of,
     tool_payload,
 };
-use crate::read::value::{contains, rest_of_line, small_index, upper, Text, V};
+use crate::read::text::{contains, rest_of_line, small_index, upper};
+use crate::read::value::{Text, V};
 
 /// OpenInference kinds onto GenAI operations, as the collector's genainormalizer maps them.
 /// A CHAIN is not an agent: LangGraph writes every graph node (``agent``, ``tools``,

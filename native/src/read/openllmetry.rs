@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use crate::read::attrs::Attrs;
 use crate::read::conventions::{EXECUTE_TOOL, INVOKE_AGENT, TL_KIND};
 use crate::read::payload::{dict, lit, load_json, plain_text, tool_payload};
-use crate::read::value::{dumps, lower, rest_of_line, small_index, Default, Text, V};
+use crate::read::dumps::{dumps, Default};
+use crate::read::text::{lower, rest_of_line, small_index};
+use crate::read::value::{Text, V};
 
 // Deliberately not ``task -> invoke_agent`` (the collector's mapping): a traceloop task is a
 // unit of work inside an agent, and making each one an agent would split one run into many.

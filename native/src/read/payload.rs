@@ -19,9 +19,11 @@ use pyo3::types::PyString;
 use std::borrow::Cow;
 
 use crate::read::conventions::guarded;
-use crate::read::value::{
-    bracketed, char_len, dumps, from_py, loads, py_text, python, strip, text_of_py, borrowed_text, Default, Text, V,
-};
+use crate::read::dumps::{dumps, Default};
+use crate::read::fallback::python;
+use crate::read::loads::loads;
+use crate::read::text::{bracketed, char_len, contains, strip};
+use crate::read::value::{borrowed_text, from_py, py_text, text_of_py, Text, V};
 
 // A Python-literal payload longer than this (code points) is left as text: literal_eval's
 // cost grows with it, and no call's arguments are that long.
@@ -439,7 +441,7 @@ pub fn is_parameter_schema(v: &V<'_, '_>) -> bool {
 /// opentelemetry-instrumentation-openai-agents-v2 0.1 writes it): its text, if any, and its
 /// tool calls. None when ``text`` is not such a repr.
 fn repr_message<'r, 'py>(py: Python<'py>, text: &[u8]) -> PyResult<Option<Vec<V<'r, 'py>>>> {
-    if !text.starts_with(b"{'") || !crate::read::value::contains(text, b"'role': 'assistant'") {
+    if !text.starts_with(b"{'") || !contains(text, b"'role': 'assistant'") {
         return Ok(None);
     }
     let Some(obj) = python_literal(py, text)? else { return Ok(None) };
