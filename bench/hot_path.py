@@ -58,9 +58,9 @@ RUNS_PER_REQUEST = 32
 STAGES = [
     ("faultgate_stream.receive.decode", None, "protobuf", "decode: upb parse + compiled reader (records)"),
     ("faultgate_stream.assemble.assembler", "Assembler", "add", "assemble: add"),
-    ("faultgate_stream.verdict.evaluate", "Evaluator", "span_arrived", "  early checks (observe)"),
+    ("faultgate_stream.verdict.evaluate", "Evaluator", "spans_arrived", "  early checks (observe)"),
     ("faultgate_stream.export.spans.forward", "Forwarder", "_forward", "forward: the request, roots held"),
-    ("faultgate_stream.assemble.assembler", "Assembler", "_take_runs", "complete: partition into runs"),
+    ("faultgate_stream.assemble.assembler", "Assembler", "_take", "complete: partition into runs"),
     ("faultgate_stream.verdict.evaluate", "Evaluator", "_verdict", "evaluate: checks + verdict"),
     ("faultgate_stream.verdict.evaluate", "Evaluator", "_results", "  every check's finish"),
     ("faultgate_stream.export.metrics.sink", "MetricsSink", "verdict", "sink: metrics"),

@@ -40,6 +40,13 @@ class RunList:
     def __init__(self) -> None:
         self.runs: list[Run] = []
 
+    def spans_arrived(self, spans: list[SpanRecord]) -> None:
+        """Runs are read whole, once complete; a subclass that watches spans one at a time
+        (``span_arrived``) hears of each."""
+        if type(self).span_arrived is not RunList.span_arrived:
+            for s in spans:
+                self.span_arrived(s)
+
     def span_arrived(self, span: SpanRecord) -> None:
         """Runs are read whole, once complete."""
 

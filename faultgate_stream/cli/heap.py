@@ -4,12 +4,13 @@ Everything built at start (modules, config, compiled patterns, the gRPC server, 
 metrics registry) lives as long as the process, and each full collection walked it again.
 ``gc.freeze()`` moves it out of the collector's generations for good: reference counting
 still frees it, the collector just no longer looks. Long-lived run state is kept out of
-the collector's reach by its shape instead: the decision cache holds ``bytearray``s
-(``assemble/decided.py``), the export's verdict cache and the amendment store flat plain
-tuples, held roots bytes. A tuple subclass, a dataclass or a tuple holding a dict stays
-tracked for good; these do not, so full collections stay as cheap when the caches are full
-as when empty (issue 12: ~190,000 tracked objects at half load became ~50,000, and full
-collections of 100-230 ms, ~40 ms); ``bench/live.py --soak`` is how to see it.
+the collector's reach by its shape instead: the decision cache is compiled
+(``native/src/assemble/decided.rs``: Rust values the collector never sees), the export's
+verdict cache and the amendment store flat plain tuples, held roots bytes. A tuple
+subclass, a dataclass or a tuple holding a dict stays tracked for good; these do not, so
+full collections stay as cheap when the caches are full as when empty (issue 12: ~190,000
+tracked objects at half load became ~50,000, and full collections of 100-230 ms, ~40 ms);
+``bench/live.py --soak`` is how to see it.
 
 **When it collects.** With CPython's default thresholds (700, 10, 10) the collector ran
 wherever allocation crossed them: in receiver threads and inside completion scans. At

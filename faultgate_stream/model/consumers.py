@@ -25,9 +25,15 @@ if TYPE_CHECKING:
 
 
 class RunConsumer(Protocol):
-    """What the assembler feeds: each new span as it arrives, each run when it completes."""
+    """What the assembler feeds: the spans it accepts, as they arrive; each run when it
+    completes; and each span that arrives after its run's verdict.
 
-    def span_arrived(self, span: SpanRecord) -> None: ...
+    ``spans_arrived`` is called once per batch with the spans accepted from it, in arrival
+    order (a batch's late spans and the runs it closes early are reported between its
+    accepted spans, in the order they happened): one call instead of one per span, so the
+    consumer loops over the spans itself."""
+
+    def spans_arrived(self, spans: list[SpanRecord]) -> None: ...
 
     def run_completed(self, run: Run) -> None: ...
 

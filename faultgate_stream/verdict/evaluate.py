@@ -42,14 +42,18 @@ def _log() -> Any:
 
 
 class _TraceState:
-    __slots__ = ("ruleset", "states", "observing", "bound_states", "agents", "early", "fired_early")
+    __slots__ = ("ruleset", "states", "observing", "watching", "bound_states", "agents", "early", "fired_early")
 
     def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...]) -> None:
         self.ruleset = ruleset
         self.states = states
         self.observing = observing  # indexes of the checks that look at spans as they arrive
+        # ... as (check, state) pairs, what the span path loops over
+        self.watching = tuple((ruleset.checks[i], states[i]) for i in observing)
         self.bound_states: dict[int, Any] = {}  # id(check) -> early state
-        self.agents = NearestAgent()            # span -> its nearest agent's name
+        # span -> its nearest agent's name: only a check bound to an agent needs it, and most
+        # rulesets bind none (it was built for every trace: four dicts)
+        self.agents = NearestAgent() if ruleset.bindings else None
         self.early: list[EarlyFinding] = []
         self.fired_early: set[str] = set()
 
@@ -126,14 +130,36 @@ class Evaluator:
         return str(named) if named else None
 
     def span_arrived(self, span: SpanRecord) -> None:
-        st = self._state(span.trace_id)
-        checks, states = st.ruleset.checks, st.states
-        for i in st.observing:
-            reason = self._observe(checks[i], states[i], span)
-            if reason:
-                self._early(st, checks[i], reason, span, "")
-        if not st.ruleset.bindings:
-            return
+        self.spans_arrived((span,))
+
+    def spans_arrived(self, spans: list[SpanRecord]) -> None:
+        """The spans the assembler accepted from one batch, in arrival order: each is
+        observed by the checks that look at spans as they arrive (``observe``), and by those
+        bound to its agent; an early finding is passed on at once."""
+        traces = self._traces
+        tid = st = None
+        watching: tuple = ()
+        bound = False
+        for span in spans:
+            if span.trace_id != tid:  # a batch's spans mostly come a trace at a time
+                tid = span.trace_id
+                st = traces.get(tid)
+                if st is None:
+                    st = self._state(tid)
+                watching, bound = st.watching, bool(st.ruleset.bindings)
+            for check, state in watching:
+                try:
+                    reason = check.observe(state, span)
+                except Exception:
+                    self._failed(check, "observe", tid)
+                    continue
+                if reason:
+                    self._early(st, check, reason, span, "")
+            if bound:
+                self._observe_bound(st, span)
+
+    def _observe_bound(self, st: _TraceState, span: SpanRecord) -> None:
+        """The checks bound to the span's agent observe it, each with its own state."""
         st.agents.add(span.span_id, span.parent_id,
                       str(span.attrs.get(AGENT_NAME) or span.name) if span.is_agent else None)
         agent = self._agent(st, span)

@@ -1,13 +1,14 @@
 """The compact decision cache: what it answers about decided traces in either form (packed
-records for OTLP's hex ids, dicts for other ids or large traces), its two bounds, and
-that a packed trace gives the garbage collector nothing to walk."""
+records for OTLP's hex ids, maps for other ids or large traces), its two bounds, and that
+it gives the garbage collector nothing to walk (it is compiled: native/src/assemble/)."""
 from __future__ import annotations
 
 import gc
 
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.config import AssembleConfig
-from faultgate_stream.assemble.decided import PACKED_MAX, DecisionCache
+from faultgate_stream._native import DECISION_CACHE_PACKED_MAX as PACKED_MAX
+from faultgate_stream._native import DecisionCache
 from faultgate_stream.model.clock import ManualClock
 from faultgate_stream.model.records import RunKey
 from faultgate_stream.pipeline import RunList
@@ -36,8 +37,8 @@ def test_a_decided_trace_is_packed_and_still_tells_late_spans_from_retries():
     root = agent(t)
     child = tool(t, root.span_id, "search")
     _decide(asm, clock, [child, root])
-    entry = asm._decided.traces[t]  # noqa: SLF001 (the form is what this test is about)
-    assert type(entry) is bytearray and not gc.is_tracked(entry)
+    table = asm._table  # noqa: SLF001 (the form is what this test is about)
+    assert table.decided_form(t) == "packed" and not gc.is_tracked(table)
     straggler = tool(t, child.span_id, "fetch")  # its parent was decided: late for that run
     res = asm.add([root, child, straggler])
     assert (res.accepted, res.duplicates, res.late) == (0, 2, 1)
@@ -63,18 +64,18 @@ def test_a_parent_that_never_arrived_is_late_for_the_run_that_named_it():
     assert sink.late == [(lost.span_id, RunKey(t, ""))]
 
 
-def test_ids_that_are_not_otlp_hex_are_kept_as_dicts_and_answer_the_same():
+def test_ids_that_are_not_otlp_hex_are_kept_as_maps_and_answer_the_same():
     cache = DecisionCache(max_traces=10, max_bytes=10**6)
     root = agent("trace-1", sid="root-span")
     kid = span("trace-1", "step", parent="root-span", sid="KID")
     cache.decide("trace-1", [("root-span", [root, kid])])
-    assert type(cache.traces["trace-1"]) is not bytearray
+    assert cache.form("trace-1") == "wide"
     assert cache.run_of("trace-1", "KID") == "root-span" and cache.run_of("trace-1", "nope") is None
     cache.late("trace-1", "LATE", "root-span")
     assert cache.run_of("trace-1", "LATE") == "root-span"
 
 
-def test_a_packed_trace_that_outgrows_its_records_becomes_dicts_without_forgetting():
+def test_a_packed_trace_that_outgrows_its_records_becomes_maps_without_forgetting():
     cache = DecisionCache(max_traces=10, max_bytes=10**8)
     t = trace_id()
     root = agent(t)
@@ -83,7 +84,7 @@ def test_a_packed_trace_that_outgrows_its_records_becomes_dicts_without_forgetti
     for s in late:
         assert cache.run_of(t, s.span_id) is None
         cache.late(t, s.span_id, root.span_id)
-    assert type(cache.traces[t]) is not bytearray
+    assert cache.form(t) == "wide"
     assert all(cache.run_of(t, s.span_id) == root.span_id for s in [root, *late])
 
 
@@ -93,7 +94,7 @@ def test_both_bounds_evict_the_oldest_trace_and_count_it():
     for t in traces:
         root = agent(t)
         cache.decide(t, [(root.span_id, [root])])
-    assert list(cache.traces) == traces[1:] and cache.evictions == 1
+    assert cache.trace_ids() == traces[1:] and cache.evictions == 1
     one = cache.bytes // 2
     small = DecisionCache(max_traces=100, max_bytes=one + 1)
     for t in traces:
