@@ -6,7 +6,8 @@ metrics registry) lives as long as the process, and each full collection walked 
 still frees it, the collector just no longer looks. Long-lived run state is kept out of
 the collector's reach by its shape instead: the decision cache is compiled
 (``native/src/assemble/decided.rs``: Rust values the collector never sees), the export's
-verdict cache and the amendment store flat plain tuples, held roots bytes. A tuple
+verdict cache flat plain tuples, the amendment store one ``bytes`` per kept run
+(``native/src/assemble/packed.rs``), held roots bytes. A tuple
 subclass, a dataclass or a tuple holding a dict stays tracked for good; these do not, so
 full collections stay as cheap when the caches are full as when empty (issue 12: ~190,000
 tracked objects at half load became ~50,000, and full collections of 100-230 ms, ~40 ms);

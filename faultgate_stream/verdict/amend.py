@@ -15,12 +15,15 @@ of its whole run). A late span whose run is no longer kept is counted as unamend
 (``faultgate_late_spans_unamendable_total``), never dropped silently; it is still
 counted late and still carries the verdict its run last got.
 
-Kept spans are plain flat tuples (``_plain``), not ``SpanRecord``s: the garbage collector
-stops tracking a tuple that holds only strings, numbers and such tuples, but never a tuple
-subclass (``NamedTuple``) nor one that holds a dict. Thousands of kept runs of records
-were ~70,000 tracked objects, walked by every full collection (the bench saw full
+A kept run's spans are one ``bytes`` (``_native.RecordPacker``, native/src/assemble/packed.rs),
+not ``SpanRecord``s: the garbage collector never tracks a ``bytes``, but tracks a tuple
+subclass (``NamedTuple``) or a tuple holding a dict for good. Thousands of kept runs of
+records were ~70,000 tracked objects, walked by every full collection (the bench saw full
 collections of 100-230 ms every few seconds at half load, and the verdict delay's p99
-follow them). A kept run is made ``SpanRecord``s again only when it is evaluated again.
+follow them). Flat plain tuples, the form before, were let go only once the collector had
+looked at them, and building them was a Python loop over every field of every span of
+every decided run; packing is one compiled pass. A kept run is made ``SpanRecord``s again
+only when it is evaluated again.
 
 The offline report never sees any of this: a file has no late spans (nothing completes
 before end of input) and no store is built offline.
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
 
+from faultgate_stream import _native
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.records import NO_ATTRS, RunKey, SpanRecord, ToolCall, ToolExecution
 from faultgate_stream.model.run import Run
@@ -56,48 +60,7 @@ EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
 UNAMENDABLE_REASONS = ("evicted", "not_a_run")
 
 
-_ATTRS = SpanRecord._fields.index("attrs")
-_TOOL = SpanRecord._fields.index("tool")
-_CALLS = SpanRecord._fields.index("calls")
-_FIELDS = len(SpanRecord._fields)
-_TOOL_WIDTH, _CALL_WIDTH = len(ToolExecution._fields), len(ToolCall._fields)
-
-
-def _plain(s: SpanRecord) -> tuple:
-    """A record as one flat tuple: its fields, with the number of attributes, whether it
-    has a tool and the number of calls in place of those three, and then the attributes'
-    keys and values (a list value as a tuple), the tool's fields and the calls' fields.
-    Flat, because the collector untracks one level of nested tuples per pass it makes."""
-    attrs, tool, calls = s.attrs, s.tool, s.calls
-    t = list(s)
-    t[_ATTRS] = len(attrs)
-    t += attrs
-    values = attrs.values()
-    if list in map(type, values):  # an array attribute (the reader makes lists)
-        values = [tuple(v) if type(v) is list else v for v in values]
-    t += values
-    t[_TOOL] = tool is not None
-    if tool is not None:
-        t += tool
-    t[_CALLS] = len(calls)
-    for c in calls:
-        t += c
-    return tuple(t)
-
-
-def _record(t: tuple) -> SpanRecord:
-    s = list(t[:_FIELDS])
-    at, n = _FIELDS, t[_ATTRS]
-    # the reader never makes a tuple attribute value: each tuple here was a list
-    s[_ATTRS] = {k: list(v) if type(v) is tuple else v
-                 for k, v in zip(t[at:at + n], t[at + n:at + 2 * n])} if n else NO_ATTRS
-    at += 2 * n
-    s[_TOOL] = None
-    if t[_TOOL]:
-        s[_TOOL] = ToolExecution(*t[at:at + _TOOL_WIDTH])
-        at += _TOOL_WIDTH
-    s[_CALLS] = tuple(ToolCall(*t[i:i + _CALL_WIDTH]) for i in range(at, at + t[_CALLS] * _CALL_WIDTH, _CALL_WIDTH))
-    return SpanRecord._make(s)
+_PACKER = _native.RecordPacker(SpanRecord, ToolExecution, ToolCall, NO_ATTRS)
 
 
 @dataclass(slots=True)
@@ -106,8 +69,10 @@ class Decided:
     last published for it. Mutated only under the store's lock."""
 
     key: RunKey
-    spans: list[tuple]               # ``_plain`` records
-    root: SpanRecord | None
+    spans: bytes                     # the records, packed (``_PACKER``)
+    count: int                       # how many
+    root_at: int                     # the root's place among them (-1: none is the root)
+    root: SpanRecord | None          # the root, only when it is not among them
     completion: Completion
     root_arrival_ns: int
     closed_ns: int
@@ -119,9 +84,9 @@ class Decided:
 
     def run(self) -> Run:
         """A fresh ``Run`` of the kept spans (its derived facts are computed again)."""
-        spans = [_record(t) for t in self.spans]
+        spans = _PACKER.unpack(self.spans)
         # the root among them, not an equal copy beside them: checks tell it apart by identity
-        root = next((s for s in spans if s == self.root), self.root) if self.root is not None else None
+        root = spans[self.root_at] if self.root_at >= 0 else self.root
         return Run(self.key, spans, root, self.completion, root_arrival_ns=self.root_arrival_ns,
                    closed_ns=self.closed_ns)
 
@@ -175,10 +140,14 @@ class DecidedRuns:
             with self.lock:
                 self._count("max_run_spans")
             return
-        spans = [_plain(s) for s in run.spans]
+        spans, size, root_at = _PACKER.pack(run.spans, run.root)
+        root = run.root
+        if root_at < 0 and root is not None:  # an equal copy among them will do, as before
+            root_at = next((i for i, s in enumerate(run.spans) if s == root), -1)
         with self.lock:
-            entry = Decided(run.key, spans, run.root, run.completion, run.root_arrival_ns, run.closed_ns, ruleset,
-                            verdict, (), ENTRY_BYTES + sum(s.size for s in run.spans), self._clock.now_ns())
+            entry = Decided(run.key, spans, len(run.spans), root_at, root if root_at < 0 else None, run.completion,
+                            run.root_arrival_ns, run.closed_ns, ruleset, verdict, (), ENTRY_BYTES + size,
+                            self._clock.now_ns())
             old = self._runs.pop(run.key, None)
             if old is not None:
                 self.bytes -= old.bytes
@@ -204,10 +173,11 @@ class DecidedRuns:
         """Add a late span to a kept run. False (and the run no longer kept) when that
         takes it past ``max_run_spans``."""
         with self.lock:
-            if len(entry.spans) >= self.config.max_run_spans:
+            if entry.count >= self.config.max_run_spans:
                 self._drop(entry.key, "max_run_spans")
                 return False
-            entry.spans.append(_plain(span))
+            entry.spans += _PACKER.pack((span,), None)[0]
+            entry.count += 1
             entry.bytes += span.size
             self.bytes += span.size
             self._trim(keep=entry.key)

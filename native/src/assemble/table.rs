@@ -264,7 +264,7 @@ impl TraceTable {
             first_ns: now,
             last_ns: now,
             slots: Vec::new(),
-            index: IdMap::default(),
+            index: IdMap::with_capacity_and_hasher(16, Default::default()),
             live: 0,
             roots: Vec::new(),
             bytes: 0,
