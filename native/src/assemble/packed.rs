@@ -53,82 +53,115 @@ pub struct RecordPacker {
     no_attrs: Py<PyAny>,
     dumps: Py<PyAny>,
     loads: Py<PyAny>,
+    types: Types,
+}
+
+/// The types kept as themselves, by address: a value's type is compared with these before
+/// anything else, without touching a reference count (the record classes stay alive in the
+/// fields above, the builtins always).
+struct Types {
+    str_: usize,
+    int: usize,
+    bool_: usize,
+    float: usize,
+    bytes: usize,
+    dict: usize,
+    list: usize,
+    tuple: usize,
+    record: usize,
+    tool: usize,
+    call: usize,
+}
+
+fn address(t: &Bound<'_, PyType>) -> usize {
+    t.as_ptr() as usize
 }
 
 impl RecordPacker {
     fn put(&self, py: Python<'_>, v: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: u32) -> PyResult<()> {
-        if v.is_none() {
+        // SAFETY: `v` is a live object; its type pointer is only compared, never followed
+        let ty = unsafe { pyo3::ffi::Py_TYPE(v.as_ptr()) } as usize;
+        let t = &self.types;
+        if ty == t.str_ {
+            // SAFETY: its type is exactly str
+            if let Ok(s) = unsafe { v.downcast_unchecked::<PyString>() }.to_str() {
+                out.push(STR);
+                put_len(out, s.len())?;
+                out.extend_from_slice(s.as_bytes());
+                return Ok(());
+            } // a lone surrogate: pickled below
+        } else if v.is_none() {
             out.push(NONE);
+            return Ok(());
+        } else if ty == t.int {
+            if let Ok(i) = v.extract::<i64>() {
+                out.push(INT);
+                out.extend_from_slice(&i.to_le_bytes());
+                return Ok(());
+            } // past 64 bits: pickled below
         } else if v.is(self.no_attrs.bind(py)) {
             out.push(NO_ATTRS);
-        } else if depth < MAX_DEPTH && self.put_known(py, v, out, depth)? {
-        } else {
-            let b = self.dumps.bind(py).call1((v,))?;
-            let b = b.downcast::<PyBytes>()?.as_bytes();
-            out.push(PICKLED);
-            put_len(out, b.len())?;
-            out.extend_from_slice(b);
-        }
-        Ok(())
-    }
-
-    /// Encodes a value of a type kept as itself; false (nothing written) for any other.
-    fn put_known(&self, py: Python<'_>, v: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: u32) -> PyResult<bool> {
-        let ty = v.get_type();
-        if ty.is(&py.get_type::<PyString>()) {
-            let Ok(s) = v.downcast::<PyString>()?.to_str() else { return Ok(false) }; // a lone surrogate
-            out.push(STR);
-            put_len(out, s.len())?;
-            out.extend_from_slice(s.as_bytes());
-        } else if ty.is(&py.get_type::<PyInt>()) {
-            let Ok(i) = v.extract::<i64>() else { return Ok(false) }; // past 64 bits: pickled
-            out.push(INT);
-            out.extend_from_slice(&i.to_le_bytes());
-        } else if ty.is(&py.get_type::<PyBool>()) {
+            return Ok(());
+        } else if ty == t.bool_ {
             out.push(if v.is_truthy()? { TRUE } else { FALSE });
-        } else if ty.is(&py.get_type::<PyFloat>()) {
+            return Ok(());
+        } else if ty == t.float {
             out.push(FLOAT);
             out.extend_from_slice(&v.extract::<f64>()?.to_bits().to_le_bytes());
-        } else if ty.is(&py.get_type::<PyBytes>()) {
-            let b = v.downcast::<PyBytes>()?.as_bytes();
+            return Ok(());
+        } else if ty == t.bytes {
+            // SAFETY: its type is exactly bytes
+            let b = unsafe { v.downcast_unchecked::<PyBytes>() }.as_bytes();
             out.push(BYTES);
             put_len(out, b.len())?;
             out.extend_from_slice(b);
-        } else if ty.is(&py.get_type::<PyDict>()) {
-            let d = v.downcast::<PyDict>()?;
-            out.push(DICT);
-            put_len(out, d.len())?;
-            for (k, x) in d.iter() {
-                self.put(py, &k, out, depth + 1)?;
-                self.put(py, &x, out, depth + 1)?;
+            return Ok(());
+        } else if depth < MAX_DEPTH {
+            if ty == t.dict {
+                // SAFETY: its type is exactly dict
+                let d = unsafe { v.downcast_unchecked::<PyDict>() };
+                out.push(DICT);
+                put_len(out, d.len())?;
+                for (k, x) in d.iter() {
+                    self.put(py, &k, out, depth + 1)?;
+                    self.put(py, &x, out, depth + 1)?;
+                }
+                return Ok(());
             }
-        } else if ty.is(&py.get_type::<PyList>()) {
-            let l = v.downcast::<PyList>()?;
-            out.push(LIST);
-            put_len(out, l.len())?;
-            for x in l.iter() {
-                self.put(py, &x, out, depth + 1)?;
+            if ty == t.list {
+                // SAFETY: its type is exactly list
+                let l = unsafe { v.downcast_unchecked::<PyList>() };
+                out.push(LIST);
+                put_len(out, l.len())?;
+                for x in l.iter() {
+                    self.put(py, &x, out, depth + 1)?;
+                }
+                return Ok(());
             }
-        } else {
-            let tag = if ty.is(&py.get_type::<PyTuple>()) {
-                TUPLE
-            } else if ty.is(self.record.bind(py)) {
-                RECORD
-            } else if ty.is(self.tool.bind(py)) {
-                TOOL
-            } else if ty.is(self.call.bind(py)) {
-                CALL
-            } else {
-                return Ok(false);
+            let tag = match ty {
+                _ if ty == t.tuple => TUPLE,
+                _ if ty == t.record => RECORD,
+                _ if ty == t.tool => TOOL,
+                _ if ty == t.call => CALL,
+                _ => 0,
             };
-            let t = v.downcast::<PyTuple>()?;
-            out.push(tag);
-            put_len(out, t.len())?;
-            for x in t.iter() {
-                self.put(py, &x, out, depth + 1)?;
+            if tag != 0 {
+                // SAFETY: its type is exactly tuple or one of the record classes, tuples' subclasses
+                let tup = unsafe { v.downcast_unchecked::<PyTuple>() };
+                out.push(tag);
+                put_len(out, tup.len())?;
+                for x in tup.iter_borrowed() {
+                    self.put(py, &x, out, depth + 1)?;
+                }
+                return Ok(());
             }
         }
-        Ok(true)
+        let b = self.dumps.bind(py).call1((v,))?;
+        let b = b.downcast::<PyBytes>()?.as_bytes();
+        out.push(PICKLED);
+        put_len(out, b.len())?;
+        out.extend_from_slice(b);
+        Ok(())
     }
 
     fn get<'py>(&self, py: Python<'py>, r: &mut Reader<'_>) -> PyResult<Bound<'py, PyAny>> {
@@ -230,6 +263,24 @@ impl RecordPacker {
     fn new(py: Python<'_>, record: Py<PyType>, tool: Py<PyType>, call: Py<PyType>, no_attrs: Py<PyAny>)
         -> PyResult<Self> {
         let pickle = py.import("pickle")?;
+        for cls in [&record, &tool, &call] {
+            if !cls.bind(py).is_subclass_of::<PyTuple>()? {
+                return Err(PyValueError::new_err("the record classes are tuples"));
+            }
+        }
+        let types = Types {
+            str_: address(&py.get_type::<PyString>()),
+            int: address(&py.get_type::<PyInt>()),
+            bool_: address(&py.get_type::<PyBool>()),
+            float: address(&py.get_type::<PyFloat>()),
+            bytes: address(&py.get_type::<PyBytes>()),
+            dict: address(&py.get_type::<PyDict>()),
+            list: address(&py.get_type::<PyList>()),
+            tuple: address(&py.get_type::<PyTuple>()),
+            record: address(record.bind(py)),
+            tool: address(tool.bind(py)),
+            call: address(call.bind(py)),
+        };
         Ok(RecordPacker {
             record,
             tool,
@@ -237,6 +288,7 @@ impl RecordPacker {
             no_attrs,
             dumps: pickle.getattr("dumps")?.unbind(),
             loads: pickle.getattr("loads")?.unbind(),
+            types,
         })
     }
 
@@ -246,7 +298,7 @@ impl RecordPacker {
     fn pack<'py>(&self, py: Python<'py>, records: &Bound<'py, PyAny>, root: &Bound<'py, PyAny>)
         -> PyResult<(Bound<'py, PyBytes>, i64, i64)> {
         guarded(|| {
-            let mut out = Vec::with_capacity(1024);
+            let mut out = Vec::with_capacity(8192);
             let mut size: i64 = 0;
             let mut root_at: i64 = -1;
             for (i, r) in records.try_iter()?.enumerate() {
