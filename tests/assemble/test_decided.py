@@ -115,3 +115,20 @@ def test_an_eviction_inside_a_batch_is_counted_once():
         batch += [root, tool(t, root.span_id, "search")]
     asm.add(batch)
     assert asm.decided_traces == 1 and asm.stats.decision_cache_evictions == 1
+
+
+def test_a_packed_trace_of_many_runs_names_each_spans_own_root():
+    """A packed trace keeps each run's root once and each record points at it: 250 runs of
+    two spans each (more roots than a byte can count) still answer span by span."""
+    cache = DecisionCache(max_traces=10, max_bytes=10**8)
+    t = trace_id()
+    runs = []
+    for _ in range(250):
+        root = agent(t)
+        runs.append((root.span_id, [root, tool(t, root.span_id, "x")]))
+    runs.append(("", [tool(t, "00000000000000aa", f"y{i}") for i in range(6)]))  # and an orphan run
+    cache.decide(t, runs)
+    assert cache.form(t) == "packed" and len(cache) == 1
+    assert all(cache.run_of(t, s.span_id) == root for root, members in runs for s in members)
+    assert cache.named_by(t, "00000000000000aa") == ""
+    assert cache.bytes == 220 + 17 * 507  # as the packed Python form was counted

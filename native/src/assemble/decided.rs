@@ -5,21 +5,25 @@
 //! one already decided), so the assembler remembers, per decided trace, each span id with
 //! the root span id of its run, and the parents those spans named that never arrived. Tens
 //! of thousands of traces stay here for the life of the process: as Python objects (a dict
-//! of id strings per trace, then a `bytearray` of packed records) every full collection had
-//! to consider them, and each cost ~490-1,800 B of the Python heap. Here they are Rust
-//! values the collector never sees.
+//! of id strings per trace, then a `bytearray` of packed records in an `OrderedDict`) every
+//! full collection traversed them, and each cost ~400-1,800 B of the Python heap. Here they
+//! are Rust values the collector never sees, ~200 B for a 16-span trace.
 //!
 //! Two forms, as before, with the same answers and the same accounting (`bytes`, which
 //! `assemble.decision_cache_bytes` bounds, counts what the Python forms cost, so the bound
-//! holds as many traces as it did; the native forms cost less):
-//! - **packed**: every id is OTLP hex (a span id of 16 lowercase hex digits): pairs of
-//!   numbers (span, root), searched linearly; a root of zero is the empty root (a run whose
-//!   root never arrived), as the packed bytes read it back before.
-//! - **wide**: any other id, or more than `PACKED_MAX` records (a linear search is bounded):
-//!   hash maps.
+//! holds as many traces as it did):
+//! - **packed**: every id is OTLP hex (16 lowercase hex digits, a number): one allocation
+//!   per trace holding the run roots once (a trace has one or a few) and each span or
+//!   missing parent as its id and the place of its root among them (two bytes); searched
+//!   linearly. A
+//!   root of zero is the empty root (a run whose root never arrived), as the packed bytes
+//!   read it back before.
+//! - **wide**: any other id, or more than `PACKED_MAX` records (a linear search is
+//!   bounded): hash maps.
+//!
+//! The traces sit in a slab, linked oldest first; a trace id maps to its slot.
 
 use super::ids::{IdMap, IdSet, SpanId, TraceId};
-use std::collections::VecDeque;
 
 /// Records a packed trace holds before it becomes maps: a lookup searches its records, so a
 /// trace that late spans keep growing stays O(1).
@@ -32,19 +36,81 @@ pub const RECORD_BYTES: i128 = 17;
 /// ... and a record kept in the dicts: a dict slot and a 16-character id string.
 pub const WIDE_ENTRY_BYTES: i128 = 170;
 
+const NONE: u32 = u32::MAX; // no slot
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Span,
     Parent,
 }
 
+/// A packed trace: `[roots, spans, parents, root ids.., span ids.., parent ids.., root
+/// places (16 bits each, spans' then parents', four to a word)..]`. A trace has at most
+/// `PACKED_MAX` records, so at most as many roots.
+struct Packed(Box<[u64]>);
+
+impl Packed {
+    fn counts(&self) -> (usize, usize, usize) {
+        (self.0[0] as usize, self.0[1] as usize, self.0[2] as usize)
+    }
+
+    fn build(spans: &[(u64, u64)], parents: &[(u64, u64)]) -> Packed {
+        let mut roots: Vec<u64> = Vec::new();
+        let places: Vec<u64> = spans
+            .iter()
+            .chain(parents)
+            .map(|(_, r)| {
+                roots.iter().position(|x| x == r).unwrap_or_else(|| {
+                    roots.push(*r);
+                    roots.len() - 1
+                }) as u64
+            })
+            .collect();
+        let mut words = Vec::with_capacity(3 + roots.len() + places.len() + places.len().div_ceil(4));
+        words.extend([roots.len() as u64, spans.len() as u64, parents.len() as u64]);
+        words.extend(&roots);
+        words.extend(spans.iter().chain(parents).map(|(s, _)| *s));
+        words.extend(places.chunks(4).map(|c| c.iter().rev().fold(0u64, |w, p| (w << 16) | (p & 0xffff))));
+        Packed(words.into_boxed_slice())
+    }
+
+    /// Every record: (span, root) and (parent, root).
+    fn records(&self) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+        let (r, s, p) = self.counts();
+        let all: Vec<(u64, u64)> = (0..s + p).map(|i| (self.0[3 + r + i], self.root(i))).collect();
+        let (spans, parents) = all.split_at(s);
+        (spans.to_vec(), parents.to_vec())
+    }
+
+    fn root(&self, i: usize) -> u64 {
+        let (r, s, p) = self.counts();
+        let word = self.0[3 + r + s + p + i / 4];
+        let place = (word >> (16 * (i % 4))) & 0xffff;
+        self.0[3 + place as usize]
+    }
+
+    fn lookup(&self, id: u64, kind: Kind) -> Option<u64> {
+        let (r, s, p) = self.counts();
+        let (from, n) = if kind == Kind::Span { (0, s) } else { (s, p) };
+        let ids = &self.0[3 + r + from..3 + r + from + n];
+        ids.iter().position(|x| *x == id).map(|i| self.root(from + i))
+    }
+}
+
+struct Wide {
+    spans: IdMap<SpanId, SpanId>,
+    parents: IdMap<SpanId, SpanId>,
+}
+
 enum Form {
-    Packed { spans: Vec<(u64, u64)>, parents: Vec<(u64, u64)> },
-    Wide { spans: IdMap<SpanId, SpanId>, parents: IdMap<SpanId, SpanId> },
+    Packed(Packed),
+    Wide(Box<Wide>),
 }
 
 struct Entry {
-    seq: u64,
+    id: TraceId,
+    older: u32,
+    newer: u32,
     form: Form,
 }
 
@@ -75,26 +141,25 @@ fn unpacked_root(v: u64) -> SpanId {
 impl Form {
     fn records(&self) -> usize {
         match self {
-            Form::Packed { spans, parents } => spans.len() + parents.len(),
-            Form::Wide { spans, parents } => spans.len() + parents.len(),
+            Form::Packed(p) => {
+                let (_, s, p) = p.counts();
+                s + p
+            }
+            Form::Wide(w) => w.spans.len() + w.parents.len(),
         }
     }
 
     fn cost(&self) -> i128 {
         match self {
-            Form::Packed { .. } => PACKED_TRACE_BYTES + RECORD_BYTES * self.records() as i128,
-            Form::Wide { .. } => PACKED_TRACE_BYTES + WIDE_ENTRY_BYTES * self.records() as i128,
+            Form::Packed(_) => PACKED_TRACE_BYTES + RECORD_BYTES * self.records() as i128,
+            Form::Wide(_) => PACKED_TRACE_BYTES + WIDE_ENTRY_BYTES * self.records() as i128,
         }
     }
 
     fn lookup(&self, id: &SpanId, kind: Kind) -> Option<SpanId> {
         match self {
-            Form::Packed { spans, parents } => {
-                let key = packed_id(id)?;
-                let records = if kind == Kind::Span { spans } else { parents };
-                records.iter().find(|(s, _)| *s == key).map(|(_, r)| unpacked_root(*r))
-            }
-            Form::Wide { spans, parents } => (if kind == Kind::Span { spans } else { parents }).get(id).cloned(),
+            Form::Packed(p) => p.lookup(packed_id(id)?, kind).map(unpacked_root),
+            Form::Wide(w) => (if kind == Kind::Span { &w.spans } else { &w.parents }).get(id).cloned(),
         }
     }
 }
@@ -102,10 +167,11 @@ impl Form {
 pub struct DecisionCache {
     pub max_traces: usize,
     pub max_bytes: i128,
-    traces: IdMap<TraceId, Entry>,
-    // oldest first; an entry whose seq no longer matches its trace's was moved to the end
-    order: VecDeque<(u64, TraceId)>,
-    next_seq: u64,
+    slots: IdMap<TraceId, u32>,
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    oldest: u32,
+    newest: u32,
     pub bytes: i128,
     pub evictions: u64,
 }
@@ -115,41 +181,81 @@ impl DecisionCache {
         DecisionCache {
             max_traces,
             max_bytes,
-            traces: IdMap::default(),
-            order: VecDeque::new(),
-            next_seq: 0,
+            slots: IdMap::default(),
+            entries: Vec::new(),
+            free: Vec::new(),
+            oldest: NONE,
+            newest: NONE,
             bytes: 0,
             evictions: 0,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.traces.len()
+        self.slots.len()
     }
 
     pub fn contains(&self, trace: &TraceId) -> bool {
-        self.traces.contains_key(trace)
+        self.slots.contains_key(trace)
+    }
+
+    fn entry(&self, trace: &TraceId) -> Option<&Entry> {
+        self.slots.get(trace).map(|s| &self.entries[*s as usize])
     }
 
     pub fn lookup(&self, trace: &TraceId, id: &SpanId, kind: Kind) -> Option<SpanId> {
-        self.traces.get(trace)?.form.lookup(id, kind)
+        self.entry(trace)?.form.lookup(id, kind)
     }
 
     /// "packed", "wide" or None: which form a trace is kept in (for tests).
     pub fn form(&self, trace: &TraceId) -> Option<&'static str> {
-        self.traces.get(trace).map(|e| match e.form {
-            Form::Packed { .. } => "packed",
-            Form::Wide { .. } => "wide",
+        self.entry(trace).map(|e| match e.form {
+            Form::Packed(_) => "packed",
+            Form::Wide(_) => "wide",
         })
     }
 
     /// Trace ids, oldest first.
     pub fn order(&self) -> Vec<&TraceId> {
-        self.order
-            .iter()
-            .filter(|(seq, t)| self.traces.get(t).is_some_and(|e| e.seq == *seq))
-            .map(|(_, t)| t)
-            .collect()
+        let mut out = Vec::with_capacity(self.len());
+        let mut at = self.oldest;
+        while at != NONE {
+            let e = &self.entries[at as usize];
+            out.push(&e.id);
+            at = e.newer;
+        }
+        out
+    }
+
+    fn unlink(&mut self, slot: u32) {
+        let (older, newer) = {
+            let e = &self.entries[slot as usize];
+            (e.older, e.newer)
+        };
+        if older == NONE {
+            self.oldest = newer;
+        } else {
+            self.entries[older as usize].newer = newer;
+        }
+        if newer == NONE {
+            self.newest = older;
+        } else {
+            self.entries[newer as usize].older = older;
+        }
+    }
+
+    fn link_newest(&mut self, slot: u32) {
+        {
+            let e = &mut self.entries[slot as usize];
+            e.older = self.newest;
+            e.newer = NONE;
+        }
+        if self.newest == NONE {
+            self.oldest = slot;
+        } else {
+            self.entries[self.newest as usize].newer = slot;
+        }
+        self.newest = slot;
     }
 
     /// Remember the spans of runs just decided (root, members as (span id, parent id)), and
@@ -189,56 +295,80 @@ impl DecisionCache {
     }
 
     fn add(&mut self, trace: &TraceId, mut spans: Vec<(SpanId, SpanId)>, mut parents: Vec<(SpanId, SpanId)>) {
-        if !self.traces.contains_key(trace) {
-            let seq = self.next_seq;
-            self.next_seq += 1;
-            let form = Form::Packed { spans: Vec::new(), parents: Vec::new() };
-            self.traces.insert(trace.clone(), Entry { seq, form });
-            self.order.push_back((seq, trace.clone()));
-            self.bytes += PACKED_TRACE_BYTES;
-        } else {
-            // an id already remembered keeps its first run; a parent that was decided itself
-            // is a span, not a missing parent
-            let form = &self.traces[trace].form;
-            spans.retain(|(sid, _)| form.lookup(sid, Kind::Span).is_none());
-            parents.retain(|(sid, _)| form.lookup(sid, Kind::Span).is_none() && form.lookup(sid, Kind::Parent).is_none());
-        }
+        let slot = match self.slots.get(trace) {
+            Some(s) => {
+                // an id already remembered keeps its first run; a parent that was decided
+                // itself is a span, not a missing parent
+                let form = &self.entries[*s as usize].form;
+                spans.retain(|(sid, _)| form.lookup(sid, Kind::Span).is_none());
+                parents.retain(|(sid, _)| {
+                    form.lookup(sid, Kind::Span).is_none() && form.lookup(sid, Kind::Parent).is_none()
+                });
+                *s
+            }
+            None => {
+                let entry = Entry {
+                    id: trace.clone(),
+                    older: NONE,
+                    newer: NONE,
+                    form: Form::Packed(Packed::build(&[], &[])),
+                };
+                let slot = match self.free.pop() {
+                    Some(s) => {
+                        self.entries[s as usize] = entry;
+                        s
+                    }
+                    None => {
+                        self.entries.push(entry);
+                        (self.entries.len() - 1) as u32
+                    }
+                };
+                self.slots.insert(trace.clone(), slot);
+                self.link_newest(slot);
+                self.bytes += PACKED_TRACE_BYTES;
+                slot
+            }
+        };
         if spans.is_empty() && parents.is_empty() {
             return;
         }
-        let entry = self.traces.get_mut(trace).expect("entered above");
         let n = (spans.len() + parents.len()) as i128;
-        if let Form::Packed { spans: ps, parents: pp } = &mut entry.form {
-            let fits = ps.len() + pp.len() + spans.len() + parents.len() <= PACKED_MAX;
-            let packable = spans.iter().chain(parents.iter()).all(|(s, r)| packed_id(s).is_some() && packed_root(r).is_some());
-            if fits && packable {
-                for (s, r) in &spans {
-                    ps.push((packed_id(s).unwrap_or(0), packed_root(r).unwrap_or(0)));
+        let entry = &mut self.entries[slot as usize];
+        if let Form::Packed(packed) = &entry.form {
+            let fits = packed.counts().1 + packed.counts().2 + spans.len() + parents.len() <= PACKED_MAX;
+            let ids = |v: &[(SpanId, SpanId)]| -> Option<Vec<(u64, u64)>> {
+                v.iter().map(|(s, r)| Some((packed_id(s)?, packed_root(r)?))).collect()
+            };
+            let (old_spans, old_parents) = packed.records();
+            if fits {
+                if let (Some(mut s), Some(mut p)) = (ids(&spans), ids(&parents)) {
+                    s.splice(0..0, old_spans.iter().copied());
+                    p.splice(0..0, old_parents.iter().copied());
+                    entry.form = Form::Packed(Packed::build(&s, &p));
+                    self.bytes += RECORD_BYTES * n;
+                    return;
                 }
-                for (s, r) in &parents {
-                    pp.push((packed_id(s).unwrap_or(0), packed_root(r).unwrap_or(0)));
-                }
-                self.bytes += RECORD_BYTES * n;
-                return;
             }
             // widen: every record becomes a map entry
-            let mut ws = IdMap::with_capacity_and_hasher(ps.len(), Default::default());
-            let mut wp = IdMap::with_capacity_and_hasher(pp.len(), Default::default());
-            for (s, r) in ps.iter() {
-                ws.insert(SpanId::Hex(*s), unpacked_root(*r));
+            let mut wide = Wide {
+                spans: IdMap::with_capacity_and_hasher(old_spans.len(), Default::default()),
+                parents: IdMap::with_capacity_and_hasher(old_parents.len(), Default::default()),
+            };
+            for (s, r) in &old_spans {
+                wide.spans.insert(SpanId::Hex(*s), unpacked_root(*r));
             }
-            for (s, r) in pp.iter() {
-                wp.insert(SpanId::Hex(*s), unpacked_root(*r));
+            for (s, r) in &old_parents {
+                wide.parents.insert(SpanId::Hex(*s), unpacked_root(*r));
             }
-            self.bytes += (WIDE_ENTRY_BYTES - RECORD_BYTES) * (ps.len() + pp.len()) as i128;
-            entry.form = Form::Wide { spans: ws, parents: wp };
+            self.bytes += (WIDE_ENTRY_BYTES - RECORD_BYTES) * (old_spans.len() + old_parents.len()) as i128;
+            entry.form = Form::Wide(Box::new(wide));
         }
-        if let Form::Wide { spans: ws, parents: wp } = &mut entry.form {
+        if let Form::Wide(wide) = &mut entry.form {
             for (s, r) in spans {
-                ws.entry(s).or_insert(r);
+                wide.spans.entry(s).or_insert(r);
             }
             for (s, r) in parents {
-                wp.entry(s).or_insert(r);
+                wide.parents.entry(s).or_insert(r);
             }
             self.bytes += WIDE_ENTRY_BYTES * n;
         }
@@ -248,25 +378,21 @@ impl DecisionCache {
     /// is forgotten last: its own late spans may be what filled the cache, and it then goes
     /// too rather than grow past the bound.
     pub fn trim(&mut self, keep: Option<&TraceId>) {
-        while !self.traces.is_empty() && (self.traces.len() > self.max_traces || self.bytes > self.max_bytes) {
-            let Some((seq, tid)) = self.order.pop_front() else { return };
-            let current = self.traces.get(&tid).map(|e| e.seq);
-            if current != Some(seq) {
-                continue; // moved to the end since: its newer place is further on
-            }
-            if Some(&tid) == keep && self.traces.len() > 1 {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                if let Some(e) = self.traces.get_mut(&tid) {
-                    e.seq = seq;
-                }
-                self.order.push_back((seq, tid));
+        while self.oldest != NONE && (self.len() > self.max_traces || self.bytes > self.max_bytes) {
+            let slot = self.oldest;
+            if Some(&self.entries[slot as usize].id) == keep && self.len() > 1 {
+                self.unlink(slot);
+                self.link_newest(slot);
                 continue;
             }
-            if let Some(e) = self.traces.remove(&tid) {
-                self.bytes -= e.form.cost();
-                self.evictions += 1;
-            }
+            self.unlink(slot);
+            let e = &mut self.entries[slot as usize];
+            let form = std::mem::replace(&mut e.form, Form::Packed(Packed(Box::new([]))));
+            self.bytes -= form.cost();
+            self.slots.remove(&e.id);
+            e.id = TraceId::Text(Box::from(""));
+            self.free.push(slot);
+            self.evictions += 1;
         }
     }
 }

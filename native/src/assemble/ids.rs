@@ -15,9 +15,11 @@ pub enum SpanId {
     Text(Box<str>),
 }
 
+// a hex trace id as two words, not one u128: the enum stays 24 bytes (a u128 would align
+// it to 16 and make it 32), and there is one in every map entry keyed by a trace
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum TraceId {
-    Hex(u128),
+    Hex(u64, u64),
     Text(Box<str>),
 }
 
@@ -136,9 +138,9 @@ impl std::hash::Hash for SpanId {
 impl std::hash::Hash for TraceId {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         match self {
-            TraceId::Hex(v) => {
-                h.write_u64(*v as u64);
-                h.write_u64((*v >> 64) as u64);
+            TraceId::Hex(hi, lo) => {
+                h.write_u64(*hi);
+                h.write_u64(*lo);
             }
             TraceId::Text(t) => h.write(t.as_bytes()),
         }
@@ -200,7 +202,7 @@ impl TraceId {
         let b = s.as_bytes();
         if b.len() == 32 {
             if let (Some(hi), Some(lo)) = (hex64(&b[..16]), hex64(&b[16..])) {
-                return TraceId::Hex((u128::from(hi) << 64) | u128::from(lo));
+                return TraceId::Hex(hi, lo);
             }
         }
         TraceId::Text(s.into())
@@ -208,7 +210,7 @@ impl TraceId {
 
     pub fn to_py<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         match self {
-            TraceId::Hex(v) => PyString::new(py, &format!("{v:032x}")),
+            TraceId::Hex(hi, lo) => PyString::new(py, &format!("{hi:016x}{lo:016x}")),
             TraceId::Text(t) => PyString::new(py, t),
         }
     }
@@ -282,6 +284,7 @@ mod tests {
             }
         }
         assert!(matches!(SpanId::parse("0123456789abcdeé"), SpanId::Text(_)));
-        assert_eq!(TraceId::parse(&"ab".repeat(16)), TraceId::Hex(u128::from_str_radix(&"ab".repeat(16), 16).unwrap()));
+        let ab = u64::from_str_radix(&"ab".repeat(8), 16).unwrap();
+        assert_eq!(TraceId::parse(&"ab".repeat(16)), TraceId::Hex(ab, ab));
     }
 }

@@ -15,7 +15,8 @@
 //! string with a lone surrogate, nesting past `MAX_DEPTH`) is pickled, so any record comes
 //! back equal to what went in.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use super::guarded;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 
@@ -38,11 +39,6 @@ const PICKLED: u8 = 15;
 // Attribute values nest (arrays, kvlists) as deep as a sender likes; past this depth a value
 // is pickled whole, so the encoder's own recursion stays bounded.
 const MAX_DEPTH: u32 = 32;
-
-fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the compiled record packer panicked")))
-}
 
 /// Packs and unpacks records; built once with the record classes it rebuilds.
 #[pyclass(module = "faultgate_stream._native", frozen)]

@@ -17,6 +17,7 @@
 
 use super::decided::{DecisionCache, Kind};
 use super::ids::{IdMap, IdSet, SpanId, Time, TraceId};
+use super::guarded;
 use super::partition::{partition, Partition};
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::prelude::*;
@@ -90,10 +91,10 @@ impl Trace {
     /// first root's grace, or (no root) its idle time.
     fn due_at(&self, grace: i128, longest: i128, idle: i128) -> i128 {
         let waiting = match self.roots.iter().map(|(_, at)| *at).min() {
-            Some(at) => at + grace,
-            None => self.last_ns + idle,
+            Some(at) => at.saturating_add(grace),
+            None => self.last_ns.saturating_add(idle),
         };
-        (self.first_ns + longest).min(waiting)
+        self.first_ns.saturating_add(longest).min(waiting)
     }
 
     /// Drops the holes once they outnumber the spans, so a trace whose runs leave one by one
@@ -511,22 +512,24 @@ impl TraceTable {
 
     /// ``(new traces, bytes)`` a batch of records would add: what the bounds are checked on.
     fn room(&self, batch: &Bound<'_, PyList>) -> PyResult<(usize, i128)> {
-        let mut new: IdSet<TraceId> = IdSet::default();
-        let mut bytes: i128 = 0;
-        let mut previous: Option<(Bound<'_, PyAny>, TraceId)> = None;
-        for obj in batch.iter() {
-            let t = record(&obj)?;
-            let tid_obj = t.get_item(TRACE_ID)?;
-            if !previous.as_ref().is_some_and(|(o, _)| o.is(&tid_obj)) {
-                let tid = trace_id_of(&tid_obj, None)?;
-                if !self.by_id.contains_key(&tid) {
-                    new.insert(tid.clone());
+        guarded(|| {
+            let mut new: IdSet<TraceId> = IdSet::default();
+            let mut bytes: i128 = 0;
+            let mut previous: Option<(Bound<'_, PyAny>, TraceId)> = None;
+            for obj in batch.iter() {
+                let t = record(&obj)?;
+                let tid_obj = t.get_item(TRACE_ID)?;
+                if !previous.as_ref().is_some_and(|(o, _)| o.is(&tid_obj)) {
+                    let tid = trace_id_of(&tid_obj, None)?;
+                    if !self.by_id.contains_key(&tid) {
+                        new.insert(tid.clone());
+                    }
+                    previous = Some((tid_obj, tid));
                 }
-                previous = Some((tid_obj, tid));
+                bytes += i128::from(size_of(t)?);
             }
-            bytes += i128::from(size_of(t)?);
-        }
-        Ok((new.len(), bytes))
+            Ok((new.len(), bytes))
+        })
     }
 
     /// Takes a batch of spans at ``now``. Returns ``(accepted, duplicates, late, cap hits,
@@ -538,207 +541,213 @@ impl TraceTable {
     /// roots`` ``(span, root span id)`` of root candidates whose run the batch closed, each
     /// a list or None.
     fn add<'py>(&mut self, py: Python<'py>, batch: &Bound<'py, PyList>, now: i128) -> PyResult<Bound<'py, PyTuple>> {
-        let reads = read_all(batch)?;
-        let (mut accepted, mut duplicates, mut late, mut cap_hits) = (0usize, 0usize, 0usize, 0usize);
-        let (mut roots, mut new_traces) = (false, false);
-        let events = PyList::empty(py);
-        let mut segment = PyList::empty(py);
-        let mut dups: Vec<(Bound<'py, PyAny>, SpanId)> = Vec::new();
-        let mut dup_ids: IdSet<&SpanId> = IdSet::default();
-        let mut late_ids: IdSet<&SpanId> = IdSet::default();
-        let mut touched: Vec<u32> = Vec::new();
-        let mut last: Option<(&TraceId, u32)> = None; // consecutive spans of one trace skip the lookup
-        for r in &reads {
-            if self.decided.contains(&r.tid) {
-                if let Some(root) = self.decided.lookup(&r.tid, &r.sid, Kind::Span) {
+        guarded(|| {
+            let reads = read_all(batch)?;
+            let (mut accepted, mut duplicates, mut late, mut cap_hits) = (0usize, 0usize, 0usize, 0usize);
+            let (mut roots, mut new_traces) = (false, false);
+            let events = PyList::empty(py);
+            let mut segment = PyList::empty(py);
+            let mut dups: Vec<(Bound<'py, PyAny>, SpanId)> = Vec::new();
+            let mut dup_ids: IdSet<&SpanId> = IdSet::default();
+            let mut late_ids: IdSet<&SpanId> = IdSet::default();
+            let mut touched: Vec<u32> = Vec::new();
+            let mut last: Option<(&TraceId, u32)> = None; // consecutive spans of one trace skip the lookup
+            for r in &reads {
+                if self.decided.contains(&r.tid) {
+                    if let Some(root) = self.decided.lookup(&r.tid, &r.sid, Kind::Span) {
+                        duplicates += 1;
+                        dups.push((r.obj.clone(), root));
+                        dup_ids.insert(&r.sid);
+                        continue;
+                    }
+                    let mut root = r.parent.as_ref().and_then(|p| self.decided.lookup(&r.tid, p, Kind::Span));
+                    if root.is_none() {
+                        root = self.decided.lookup(&r.tid, &r.sid, Kind::Parent);
+                    }
+                    if let Some(root) = root {
+                        self.decided.late(&r.tid, r.sid.clone(), root.clone());
+                        late += 1;
+                        late_ids.insert(&r.sid);
+                        if !segment.is_empty() {
+                            events.append((0, std::mem::replace(&mut segment, PyList::empty(py)), py.None()))?;
+                        }
+                        events.append((1, &r.obj, root.to_py(py)))?;
+                        continue;
+                    }
+                }
+                let slot = match last {
+                    Some((tid, slot)) if *tid == r.tid && self.traces[slot as usize].is_some() => slot,
+                    _ => match self.by_id.get(&r.tid) {
+                        Some(s) => *s,
+                        None => {
+                            new_traces = true;
+                            self.new_trace(r.tid.clone(), r.tid_obj.clone().unbind(), now)
+                        }
+                    },
+                };
+                last = Some((&r.tid, slot));
+                let t = self.traces[slot as usize].as_mut().expect("a live trace");
+                if t.index.contains_key(&r.sid) {
                     duplicates += 1;
-                    dups.push((r.obj.clone(), root));
-                    dup_ids.insert(&r.sid);
                     continue;
                 }
-                let mut root = r.parent.as_ref().and_then(|p| self.decided.lookup(&r.tid, p, Kind::Span));
-                if root.is_none() {
-                    root = self.decided.lookup(&r.tid, &r.sid, Kind::Parent);
+                let at = t.slots.len() as u32;
+                t.slots.push(Some(Span {
+                    obj: r.obj.clone().unbind(),
+                    id: r.sid.clone(),
+                    parent: r.parent.clone(),
+                    agent: r.agent,
+                    start: r.start.clone_ref(py),
+                    end: r.end.clone_ref(py),
+                    size: r.size,
+                }));
+                t.index.insert(r.sid.clone(), at);
+                t.live += 1;
+                t.last_ns = now;
+                t.bytes += i128::from(r.size);
+                self.bytes += i128::from(r.size);
+                self.spans += 1;
+                if r.root_candidate() {
+                    t.roots.push((at, now));
+                    roots = true;
                 }
-                if let Some(root) = root {
-                    self.decided.late(&r.tid, r.sid.clone(), root.clone());
-                    late += 1;
-                    late_ids.insert(&r.sid);
+                accepted += 1;
+                segment.append(&r.obj)?;
+                if touched.last() != Some(&slot) {
+                    touched.push(slot);
+                }
+                if t.live >= self.max_spans {
+                    // the same run would hit the same bound again on retry: close it early
+                    cap_hits += 1;
                     if !segment.is_empty() {
                         events.append((0, std::mem::replace(&mut segment, PyList::empty(py)), py.None()))?;
                     }
-                    events.append((1, &r.obj, root.to_py(py)))?;
-                    continue;
+                    let tid = self.trace(slot).tid.clone_ref(py);
+                    let runs = self.take_runs(py, slot, None, true)?;
+                    events.append((2, tid, runs))?;
+                    last = None;
                 }
             }
-            let slot = match last {
-                Some((tid, slot)) if *tid == r.tid && self.traces[slot as usize].is_some() => slot,
-                _ => match self.by_id.get(&r.tid) {
-                    Some(s) => *s,
-                    None => {
-                        new_traces = true;
-                        self.new_trace(r.tid.clone(), r.tid_obj.clone().unbind(), now)
-                    }
-                },
+            if !segment.is_empty() {
+                events.append((0, segment, py.None()))?;
+            }
+            touched.sort_unstable();
+            touched.dedup();
+            for slot in touched {
+                self.reindex(slot);
+            }
+            let decided_dups = if dups.is_empty() {
+                py.None().into_bound(py)
+            } else {
+                PyList::new(py, dups.iter().map(|(o, root)| (o.clone(), root.to_py(py))))?.into_any()
             };
-            last = Some((&r.tid, slot));
-            let t = self.traces[slot as usize].as_mut().expect("a live trace");
-            if t.index.contains_key(&r.sid) {
-                duplicates += 1;
-                continue;
-            }
-            let at = t.slots.len() as u32;
-            t.slots.push(Some(Span {
-                obj: r.obj.clone().unbind(),
-                id: r.sid.clone(),
-                parent: r.parent.clone(),
-                agent: r.agent,
-                start: r.start.clone_ref(py),
-                end: r.end.clone_ref(py),
-                size: r.size,
-            }));
-            t.index.insert(r.sid.clone(), at);
-            t.live += 1;
-            t.last_ns = now;
-            t.bytes += i128::from(r.size);
-            self.bytes += i128::from(r.size);
-            self.spans += 1;
-            if r.root_candidate() {
-                t.roots.push((at, now));
-                roots = true;
-            }
-            accepted += 1;
-            segment.append(&r.obj)?;
-            if touched.last() != Some(&slot) {
-                touched.push(slot);
-            }
-            if t.live >= self.max_spans {
-                // the same run would hit the same bound again on retry: close it early
-                cap_hits += 1;
-                if !segment.is_empty() {
-                    events.append((0, std::mem::replace(&mut segment, PyList::empty(py)), py.None()))?;
-                }
-                let tid = self.trace(slot).tid.clone_ref(py);
-                let runs = self.take_runs(py, slot, None, true)?;
-                events.append((2, tid, runs))?;
-                last = None;
-            }
-        }
-        if !segment.is_empty() {
-            events.append((0, segment, py.None()))?;
-        }
-        touched.sort_unstable();
-        touched.dedup();
-        for slot in touched {
-            self.reindex(slot);
-        }
-        let decided_dups = if dups.is_empty() {
-            py.None().into_bound(py)
-        } else {
-            PyList::new(py, dups.iter().map(|(o, root)| (o.clone(), root.to_py(py))))?.into_any()
-        };
-        let closed = if cap_hits == 0 {
-            py.None().into_bound(py)
-        } else {
-            // root candidates of this batch whose run it closed: their verdict is out already
-            let out = PyList::empty(py);
-            for r in reads.iter().filter(|r| r.root_candidate()) {
-                if let Some(root) = self.decided.lookup(&r.tid, &r.sid, Kind::Span) {
-                    if !late_ids.contains(&r.sid) && !dup_ids.contains(&r.sid) {
-                        out.append((&r.obj, root.to_py(py)))?;
+            let closed = if cap_hits == 0 {
+                py.None().into_bound(py)
+            } else {
+                // root candidates of this batch whose run it closed: their verdict is out already
+                let out = PyList::empty(py);
+                for r in reads.iter().filter(|r| r.root_candidate()) {
+                    if let Some(root) = self.decided.lookup(&r.tid, &r.sid, Kind::Span) {
+                        if !late_ids.contains(&r.sid) && !dup_ids.contains(&r.sid) {
+                            out.append((&r.obj, root.to_py(py)))?;
+                        }
                     }
                 }
-            }
-            out.into_any()
-        };
-        PyTuple::new(py, [
-            accepted.into_pyobject(py)?.into_any(),
-            duplicates.into_pyobject(py)?.into_any(),
-            late.into_pyobject(py)?.into_any(),
-            cap_hits.into_pyobject(py)?.into_any(),
-            roots.into_pyobject(py)?.to_owned().into_any(),
-            new_traces.into_pyobject(py)?.to_owned().into_any(),
-            events.into_any(),
-            decided_dups,
-            closed,
-        ])
+                out.into_any()
+            };
+            PyTuple::new(py, [
+                accepted.into_pyobject(py)?.into_any(),
+                duplicates.into_pyobject(py)?.into_any(),
+                late.into_pyobject(py)?.into_any(),
+                cap_hits.into_pyobject(py)?.into_any(),
+                roots.into_pyobject(py)?.to_owned().into_any(),
+                new_traces.into_pyobject(py)?.to_owned().into_any(),
+                events.into_any(),
+                decided_dups,
+                closed,
+            ])
+        })
     }
 
     /// Takes content records (GenAI log events) to merge into their spans when their run
     /// completes. Returns ``(accepted, late, duplicates, capped, new traces)``.
     fn add_contents(&mut self, py: Python<'_>, batch: &Bound<'_, PyList>, now: i128)
         -> PyResult<(usize, usize, usize, usize, bool)> {
-        let reads = read_all(batch)?;
-        let (mut accepted, mut late, mut duplicates, mut capped) = (0, 0, 0, 0);
-        let mut new_traces = false;
-        let mut touched: Vec<u32> = Vec::new();
-        for c in &reads {
-            if self.decided.lookup(&c.tid, &c.sid, Kind::Span).is_some() {
-                late += 1;
-                continue;
-            }
-            let slot = match self.by_id.get(&c.tid) {
-                Some(s) => *s,
-                None => {
-                    new_traces = true;
-                    self.new_trace(c.tid.clone(), c.tid_obj.clone().unbind(), now)
+        guarded(|| {
+            let reads = read_all(batch)?;
+            let (mut accepted, mut late, mut duplicates, mut capped) = (0, 0, 0, 0);
+            let mut new_traces = false;
+            let mut touched: Vec<u32> = Vec::new();
+            for c in &reads {
+                if self.decided.lookup(&c.tid, &c.sid, Kind::Span).is_some() {
+                    late += 1;
+                    continue;
                 }
-            };
-            touched.push(slot);
-            let max_spans = self.max_spans;
-            let t = self.trace_mut(slot);
-            let held = t.contents.entry(c.sid.clone()).or_default();
-            let mut seen = false;
-            for h in held.iter() {
-                let h = h.obj.bind(py);
-                if h.is(&c.obj) || h.eq(&c.obj)? {
-                    seen = true;
-                    break;
+                let slot = match self.by_id.get(&c.tid) {
+                    Some(s) => *s,
+                    None => {
+                        new_traces = true;
+                        self.new_trace(c.tid.clone(), c.tid_obj.clone().unbind(), now)
+                    }
+                };
+                touched.push(slot);
+                let max_spans = self.max_spans;
+                let t = self.trace_mut(slot);
+                let held = t.contents.entry(c.sid.clone()).or_default();
+                let mut seen = false;
+                for h in held.iter() {
+                    let h = h.obj.bind(py);
+                    if h.is(&c.obj) || h.eq(&c.obj)? {
+                        seen = true;
+                        break;
+                    }
                 }
+                if seen {
+                    duplicates += 1;
+                    continue;
+                }
+                if t.content_count >= max_spans {
+                    capped += 1;
+                    continue;
+                }
+                held.push(Content { obj: c.obj.clone().unbind(), size: c.size });
+                t.content_count += 1;
+                t.last_ns = now;
+                t.bytes += i128::from(c.size);
+                self.bytes += i128::from(c.size);
+                accepted += 1;
             }
-            if seen {
-                duplicates += 1;
-                continue;
+            touched.sort_unstable();
+            touched.dedup();
+            for slot in touched {
+                self.reindex(slot);
             }
-            if t.content_count >= max_spans {
-                capped += 1;
-                continue;
-            }
-            held.push(Content { obj: c.obj.clone().unbind(), size: c.size });
-            t.content_count += 1;
-            t.last_ns = now;
-            t.bytes += i128::from(c.size);
-            self.bytes += i128::from(c.size);
-            accepted += 1;
-        }
-        touched.sort_unstable();
-        touched.dedup();
-        for slot in touched {
-            self.reindex(slot);
-        }
-        Ok((accepted, late, duplicates, capped, new_traces))
+            Ok((accepted, late, duplicates, capped, new_traces))
+        })
     }
 
     /// The traces due at ``now``, in arrival order, each ``(trace id, what is due)``: 0 its
     /// maximum duration, 1 a root's grace, 2 its idle time without a root. Only traces that
     /// are due are looked at.
     fn due<'py>(&self, py: Python<'py>, now: i128) -> PyResult<Vec<(Py<PyAny>, u8)>> {
-        let mut due: Vec<(u64, u32)> =
-            self.due.range(..(now, u64::MAX, u32::MAX)).filter(|(at, _, _)| *at <= now).map(|(_, q, s)| (*q, *s)).collect();
-        due.sort_unstable();
-        let mut out = Vec::with_capacity(due.len());
-        for (_, slot) in due {
-            let t = self.trace(slot);
-            let what = if now - t.first_ns >= self.longest {
-                MAX_DURATION
-            } else if !t.roots.is_empty() {
-                GRACE
-            } else {
-                ORPHAN
-            };
-            out.push((t.tid.clone_ref(py), what));
-        }
-        Ok(out)
+        guarded(|| {
+            let mut due: Vec<(u64, u32)> =
+                self.due.range(..(now, u64::MAX, u32::MAX)).filter(|(at, _, _)| *at <= now).map(|(_, q, s)| (*q, *s)).collect();
+            due.sort_unstable();
+            let mut out = Vec::with_capacity(due.len());
+            for (_, slot) in due {
+                let t = self.trace(slot);
+                let what = if now.saturating_sub(t.first_ns) >= self.longest {
+                    MAX_DURATION
+                } else if !t.roots.is_empty() {
+                    GRACE
+                } else {
+                    ORPHAN
+                };
+                out.push((t.tid.clone_ref(py), what));
+            }
+            Ok(out)
+        })
     }
 
     /// The earliest time a trace held is due; None when none is held.
@@ -752,20 +761,24 @@ impl TraceTable {
     #[pyo3(signature = (trace_id, due_before, remember = true))]
     fn take<'py>(&mut self, py: Python<'py>, trace_id: &Bound<'py, PyAny>, due_before: Option<i128>, remember: bool)
         -> PyResult<Bound<'py, PyList>> {
-        let slot = self.slot(trace_id)?;
-        self.take_runs(py, slot, due_before, remember)
+        guarded(|| {
+            let slot = self.slot(trace_id)?;
+            self.take_runs(py, slot, due_before, remember)
+        })
     }
 
     /// Every trace's runs, oldest trace first: ``[(trace id, runs)]``.
     #[pyo3(signature = (remember = true))]
     fn take_all<'py>(&mut self, py: Python<'py>, remember: bool) -> PyResult<Vec<(Py<PyAny>, Bound<'py, PyList>)>> {
-        let slots: Vec<u32> = self.order.values().copied().collect();
-        let mut out = Vec::with_capacity(slots.len());
-        for slot in slots {
-            let tid = self.trace(slot).tid.clone_ref(py);
-            out.push((tid, self.take_runs(py, slot, None, remember)?));
-        }
-        Ok(out)
+        guarded(|| {
+            let slots: Vec<u32> = self.order.values().copied().collect();
+            let mut out = Vec::with_capacity(slots.len());
+            for slot in slots {
+                let tid = self.trace(slot).tid.clone_ref(py);
+                out.push((tid, self.take_runs(py, slot, None, remember)?));
+            }
+            Ok(out)
+        })
     }
 
     /// The oldest trace held (the first to go when room is made), or None.
@@ -774,21 +787,25 @@ impl TraceTable {
     }
 
     fn holds_any(&self, trace_ids_: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(trace_ids(trace_ids_)?.iter().any(|t| self.by_id.contains_key(t)))
+        guarded(|| {
+            Ok(trace_ids(trace_ids_)?.iter().any(|t| self.by_id.contains_key(t)))
+        })
     }
 
     /// Forgets these traces without a verdict. Returns the spans dropped.
     fn drop_traces(&mut self, trace_ids_: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let mut spans = 0;
-        for tid in trace_ids(trace_ids_)? {
-            if let Some(slot) = self.by_id.get(&tid).copied() {
-                let t = self.remove_trace(slot);
-                spans += t.live;
-                self.spans -= t.live;
-                self.bytes -= t.bytes;
+        guarded(|| {
+            let mut spans = 0;
+            for tid in trace_ids(trace_ids_)? {
+                if let Some(slot) = self.by_id.get(&tid).copied() {
+                    let t = self.remove_trace(slot);
+                    spans += t.live;
+                    self.spans -= t.live;
+                    self.bytes -= t.bytes;
+                }
             }
-        }
-        Ok(spans)
+            Ok(spans)
+        })
     }
 
     // ------------------------------------------------------------ the decision cache, for tests
