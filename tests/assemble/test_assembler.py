@@ -233,3 +233,21 @@ def test_closing_at_the_end_of_input_without_remembering_gives_the_same_runs_and
                          asm.traces_in_flight, asm.spans_in_flight, asm.bytes_held))
         assert asm.decided_traces == (2 if remember else 0)
     assert outcomes[0] == outcomes[1]
+
+
+def test_a_completion_scan_looks_only_at_the_traces_that_are_due():
+    """The scan ran over every trace in flight on every tick; the table keeps traces by
+    deadline, so a scan with one run due among a thousand looks at that one."""
+    asm, sink, clock = make(root_grace=2.0, idle_timeout=60)
+    for _ in range(1000):
+        t = trace_id()
+        asm.add([tool(t, "00000000000000aa", "x")])  # fragments: due only when idle
+    t = trace_id()
+    asm.add([agent(t)])
+    for _ in range(5):
+        asm.advance()
+    assert asm._table.scanned == 0  # noqa: SLF001 (what the scan touched is what this is about)
+    clock.advance(2)
+    assert asm.advance() == 1 and [r.key.trace_id for r in sink.runs] == [t]
+    assert asm._table.scanned == 1  # noqa: SLF001
+    assert asm.due_ns == 1_000 * 10**9 + 60 * 10**9  # the fragments' idle deadline, exactly

@@ -244,6 +244,9 @@ pub struct TraceTable {
     partitions: u64,
     #[pyo3(get)]
     partition_steps: u64,
+    /// traces a completion scan looked at (``due``): only those that were due
+    #[pyo3(get)]
+    scanned: u64,
 }
 
 impl TraceTable {
@@ -477,6 +480,7 @@ impl TraceTable {
             contents_unjoined: 0,
             partitions: 0,
             partition_steps: 0,
+            scanned: 0,
         }
     }
 
@@ -729,11 +733,11 @@ impl TraceTable {
     /// The traces due at ``now``, in arrival order, each ``(trace id, what is due)``: 0 its
     /// maximum duration, 1 a root's grace, 2 its idle time without a root. Only traces that
     /// are due are looked at.
-    fn due<'py>(&self, py: Python<'py>, now: i128) -> PyResult<Vec<(Py<PyAny>, u8)>> {
+    fn due<'py>(&mut self, py: Python<'py>, now: i128) -> PyResult<Vec<(Py<PyAny>, u8)>> {
         guarded(|| {
-            let mut due: Vec<(u64, u32)> =
-                self.due.range(..(now, u64::MAX, u32::MAX)).filter(|(at, _, _)| *at <= now).map(|(_, q, s)| (*q, *s)).collect();
+            let mut due: Vec<(u64, u32)> = self.due.range(..(now, u64::MAX, u32::MAX)).map(|(_, q, s)| (*q, *s)).collect();
             due.sort_unstable();
+            self.scanned += due.len() as u64;
             let mut out = Vec::with_capacity(due.len());
             for (_, slot) in due {
                 let t = self.trace(slot);

@@ -1,0 +1,90 @@
+"""The assembler hands its consumer each batch's accepted spans at once (``spans_arrived``),
+and the evaluator observes them exactly as it observed them one at a time: every span, in
+arrival order, into its own trace's state, with early findings at the same spans."""
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faultgate_stream.assemble.assembler import Assembler
+from faultgate_stream.assemble.config import AssembleConfig
+from faultgate_stream.checks.base import Check
+from faultgate_stream.model.clock import ManualClock
+from faultgate_stream.model.verdict import CheckResult
+from faultgate_stream.pipeline import VerdictList
+from faultgate_stream.testing import agent, tool, trace_id
+from faultgate_stream.verdict.evaluate import Evaluator
+from faultgate_stream.verdict.ruleset import Binding, Ruleset
+
+
+class Watching(Check):
+    """Writes down every span it observes, per run state, and fires early on a tool named
+    ``boom``."""
+
+    name = "watching"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, str, str]] = []
+        self.states = 0
+
+    def start(self):
+        self.states += 1
+        return {"id": self.states, "n": 0}
+
+    def observe(self, state, span):
+        state["n"] += 1
+        self.seen.append((state["id"], span.trace_id, span.span_id))
+        return "boom seen" if span.tool is not None and span.tool.name == "boom" else None
+
+    def finish(self, state, run):
+        return CheckResult(self.name, False, 1.0, f"{state['n'] if state else 0} observed", self.severity, self.kind)
+
+
+def _traces(n: int) -> list:
+    out = []
+    for i in range(n):
+        t = trace_id()
+        root = agent(t, name=f"a{i % 2}")
+        out += [root] + [tool(t, root.span_id, "boom" if j == 2 else "x", start_s=j) for j in range(4)]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(rnd=st.randoms(use_true_random=False), cut=st.integers(1, 9), bound=st.booleans())
+def test_a_batch_is_observed_as_its_spans_were_one_at_a_time(rnd, cut, bound):
+    spans = _traces(3)
+    rnd.shuffle(spans)
+    batches = [spans[i:i + cut] for i in range(0, len(spans), cut)]
+
+    def run(batched: bool):
+        check = Watching()
+        bound_check = Watching()
+        rules = Ruleset((check,), (Binding(("a1",), (bound_check,), "t"),) if bound else ())
+        sink = VerdictList()
+        ev = Evaluator(rules, sink)
+        if batched:
+            asm = Assembler(ev, ManualClock(10**18), AssembleConfig())
+            for b in batches:
+                asm.add(b)  # nothing completes: what is compared is what the span path saw
+        else:
+            for s in spans:
+                ev.span_arrived(s)
+        seen = [(t, s) for _, t, s in check.seen]
+        per_state = {}
+        for state, t, s in check.seen:
+            per_state.setdefault(state, set()).add(t)
+        return seen, [(f.trace_id, f.span_id, f.check) for f in sink.findings], len(bound_check.seen), per_state
+
+    batched, one_by_one = run(True), run(False)
+    assert batched[:3] == one_by_one[:3]
+    assert all(len(traces) == 1 for traces in batched[3].values())  # each state saw one trace only
+
+
+def test_the_agent_index_is_built_only_for_a_ruleset_that_binds_checks_to_agents():
+    t = trace_id()
+    plain = Evaluator(Ruleset((Watching(),)), VerdictList())
+    plain.spans_arrived([agent(t)])
+    assert plain._traces[t].agents is None  # noqa: SLF001
+    binding = Evaluator(Ruleset((), (Binding(("agent",), (Watching(),), "t"),)), VerdictList())
+    binding.spans_arrived([agent(t)])
+    assert binding._traces[t].agents is not None  # noqa: SLF001
