@@ -38,6 +38,11 @@ pub const WIDE_ENTRY_BYTES: i128 = 170;
 
 const NONE: u32 = u32::MAX; // no slot
 
+/// A run just decided: its root and its members as (span id, parent id).
+pub type DecidedRun<'a> = (SpanId, Vec<(&'a SpanId, Option<&'a SpanId>)>);
+/// Packed records: (id, root) pairs.
+type Pairs = Vec<(u64, u64)>;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Span,
@@ -75,7 +80,7 @@ impl Packed {
     }
 
     /// Every record: (span, root) and (parent, root).
-    fn records(&self) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    fn records(&self) -> (Pairs, Pairs) {
         let (r, s, p) = self.counts();
         let all: Vec<(u64, u64)> = (0..s + p).map(|i| (self.0[3 + r + i], self.root(i))).collect();
         let (spans, parents) = all.split_at(s);
@@ -262,7 +267,7 @@ impl DecisionCache {
     /// the parents they named that are not among the decided spans. An empty list still
     /// enters the trace (the Python cache did so too: a scan that closed nothing of a trace
     /// made its entry).
-    pub fn decide(&mut self, trace: &TraceId, runs: &[(SpanId, Vec<(&SpanId, Option<&SpanId>)>)]) {
+    pub fn decide(&mut self, trace: &TraceId, runs: &[DecidedRun<'_>]) {
         let mut known: IdSet<&SpanId> = IdSet::default();
         let mut spans: Vec<(SpanId, SpanId)> = Vec::new();
         for (root, members) in runs {
@@ -336,7 +341,7 @@ impl DecisionCache {
         let entry = &mut self.entries[slot as usize];
         if let Form::Packed(packed) = &entry.form {
             let fits = packed.counts().1 + packed.counts().2 + spans.len() + parents.len() <= PACKED_MAX;
-            let ids = |v: &[(SpanId, SpanId)]| -> Option<Vec<(u64, u64)>> {
+            let ids = |v: &[(SpanId, SpanId)]| -> Option<Pairs> {
                 v.iter().map(|(s, r)| Some((packed_id(s)?, packed_root(r)?))).collect()
             };
             let (old_spans, old_parents) = packed.records();

@@ -9,10 +9,12 @@ pub mod packed;
 pub mod partition;
 pub mod table;
 
-use decided::{DecisionCache as Cache, Kind};
+use decided::{DecidedRun, DecisionCache as Cache, Kind};
 use ids::{SpanId, TraceId};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
+
+type OwnedMember = (SpanId, Option<SpanId>);
 
 /// A decision cache on its own, as the trace table keeps one: for tests of its forms and
 /// bounds, and for anything else that needs to remember decided spans.
@@ -56,7 +58,8 @@ impl DecisionCache {
 
     /// Remember the spans of runs just decided: ``[(root span id, records)]``.
     fn decide(&mut self, trace_id: &str, runs: &Bound<'_, PyList>) -> PyResult<()> {
-        let mut owned: Vec<(SpanId, Vec<(SpanId, Option<SpanId>)>)> = Vec::new();
+        // (root, [(span id, parent id)]), owned; then borrowed as the cache takes them
+        let mut owned: Vec<(SpanId, Vec<OwnedMember>)> = Vec::new();
         for run in runs.iter() {
             let (root, members): (String, Bound<'_, PyList>) = run.extract()?;
             let mut ids = Vec::new();
@@ -68,7 +71,7 @@ impl DecisionCache {
             }
             owned.push((SpanId::parse(&root), ids));
         }
-        let runs: Vec<(SpanId, Vec<(&SpanId, Option<&SpanId>)>)> =
+        let runs: Vec<DecidedRun<'_>> =
             owned.iter().map(|(r, m)| (r.clone(), m.iter().map(|(s, p)| (s, p.as_ref())).collect())).collect();
         self.0.decide(&TraceId::parse(trace_id), &runs);
         Ok(())

@@ -15,7 +15,7 @@
 //! Records are read whole before any state changes, so a record that cannot be read leaves
 //! the table as it was.
 
-use super::decided::{DecisionCache, Kind};
+use super::decided::{DecidedRun, DecisionCache, Kind};
 use super::ids::{IdMap, IdSet, SpanId, Time, TraceId};
 use super::guarded;
 use super::partition::{partition, Partition};
@@ -416,7 +416,7 @@ impl TraceTable {
             out.append((root_id, members, root, run.arrived, merges, outside))?;
         }
         if remember {
-            let runs: Vec<(SpanId, Vec<(&SpanId, Option<&SpanId>)>)> = taken
+            let runs: Vec<DecidedRun<'_>> = taken
                 .iter()
                 .map(|r| {
                     let root = r.root.map_or_else(SpanId::empty, |s| t.span(s).id.clone());
