@@ -99,7 +99,11 @@ transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 """)
     log = workdir / "broker.log"
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()  # Kafka's Uuid form
+    # Kafka's Uuid form; like Kafka's own Uuid.randomUuid, never one that starts with "-",
+    # which the storage tool's argument parser reads as an option (1 id in 64 did)
+    cluster_id = "-"
+    while cluster_id.startswith("-"):
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
     fmt = _java(libs, "kafka.tools.StorageTool", "format", "-t", cluster_id,
                 "-c", str(props), log=log)
     if fmt.wait(timeout=120) != 0:
