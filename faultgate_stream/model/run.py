@@ -1,19 +1,20 @@
 """A completed run: its spans in start order and what checks derive from them.
 
 Everything here is computed once, on first use, from spans sorted by (start time, span
-id), so the order spans arrived in cannot change any answer.
+id), so the order spans arrived in cannot change any answer. The facts below are
+computed together by one compiled pass over the spans (native/src/run/facts.rs), on the
+first use of any of them, and kept in the run's ``__dict__``, where every later read finds
+them without a call.
 """
 from __future__ import annotations
 
 import hashlib
-import math
 from functools import cached_property
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
-from faultgate_stream.model.records import (
-    ERROR_TYPE, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, MISSING_WHAT, RunKey, SpanRecord, Step,
-)
+from faultgate_stream import _native
+from faultgate_stream.model.records import ERROR_TYPE, RunKey, SpanRecord, Step
 from faultgate_stream.model.verdict import Completion
 
 AGENT_NAME = "gen_ai.agent.name"
@@ -35,51 +36,6 @@ ATTRIBUTES_READ = frozenset({AGENT_NAME, AGENT_VERSION, SERVICE_VERSION, *SCENAR
 # (start time, span id): the order of a run's spans. C-level, where a key function in
 # Python cost a call per span on every run.
 span_order = attrgetter("start_ns", "span_id")
-
-
-_ROW_ORDER = itemgetter(0, 1, 2, 3)
-_STEP_MISSING = MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT
-
-# Counts and costs are what senders wrote: doubles may be inf or NaN, JSON integers may
-# have thousands of digits. None of those is a measure (int(inf) raised, and killed the
-# completion scan: issue 9, defect 1); a count is capped where a float still holds it.
-_MAX_COUNT = 2**53
-
-
-def _finite(v: object) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    if isinstance(v, int):
-        return float(v) if -_MAX_COUNT <= v <= _MAX_COUNT else None
-    return v if math.isfinite(v) else None
-
-
-def _count(v: object) -> int | None:
-    f = _finite(v)
-    return int(f) if f is not None else None
-
-
-def _pair_id_less_spans(tool_spans: list[SpanRecord], spans: tuple[SpanRecord, ...]) -> dict[str, str]:
-    """Tool span id -> the call id of the model's call it executed, for spans that carry no
-    call id of their own: the k-th such span of a tool is the k-th call of that tool the
-    messages name that no span claims by id (both in start order)."""
-    claimed = {s.tool.call_id for s in tool_spans if s.tool.call_id}
-    calls: dict[str, list[str]] = {}
-    for s in spans:
-        for c in s.calls:
-            if c.call_id and c.call_id not in claimed:
-                calls.setdefault(c.name, []).append(c.call_id)
-    out: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    for s in tool_spans:
-        if s.tool.call_id:
-            continue
-        k = seen.get(s.tool.name, 0)
-        seen[s.tool.name] = k + 1
-        ids = calls.get(s.tool.name, ())
-        if k < len(ids):
-            out[s.span_id] = ids[k]
-    return out
 
 
 class Run:
@@ -109,35 +65,48 @@ class Run:
     def _root_attr(self, name: str) -> object:
         return self.root.attrs.get(name) if self.root is not None else None
 
-    @cached_property
-    def prompt(self) -> str:
-        """The user's request: the root's, else the first span's that has one."""
-        if self.root is not None and self.root.prompt.strip():
-            return self.root.prompt
-        return next((s.prompt for s in self.spans if s.prompt.strip()), "")
+    # ------------------------------------------------------------------ the facts
+    # The user's request: the root's, else the first span's that has one.
+    prompt: str = _native.RunFact("prompt")
+    # The final answer: the root's, else the last span's that has one, not counting what
+    # was said inside an agent that ended in error: a nested ``invoke_agent`` that failed
+    # (``Max turns exceeded``) did not answer, whatever its model said last.
+    answer: str = _native.RunFact("answer")
+    # ``gen_ai.agent.name`` on the root, else on the first span that has one, else the
+    # root's name without ``invoke_agent ``, else "agent".
+    agent: str = _native.RunFact("agent")
+    # ``gen_ai.agent.version`` on the root, else the root's resource ``service.version``.
+    agent_version: str = _native.RunFact("agent_version")
+    termination: str = _native.RunFact("termination")  # the root's faultgate.termination
+    # Tool calls in start order. A run with tool spans has one step per tool span: a call
+    # that a model's output names and no tool span executed was never run (a budget ended
+    # the run first, a framework refused it), and a span without ``gen_ai.tool.call.id`` is
+    # the same call as the message's, paired by tool name and order (the k-th such span of
+    # a tool is the k-th call of that tool the messages name that no span claims by id),
+    # not a second one. What a tool span did not record, the model's messages may hold
+    # under its call id (util-genai's event_only). A chat-only run (no tool spans) has its
+    # calls only in messages, each paired with its result (the last tool_call_response
+    # carrying its id) by call id.
+    steps: tuple[Step, ...] = _native.RunFact("steps")
+    # Input plus output tokens of every span, as recorded; None when no span recorded
+    # any. Counts and costs are what senders wrote: inf, NaN, bools and integers past
+    # 2**53 are not measures and are skipped (issue 9, defect 1).
+    usage_tokens: float | None = _native.RunFact("usage_tokens")
+    # The root's duration, else from the first start to the last end; None without times.
+    latency_ms: float | None = _native.RunFact("latency_ms")
+    cost_usd: float | None = _native.RunFact("cost_usd")  # the sum of faultgate.cost_usd
+    has_content: bool = _native.RunFact("has_content")  # a prompt, an answer, or a step's text
 
-    @cached_property
-    def answer(self) -> str:
-        """The final answer: the root's, else the last span's that has one, not counting
-        what was said inside an agent that ended in error: a nested ``invoke_agent`` that
-        failed (``Max turns exceeded``) did not answer, whatever its model said last."""
-        if self.root is not None and self.root.answer.strip():
-            return self.root.answer
-        failed = {s.span_id for s in self.spans if s.is_agent and s.status_code == 2}
-        if failed:
-            parent_of = {s.span_id: s.parent_id for s in self.spans}
-
-            def inside_failed(sid: str | None) -> bool:
-                for _ in range(len(parent_of) + 1):
-                    if sid is None:
-                        return False
-                    if sid in failed:
-                        return True
-                    sid = parent_of.get(sid)
-                return False
-            return next((s.answer for s in reversed(self.spans) if s.answer.strip() and not inside_failed(s.span_id)),
-                        "")
-        return next((s.answer for s in reversed(self.spans) if s.answer.strip()), "")
+    # ------------------------------------------------------------ what was not captured
+    # The ``MISSING_*`` flags of every span of the run, together.
+    missing: int = _native.RunFact("missing")
+    # Why the run's answer cannot be read ("" when it can): no span carries an answer and
+    # some model span recorded no output messages, so an answer may exist unseen.
+    answer_not_captured: str = _native.RunFact("answer_not_captured")
+    # Why some tool calls may be missing from ``steps`` ("" when none can be): the run has
+    # no tool spans, so its steps are read from model output messages, and some model
+    # span recorded none (instrumentation with content off): the calls it made are unseen.
+    calls_not_captured: str = _native.RunFact("calls_not_captured")
 
     @cached_property
     def scenario(self) -> str:
@@ -148,139 +117,6 @@ class Run:
                 return str(v)
         return "p-" + hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()[:12]
 
-    @cached_property
-    def termination(self) -> str:
-        v = self._root_attr(TERMINATION)
-        return str(v) if v is not None else ""
-
-    @cached_property
-    def agent(self) -> str:
-        v = self._root_attr(AGENT_NAME)
-        if v:
-            return str(v)
-        named = next((s.attrs[AGENT_NAME] for s in self.spans if s.attrs.get(AGENT_NAME)), None)
-        if named:
-            return str(named)
-        if self.root is not None and self.root.name:
-            return self.root.name.removeprefix("invoke_agent ").strip() or "agent"
-        return "agent"
-
-    @cached_property
-    def agent_version(self) -> str:
-        """``gen_ai.agent.version`` on the root, else the root's resource ``service.version``."""
-        v = self._root_attr(AGENT_VERSION) or self._root_attr(SERVICE_VERSION)
-        return str(v) if v else ""
-
-    @cached_property
-    def steps(self) -> tuple[Step, ...]:
-        """Tool calls in start order. A run with tool spans has one step per tool span: a
-        call that a model's output names and no tool span executed was never run (a budget
-        ended the run first, a framework refused it), and a span without
-        ``gen_ai.tool.call.id`` is the same call as the message's, paired by tool name and
-        order, not a second one. A chat-only run (no tool spans) has its calls only in
-        messages, each paired with its result by call id."""
-        tool_spans = [s for s in self.spans if s.tool is not None]
-        # A call's result is the last tool_call_response carrying its id.
-        responses = {cid: res for s in self.spans for cid, res in s.responses}
-        if tool_spans:
-            # What a tool span did not record, the model's messages may hold under its call
-            # id (content only in the messages, or in log events: util-genai's event_only).
-            named = {c.call_id: c for s in self.spans for c in s.calls if c.call_id}
-            paired = _pair_id_less_spans(tool_spans, self.spans) if named else {}
-            steps = []
-            for i, s in enumerate(tool_spans, start=1):
-                t = s.tool
-                call_id = t.call_id or paired.get(s.span_id, "")
-                args, result, missing = t.arguments, t.result, s.missing & _STEP_MISSING
-                if call_id:
-                    if (missing & MISSING_TOOL_ARGUMENTS or not args) and call_id in named:
-                        args, missing = named[call_id].arguments, missing & ~MISSING_TOOL_ARGUMENTS
-                    if (missing & MISSING_TOOL_RESULT or not result) and call_id in responses:
-                        result, missing = responses[call_id], missing & ~MISSING_TOOL_RESULT
-                steps.append(Step(i, t.name, args, result, s.span_id, call_id, s.start_ns, s.status_code != 2,
-                                  missing))
-            return tuple(steps)
-        # (start, span id, call's place in its span) orders a row; the rest are the step's
-        # fields after its index.
-        rows: list[tuple] = []
-        for s in self.spans:
-            if not s.calls:
-                continue
-            for n, c in enumerate(s.calls):
-                result = responses.get(c.call_id, "")
-                rows.append((s.start_ns, 1, s.span_id, n, c.name, c.arguments, result, s.span_id, c.call_id,
-                             s.start_ns, not result.startswith("Error: "), 0))
-        rows.sort(key=_ROW_ORDER)
-        return tuple([Step(i, *r[4:]) for i, r in enumerate(rows, start=1)])
-
-    @cached_property
-    def usage_tokens(self) -> float | None:
-        total, seen = 0, False
-        for s in self.spans:
-            a = s.attrs
-            if USAGE_IN not in a and USAGE_OUT not in a:  # most spans: one membership test each
-                continue
-            for k in (USAGE_IN, USAGE_OUT):
-                v = a.get(k)
-                n = _count(v)
-                if n is not None:
-                    total += n
-                    seen = True
-        return float(total) if seen else None
-
-    @cached_property
-    def latency_ms(self) -> float | None:
-        r = self.root
-        if r is not None and r.end_ns and r.start_ns and r.end_ns >= r.start_ns:
-            return (r.end_ns - r.start_ns) / 1e6
-        ends = [s.end_ns for s in self.spans if s.end_ns]
-        starts = [s.start_ns for s in self.spans if s.start_ns]
-        if ends and starts and max(ends) >= min(starts):
-            return (max(ends) - min(starts)) / 1e6
-        return None
-
-    @cached_property
-    def cost_usd(self) -> float | None:
-        costs = [v for s in self.spans if (v := _finite(s.attrs.get(COST))) is not None]
-        return float(sum(costs)) if costs else None
-
-    @cached_property
-    def has_content(self) -> bool:
-        return bool(self.prompt or self.answer or any(st.arguments or st.result for st in self.steps))
-
-    # ------------------------------------------------------------ what was not captured
-    @cached_property
-    def missing(self) -> int:
-        """The ``MISSING_*`` flags of every span of the run, together."""
-        out = 0
-        for s in self.spans:
-            out |= s.missing
-        return out
-
-    @cached_property
-    def answer_not_captured(self) -> str:
-        """Why the run's answer cannot be read ("" when it can): no span carries an answer and
-        some model span recorded no output messages, so an answer may exist unseen."""
-        if self.answer.strip() or not self.missing & MISSING_OUTPUT:
-            return ""
-        n = sum(1 for s in self.spans if s.missing & MISSING_OUTPUT)
-        return f"the final answer was not captured (no output messages on {n} model span(s))"
-
-    @cached_property
-    def calls_not_captured(self) -> str:
-        """Why some tool calls may be missing from ``steps`` ("" when none can be): the run has
-        no tool spans, so its steps are read from model output messages, and some model span
-        recorded none (instrumentation with content off): the calls it made are unseen."""
-        if not self.missing & MISSING_OUTPUT or any(s.is_tool for s in self.spans):
-            return ""
-        n = sum(1 for s in self.spans if s.missing & MISSING_OUTPUT)
-        return f"tool calls not captured (no tool spans, and no output messages on {n} model span(s))"
-
     def steps_not_captured(self, flags: int) -> str:
         """Why some steps' arguments or results (``flags``) cannot be read; "" when all can."""
-        idx = [st.index for st in self.steps if st.missing & flags]
-        if not idx:
-            return ""
-        what = " or ".join(w for f, w in MISSING_WHAT if f & flags)
-        shown = ", ".join(map(str, idx[:5])) + (f" and {len(idx) - 5} more" if len(idx) > 5 else "")
-        return f"{what} not captured on step(s) {shown}"
+        return _native.steps_not_captured(self, flags)

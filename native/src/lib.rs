@@ -1,16 +1,21 @@
 //! faultgate_stream._native: the compiled half of the package, one Python module built by
 //! maturin (pyproject.toml's build backend). Its folders follow the package's pipeline
-//! (DESIGN.md): `read/` decodes OTLP protobuf and OTLP/JSON into the rows records are
-//! built from; `assemble/` keeps the assembler's traces in flight and its decision cache.
-//! Each folder registers its own functions and classes here.
+//! (DESIGN.md): `read/` decodes OTLP protobuf and OTLP/JSON into records; `assemble/` keeps
+//! the assembler's traces in flight and its decision cache; `run/` computes a completed
+//! run's facts; `checks/` holds the default rule checks and the signals they share. Each
+//! folder registers its own functions and classes here.
 
 mod assemble;
+mod checks;
 mod read;
+mod run;
 
 use pyo3::prelude::*;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     read::register(m)?;
-    assemble::register(m)
+    assemble::register(m)?;
+    run::register(m)?;
+    checks::register(m)
 }

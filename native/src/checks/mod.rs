@@ -1,0 +1,110 @@
+//! The checks' compiled halves: each default rule check (checks/<name>.py keeps its class,
+//! its name, description and severity, and calls the function here from `finish` or
+//! `observe`), the signals several checks share (checks/signals.py exports them), and the
+//! Python-exact text, JSON and pattern rules they stand on.
+//!
+//! Python is called only where that is the cheapest way to be exactly right, and only on
+//! a rare path: a reason that quotes a value (`repr`, model/reason.py's `quoted`), JSON that
+//! serde_json refuses and `json.loads` may not, `int()` of an exit code written as text.
+
+pub mod json;
+pub mod outcome;
+pub mod pattern;
+pub mod signals;
+pub mod text;
+
+mod abstention;
+mod context_overflow;
+mod repeated_call;
+mod search_loop;
+mod unrecovered_tool_error;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
+
+use outcome::Outcomes;
+
+/// Runs `f`, turning a panic (a bug: none is expected on any input) into a RuntimeError
+/// the evaluator reports for the check, instead of a dead thread.
+pub fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|_| Err(PyRuntimeError::new_err("a compiled check panicked")))
+}
+
+#[pyfunction(name = "search_loop")]
+fn search_loop_finish(py: Python<'_>, run: Bound<'_, PyAny>, outcomes: PyRef<'_, Outcomes>) -> PyResult<PyObject> {
+    guarded(|| search_loop::finish(py, &run, &outcomes))
+}
+
+#[pyfunction(name = "abstention")]
+fn abstention_finish(py: Python<'_>, run: Bound<'_, PyAny>, outcomes: PyRef<'_, Outcomes>) -> PyResult<PyObject> {
+    guarded(|| abstention::finish(py, &run, &outcomes))
+}
+
+#[pyfunction(name = "repeated_call")]
+fn repeated_call_finish(py: Python<'_>, run: Bound<'_, PyAny>, outcomes: PyRef<'_, Outcomes>) -> PyResult<PyObject> {
+    guarded(|| repeated_call::finish(py, &run, &outcomes))
+}
+
+#[pyfunction(name = "unrecovered_tool_error")]
+fn unrecovered_tool_error_finish(py: Python<'_>, run: Bound<'_, PyAny>, alternatives: Bound<'_, PyDict>,
+                          outcomes: PyRef<'_, Outcomes>) -> PyResult<PyObject> {
+    guarded(|| unrecovered_tool_error::finish(py, &run, &alternatives, &outcomes))
+}
+
+#[pyfunction(name = "context_overflow")]
+fn context_overflow_finish(py: Python<'_>, run: Bound<'_, PyAny>, outcomes: PyRef<'_, Outcomes>) -> PyResult<PyObject> {
+    guarded(|| context_overflow::finish(py, &run, &outcomes))
+}
+
+/// `ContextOverflow.observe(state, span)` itself (the class holds it as a staticmethod).
+#[pyfunction]
+fn context_overflow_observe<'py>(py: Python<'py>, _state: Bound<'py, PyAny>, span: Bound<'py, PyTuple>)
+                                 -> PyResult<Option<Bound<'py, PyString>>> {
+    guarded(|| context_overflow::observe(py, &span))
+}
+
+/// The phrase abstention's pattern finds in a text (`m.group(0)`), or None: for the tests
+/// that hold the pattern to Python's `re`.
+#[pyfunction]
+fn abstention_phrase<'py>(py: Python<'py>, text: Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyString>>> {
+    guarded(|| {
+        let t = text::read(&text)?;
+        abstention::search(py, t.bytes())?.map(|(a, b)| text::to_py(py, &t.bytes()[a..b])).transpose()
+    })
+}
+
+/// The limit context_overflow's pattern finds in a text, or None (for the same tests).
+#[pyfunction]
+fn overflow_phrase<'py>(py: Python<'py>, text: Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyString>>> {
+    guarded(|| {
+        let t = text::read(&text)?;
+        context_overflow::search(py, t.bytes())?.map(|(a, b)| text::to_py(py, &t.bytes()[a..b])).transpose()
+    })
+}
+
+/// `word in text.lower()` and `text.lower() == word` for a lower-case ASCII word, as the
+/// checks read `lower()` (for the tests).
+#[pyfunction]
+fn lower_matches(text: Bound<'_, PyString>, word: &str) -> PyResult<(bool, bool)> {
+    guarded(|| {
+        let t = text::read(&text)?;
+        Ok((pattern::lower_contains(t.bytes(), word.as_bytes()), pattern::lower_equals(t.bytes(), word.as_bytes())))
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Outcomes>()?;
+    signals::register(m)?;
+    m.add_function(wrap_pyfunction!(search_loop_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(abstention_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(repeated_call_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(unrecovered_tool_error_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(context_overflow_finish, m)?)?;
+    m.add_function(wrap_pyfunction!(context_overflow_observe, m)?)?;
+    m.add_function(wrap_pyfunction!(abstention_phrase, m)?)?;
+    m.add_function(wrap_pyfunction!(overflow_phrase, m)?)?;
+    m.add_function(wrap_pyfunction!(lower_matches, m)?)?;
+    Ok(())
+}
