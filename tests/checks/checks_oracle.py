@@ -437,3 +437,52 @@ class ContextOverflow(Check):
             n = sum(1 for s in run.spans if s.missing & MISSING_FINISH)
             return self.undecided(f"finish reasons not recorded on {n} model span(s)")
         return self.result(False, "no context overflow or token cutoff")
+
+
+# ------------------------------------------- checks/policy/check.py, without a policy file
+class DenyOnlyPolicy(Check):
+    """``PolicyCheck`` with the default deny patterns alone, as it was: its memo, its
+    reasons, its verdict (the patterns' engine, ``DenyPatterns``, is the package's)."""
+
+    name = "policy"
+    description = "policy"
+
+    def __init__(self) -> None:
+        from faultgate_stream.checks.policy.deny_patterns import DenyPatterns
+
+        self.deny = DenyPatterns()
+
+    def start(self) -> dict[str, str | None]:
+        return {}
+
+    def _first_match(self, seen: dict[str, str | None], arguments: str) -> str | None:
+        if arguments in seen:
+            return seen[arguments]
+        pattern = seen[arguments] = self.deny.first_match(arguments)
+        return pattern
+
+    def observe(self, state: dict[str, str | None], span: SpanRecord) -> str | None:
+        if span.tool is not None:
+            pattern = self._first_match(state, span.tool.arguments)
+            if pattern:
+                return f"span {span.span_id}: argument matches denied pattern {pattern!r}"
+        for c in span.calls:
+            pattern = self._first_match(state, c.arguments)
+            if pattern:
+                return f"span {span.span_id}: argument matches denied pattern {pattern!r}"
+        return None
+
+    def finish(self, state: dict[str, str | None] | None, run: Run) -> CheckResult:
+        memo = state if state is not None else {}
+        steps = run.steps
+        bad = []
+        for st in steps:
+            pattern = self._first_match(memo, st.arguments)
+            if pattern:
+                bad.append(f"step {st.index}: argument matches denied pattern {pattern!r}")
+        if bad:
+            return self.result(True, "; ".join(bad))
+        gap = run.steps_not_captured(MISSING_TOOL_ARGUMENTS)
+        if gap:
+            return self.undecided(gap)
+        return self.result(False, f"{len(steps)} calls within policy")

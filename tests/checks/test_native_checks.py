@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from faultgate_stream.checks.abstention import Abstention
 from faultgate_stream.checks.context_overflow import ContextOverflow
+from faultgate_stream.checks.policy.check import PolicyCheck
 from faultgate_stream.checks.repeated_call import RepeatedCall
 from faultgate_stream.checks.search_loop import SearchLoop
 from faultgate_stream.checks.unrecovered_tool_error import UnrecoveredToolError
@@ -43,6 +44,14 @@ def _judge_alike(new: Run, old: OracleRun, alternatives=None) -> None:
         assert _outcome(mine.finish, None, new) == _outcome(theirs.finish, None, old), mine.name
     for s in new.spans:
         assert _outcome(ContextOverflow.observe, None, s) == _outcome(oracle.ContextOverflow().observe, None, s)
+    # the policy without a policy file: each span as it arrives, then the verdict with the
+    # memo observe filled, and without one
+    mine, theirs = PolicyCheck(), oracle.DenyOnlyPolicy()
+    ms, ts = mine.start(), theirs.start()
+    for s in new.spans:
+        assert _outcome(mine.observe, ms, s) == _outcome(theirs.observe, ts, s)
+    assert _outcome(mine.finish, ms, new) == _outcome(theirs.finish, ts, old)
+    assert _outcome(mine.finish, None, new) == _outcome(theirs.finish, None, old)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from faultgate_stream import _native
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.policy.complete import incomplete
 from faultgate_stream.checks.policy.deny_patterns import DenyPatterns
@@ -94,6 +95,7 @@ class PolicyCheck(Check):
             self._allow = self._size = self._budgets = self._windows = None
             self._rules: tuple[CallRule, ...] = ()
             self._deny_only, self._reads, self._roots = True, frozenset(), False
+            self._compiled_deny_only()
             return
         from faultgate_stream.checks.policy.allow import Allow
         from faultgate_stream.checks.policy.arguments import Limits, MaxArgChars, Required, Values
@@ -124,6 +126,8 @@ class PolicyCheck(Check):
         self._budgets = PerValueBudgets(p.max_calls_per_arg) if p.max_calls_per_arg else None
         self._windows = WindowedBudgets(p.windows, store, namespace) if p.windows else None
         self._deny_only = p.only_defaults
+        if self._deny_only:
+            self._compiled_deny_only()
         # tools whose calls a history rule reads, kept as they arrive
         self._reads = frozenset(t for r in rules if r.history for t in r.reads)  # type: ignore[attr-defined]
         self._roots = p.identity is not None  # observe tracks ancestry to find a call's root
@@ -131,6 +135,14 @@ class PolicyCheck(Check):
         self.attributes = frozenset([*([p.identity.session_attr] if p.identity is not None else ()),
                                      *([CONFIRMED_ATTR] if p.confirmation is not None else ()),
                                      *(SESSION_ATTRS if p.windows else ())])
+
+    def _compiled_deny_only(self) -> None:
+        """Deny patterns alone (no policy file, or one with nothing else): the check is
+        compiled (native/src/checks/policy_deny.rs) around ``DenyPatterns.first_match``,
+        which stays RE2's. ``observe`` is the compiled function itself, set on the
+        instance, so an arriving span costs no Python frame."""
+        self._native = _native.DenyOnly(self.deny, _native.Outcomes(CheckResult, self.name, self.severity, self.kind))
+        self.observe = _native.deny_only_observe  # type: ignore[method-assign]
 
     @property
     def policy(self) -> Policy:
@@ -142,8 +154,8 @@ class PolicyCheck(Check):
 
     # --- early -----------------------------------------------------------------------
 
-    def start(self) -> _Seen:
-        return _Seen()
+    def start(self) -> Any:
+        return self._native.start() if self._deny_only else _Seen()
 
     def _first_match(self, seen: dict[str, str | None], arguments: str) -> str | None:
         if arguments in seen:
@@ -152,16 +164,6 @@ class PolicyCheck(Check):
         return pattern
 
     def observe(self, state: _Seen, span: SpanRecord) -> str | None:
-        if self._deny_only:
-            if span.tool is not None:
-                pattern = self._first_match(state.deny, span.tool.arguments)
-                if pattern:
-                    return f"span {span.span_id}: argument matches denied pattern {pattern!r}"
-            for c in span.calls:
-                pattern = self._first_match(state.deny, c.arguments)
-                if pattern:
-                    return f"span {span.span_id}: argument matches denied pattern {pattern!r}"
-            return None
         if state.done:
             return None
         if self._roots:
@@ -251,16 +253,11 @@ class PolicyCheck(Check):
     # --- verdict ---------------------------------------------------------------------
 
     def finish(self, state: _Seen | None, run: Run) -> CheckResult:
+        if self._deny_only:
+            return _native.deny_only_finish(self._native, state, run)
         memo = state.deny if state is not None else {}
         steps = run.steps
-        if self._deny_only:
-            bad, window_gap = [], ""
-            for st in steps:
-                pattern = self._first_match(memo, st.arguments)
-                if pattern:
-                    bad.append(f"step {st.index}: argument matches denied pattern {pattern!r}")
-        else:
-            bad, window_gap = self._violations(memo, run)
+        bad, window_gap = self._violations(memo, run)
         if bad:
             return self.result(True, "; ".join(bad))
         gap = run.steps_not_captured(MISSING_TOOL_ARGUMENTS)

@@ -15,6 +15,7 @@ pub mod text;
 
 mod abstention;
 mod context_overflow;
+mod policy_deny;
 mod repeated_call;
 mod search_loop;
 mod unrecovered_tool_error;
@@ -96,6 +97,10 @@ fn lower_matches(text: Bound<'_, PyString>, word: &str) -> PyResult<(bool, bool)
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Outcomes>()?;
+    m.add_class::<policy_deny::DenyOnly>()?;
+    m.add_class::<policy_deny::DenyMemo>()?;
+    m.add_function(wrap_pyfunction!(policy_deny::deny_only_observe, m)?)?;
+    m.add_function(wrap_pyfunction!(policy_deny::deny_only_finish, m)?)?;
     signals::register(m)?;
     m.add_function(wrap_pyfunction!(search_loop_finish, m)?)?;
     m.add_function(wrap_pyfunction!(abstention_finish, m)?)?;
