@@ -3,10 +3,12 @@
 //! (DESIGN.md): `read/` decodes OTLP protobuf and OTLP/JSON into records; `assemble/` keeps
 //! the assembler's traces in flight and its decision cache; `run/` computes a completed
 //! run's facts; `checks/` holds the default rule checks and the signals they share. Each
-//! folder registers its own functions and classes here.
+//! folder registers its own functions and classes here; `python/` holds Python's own
+//! spellings (a float's repr) that several stages must write exactly.
 
 mod assemble;
 mod checks;
+mod python;
 mod read;
 mod run;
 

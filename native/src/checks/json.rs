@@ -569,41 +569,6 @@ fn json_float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
-    float_repr(f)
+    crate::python::float::repr_string(f)
 }
 
-/// Python's `repr()` of a finite float: the shortest digits that read back as the same
-/// double, in positional form when the decimal point falls within 16 digits of them
-/// (`0.0001`, `1e+16`, `1e-05`, `1234567890123456.0`), else scientific with a signed,
-/// two-digit-at-least exponent.
-pub fn float_repr(f: f64) -> String {
-    let sign = if f.is_sign_negative() { "-" } else { "" };
-    if f == 0.0 {
-        return format!("{sign}0.0");
-    }
-    // Rust's `{:e}` writes the shortest round-trip digits: d[.ddd]e<exp>
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let decpt = exp + 1; // the point's place after the first digit's
-    let n = digits.len() as i32;
-    if decpt <= -4 || decpt > 16 {
-        let mut out = String::from(sign);
-        out.push_str(&digits[..1]);
-        if n > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        let e = decpt - 1;
-        out.push_str(&format!("e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs()));
-        return out;
-    }
-    if decpt <= 0 {
-        return format!("{sign}0.{}{digits}", "0".repeat((-decpt) as usize));
-    }
-    if decpt >= n {
-        return format!("{sign}{digits}{}.0", "0".repeat((decpt - n) as usize));
-    }
-    format!("{sign}{}.{}", &digits[..decpt as usize], &digits[decpt as usize..])
-}

@@ -14,68 +14,15 @@ const MAX_DUMPS_DEPTH: u32 = 200;
 
 /// ``repr(x)`` (``json``: json.dumps's spelling of the non-finite ones).
 pub fn float_repr(x: f64, out: &mut Vec<u8>, json: bool) {
-    if x.is_nan() {
-        out.extend_from_slice(if json { b"NaN" } else { b"nan" });
+    if json && !x.is_finite() {
+        out.extend_from_slice(match (x.is_nan(), x > 0.0) {
+            (true, _) => b"NaN".as_slice(),
+            (false, true) => b"Infinity",
+            (false, false) => b"-Infinity",
+        });
         return;
     }
-    if x.is_infinite() {
-        let s: &[u8] = match (x > 0.0, json) {
-            (true, true) => b"Infinity",
-            (false, true) => b"-Infinity",
-            (true, false) => b"inf",
-            (false, false) => b"-inf",
-        };
-        out.extend_from_slice(s);
-        return;
-    }
-    if x == 0.0 {
-        out.extend_from_slice(if x.is_sign_negative() { b"-0.0" } else { b"0.0" });
-        return;
-    }
-    // Rust's `{:e}` is the shortest decimal that reads back to x, the closest of those, as
-    // Python's repr ('r', David Gay's mode 0); only the layout differs
-    let s = format!("{:e}", x);
-    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let (neg, mantissa) = match mantissa.strip_prefix('-') {
-        Some(m) => (true, m),
-        None => (false, mantissa),
-    };
-    let digits: Vec<u8> = mantissa.bytes().filter(|&c| c != b'.').collect();
-    let n = digits.len() as i32;
-    let decpt = exp + 1;
-    if neg {
-        out.push(b'-');
-    }
-    if decpt > -4 && decpt <= 16 {
-        if decpt <= 0 {
-            out.extend_from_slice(b"0.");
-            out.extend(std::iter::repeat(b'0').take((-decpt) as usize));
-            out.extend_from_slice(&digits);
-        } else if decpt >= n {
-            out.extend_from_slice(&digits);
-            out.extend(std::iter::repeat(b'0').take((decpt - n) as usize));
-            out.extend_from_slice(b".0");
-        } else {
-            out.extend_from_slice(&digits[..decpt as usize]);
-            out.push(b'.');
-            out.extend_from_slice(&digits[decpt as usize..]);
-        }
-    } else {
-        out.push(digits[0]);
-        if n > 1 {
-            out.push(b'.');
-            out.extend_from_slice(&digits[1..]);
-        }
-        let e = decpt - 1;
-        out.push(b'e');
-        out.push(if e < 0 { b'-' } else { b'+' });
-        let e = e.unsigned_abs();
-        if e < 10 {
-            out.push(b'0');
-        }
-        out.extend_from_slice(e.to_string().as_bytes());
-    }
+    crate::python::float::repr(x, out);
 }
 
 // ------------------------------------------------------------------ json.dumps
