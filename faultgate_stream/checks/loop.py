@@ -34,7 +34,6 @@ words (at most ``MAX_SEEN``) so that ``finish`` does not work them out a second 
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -316,8 +315,8 @@ class Loop(Check):
             if loop is not None:
                 wasted = loop[1:] if shape != "ping-pong" else loop[2:]
                 cost = measure_waste(run.spans, wasted)
-                return dataclasses.replace(self.result(True, f"{_describe(shape, loop)}; {cost.text()}"),
-                                           measures=cost.measures())
+                return self.result(True, f"{_describe(shape, loop)}; {cost.text()}")._replace(
+                    measures=cost.measures())
         if blind or unseen:
             # the unrecorded calls may sit inside a loop, or break one that seems to be there
             return self.undecided(run.steps_not_captured(_TOOL_CONTENT) or unseen)

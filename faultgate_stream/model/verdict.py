@@ -2,11 +2,18 @@
 
 One ``RunVerdict`` per run; every sink (report, metrics, span attributes, log, stream)
 renders this one object. Reasons are raw here: sinks mask them on the way out.
+
+The three records are ``NamedTuple``s, as ``SpanRecord`` is: immutable, equal and hashable
+by value, built by one C-level tuple allocation behind a generated ``__new__``. A frozen
+slotted dataclass cost ~3 us to construct (``object.__setattr__`` per field: ~8 us for a
+``RunVerdict``) and 2-5 M instructions to define at import (bench/README.md); a run makes
+one result per check and a verdict. What they give up is the dataclass's class check in
+``==``: a record equals a plain tuple of the same values. Change one with ``_replace``.
 """
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from faultgate_stream.model.records import RunKey
 
@@ -35,8 +42,7 @@ class Completion(enum.Enum):
     SHUTDOWN = "shutdown"          # the service stopped with the run in flight
 
 
-@dataclass(frozen=True, slots=True)
-class CheckResult:
+class CheckResult(NamedTuple):
     check: str
     fired: bool
     confidence: float
@@ -52,8 +58,7 @@ class CheckResult:
     measures: tuple[tuple[str, float], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class EarlyFinding:
+class EarlyFinding(NamedTuple):
     """A violation a check could decide when one span arrived, before its run completed."""
 
     trace_id: str
@@ -63,8 +68,7 @@ class EarlyFinding:
     agent: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class RunVerdict:
+class RunVerdict(NamedTuple):
     key: RunKey
     scenario: str
     agent: str
@@ -84,15 +88,17 @@ class RunVerdict:
     # Every span that left the assembler with this run (its members, and spans above it
     # that no other run can claim): what span export may now release.
     released_span_ids: frozenset[str] = frozenset()
-    early: tuple[EarlyFinding, ...] = field(default=())
-    measures: dict[str, float | None] = field(default_factory=dict)
+    early: tuple[EarlyFinding, ...] = ()
+    # The run's usage (tokens, latency_ms, cost_usd). Read-only by contract: the default
+    # is one dict shared by every verdict built without it (a NamedTuple has no factory).
+    measures: dict[str, float | None] = {}
     # Per result (same order): a digest of the files and settings of the rules that produced
     # it (the binding's policy/spec files, else the every-run checks'), so an evaluation
     # record names the exact rules behind it.
     rule_digests: tuple[str, ...] = ()
     # Results of the run's shadow rules (a binding's ``shadow``): reported in their own
     # series and never part of the verdict, which ``results`` alone makes.
-    shadow: tuple[CheckResult, ...] = field(default=())
+    shadow: tuple[CheckResult, ...] = ()
     # An amended verdict (``verdict/amend.py``): the same run key again, after a late span or
     # a judge changed a check's result. ``revision`` counts the amendments (0: the first
     # verdict); ``previous`` is the verdict (clean/failed/undecided) it replaces;

@@ -30,7 +30,6 @@ before end of input) and no store is built offline.
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -109,9 +108,9 @@ def changed_checks(old: tuple[CheckResult, ...], new: tuple[CheckResult, ...]) -
 def amendment(previous: RunVerdict, new: RunVerdict, checks: tuple[str, ...], by: str, now_ns: int) -> RunVerdict:
     """``new`` as the next revision of ``previous``. It releases no spans (the run's were
     released with its first verdict) and repeats the early findings already reported."""
-    return dataclasses.replace(new, revision=previous.revision + 1, previous=previous.verdict, amended_checks=checks,
-                               amended_by=by, early=previous.early, released_span_ids=frozenset(),
-                               root_arrival_ns=previous.root_arrival_ns, decided_ns=now_ns)
+    return new._replace(revision=previous.revision + 1, previous=previous.verdict, amended_checks=checks,
+                        amended_by=by, early=previous.early, released_span_ids=frozenset(),
+                        root_arrival_ns=previous.root_arrival_ns, decided_ns=now_ns)
 
 
 class DecidedRuns:

@@ -16,7 +16,6 @@ to the sinks, so they always hear of one verdict at a time.
 """
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -227,7 +226,7 @@ class Evaluator:
                 for s in view.spans:
                     self._observe(check, state, s)
                 r = self._finish(check, state, view)
-                results.append(dataclasses.replace(r, agent=agent) if multi else r)
+                results.append(r._replace(agent=agent) if multi else r)
         return tuple(results)
 
     def _shadow(self, rs: Ruleset, run: Run) -> tuple[CheckResult, ...]:
@@ -242,7 +241,7 @@ class Evaluator:
                 for s in view.spans:
                     check.observe(state, s)
                 r = check.finish(state, view)
-                out.append(dataclasses.replace(r, agent=agent) if multi else r)
+                out.append(r._replace(agent=agent) if multi else r)
         return tuple(out)
 
     def span_late(self, span: SpanRecord, decided: RunKey) -> None:
@@ -281,7 +280,7 @@ class Evaluator:
             prev = entry.verdict
             digests = prev.rule_digests if len(prev.rule_digests) == len(prev.results) else ("",) * len(prev.results)
             kept = [(r, d) for r, d in zip(prev.results, digests) if not (r.kind == "judge" and r.check in names)]
-            new = dataclasses.replace(prev, results=tuple(r for r, _ in kept) + judged,
+            new = prev._replace(results=tuple(r for r, _ in kept) + judged,
                                       rule_digests=tuple(d for _, d in kept) + (entry.ruleset.digest,) * len(judged))
             return self._amend(entry, new, by)
 

@@ -3,7 +3,6 @@ back equals the verdict put in, the collector stops tracking what is kept, and t
 evicts the oldest run and counts it."""
 from __future__ import annotations
 
-import dataclasses
 import gc
 
 from faultgate_stream.export.spans.cache import VerdictCache
@@ -23,16 +22,22 @@ def _verdict(**changes) -> RunVerdict:
         released_span_ids=frozenset({root, span_id()}), early=(EarlyFinding(t, root, "policy", "refund", "support"),),
         measures={"tokens": 12.0, "cost_usd": None}, rule_digests=("abc", "def"),
         shadow=(CheckResult("budget", True, 0.5, "over", Severity.SOFT, "policy"),))
-    return dataclasses.replace(v, **changes)
+    return v._replace(**changes)
 
 
 def test_a_cached_verdict_comes_back_equal_and_is_not_tracked_by_the_collector():
     cache = VerdictCache(size=10)
     v = _verdict()
     cache.put(v)
-    amended = dataclasses.replace(v, revision=1, previous="failed", amended_checks=("loop",), amended_by="x",
-                                  released_span_ids=frozenset())
-    assert cache.get(RunKey(*v.key)) == v
+    amended = v._replace(revision=1, previous="failed", amended_checks=("loop",), amended_by="x",
+                         released_span_ids=frozenset())
+    got = cache.get(RunKey(*v.key))
+    assert got == v
+    # the records compare as tuples: the types must come back too, not only the values
+    assert type(got) is RunVerdict and type(got.key) is RunKey and type(got.completion) is Completion
+    assert [type(r) for r in got.results + got.shadow] == [CheckResult] * 3
+    assert type(got.early[0]) is EarlyFinding and type(got.results[0].severity) is Severity
+    assert type(got.released_span_ids) is frozenset and type(got.measures) is dict
     cache.put(amended)
     assert cache.get(v.key) == amended and len(cache._items) == 1  # noqa: SLF001
     gc.collect()

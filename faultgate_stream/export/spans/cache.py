@@ -8,8 +8,6 @@ long-running service (issue 12).
 """
 from __future__ import annotations
 
-import dataclasses
-import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -18,11 +16,10 @@ from itertools import chain
 from faultgate_stream.model.records import RunKey
 from faultgate_stream.model.verdict import CheckResult, Completion, EarlyFinding, RunVerdict, Severity
 
-_RESULT = tuple(f.name for f in dataclasses.fields(CheckResult))
-_EARLY = tuple(f.name for f in dataclasses.fields(EarlyFinding))
-_VERDICT = tuple(f.name for f in dataclasses.fields(RunVerdict))
+_RESULT = CheckResult._fields
+_EARLY = EarlyFinding._fields
+_VERDICT = RunVerdict._fields
 _SEVERITY = _RESULT.index("severity")
-_result_fields, _early_fields, _verdict_fields = (operator.attrgetter(*names) for names in (_RESULT, _EARLY, _VERDICT))
 # what becomes a plain value in a packed verdict, by field position
 _AT = {n: _VERDICT.index(n) for n in ("key", "completion", "results", "released_span_ids", "early", "measures",
                                       "shadow")}
@@ -37,8 +34,7 @@ def _rows(flat: tuple, width: int) -> Iterator[tuple]:
 
 
 def _pack_result(r: CheckResult) -> tuple:
-    t = _result_fields(r)
-    return t[:_SEVERITY] + (t[_SEVERITY].value,) + t[_SEVERITY + 1:]
+    return r[:_SEVERITY] + (r[_SEVERITY].value,) + r[_SEVERITY + 1:]  # a slice is a plain tuple
 
 
 def _unpack_result(t: tuple) -> CheckResult:
@@ -50,12 +46,12 @@ def _pack(v: RunVerdict) -> tuple:
     fields in a row, early findings and measures likewise. Flat, because the collector
     untracks one level of nested tuples per pass it makes, and a pass may not come before
     the tuple has joined the oldest generation."""
-    t = list(_verdict_fields(v))
+    t = list(v)
     t[_AT["key"]] = tuple(v.key)
     t[_AT["completion"]] = v.completion.value
     t[_AT["results"]] = _flat(map(_pack_result, v.results))
     t[_AT["released_span_ids"]] = tuple(v.released_span_ids)
-    t[_AT["early"]] = _flat(map(_early_fields, v.early))
+    t[_AT["early"]] = _flat(v.early)
     t[_AT["measures"]] = _flat(v.measures.items())
     t[_AT["shadow"]] = _flat(map(_pack_result, v.shadow))
     return tuple(t)
