@@ -31,7 +31,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from faultgate_stream import __version__
 from faultgate_stream.export.spans import wire
-from faultgate_stream.model.verdict import CheckResult, RunVerdict
+from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, CheckResult, Completion, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
 
 EVENT = "gen_ai.evaluation.result"
@@ -155,45 +155,100 @@ def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) 
     return out
 
 
-# Distinct evaluation results kept encoded. Most results repeat from run to run (a check
-# that passed says the same thing each time); a fired check's reason names steps and
-# values, so the table is cleared when full rather than grown (the bench workload needs
-# a few dozen entries).
+# Distinct pieces kept encoded, per table: the evaluations of results, and the verdict
+# attributes runs share (verdict, fired and undecided checks, completion; a scenario; a
+# fired check's reason). Most repeat from run to run (a check that passed says the same
+# thing each time); a fired check's reason names steps and values, so a table is cleared
+# when full rather than grown (the bench workload needs a few dozen entries).
 MAX_CACHED_EVALUATIONS = 4096
+
+_RUN_ID_KEY = wire.field(wire.KEY_VALUE_KEY, b"faultgate.run_id")
+
+
+def _attributes(*kvs: KeyValue) -> bytes:
+    """The ``Span.attributes`` fields of ``kvs``, as upb writes them."""
+    return Span(attributes=kvs).SerializeToString()
 
 
 class VerdictBytes:
     """The verdict as bytes to append to a root's own encoding: ``write_verdict``'s result
     for a root that carries no ``faultgate.*`` attribute yet (nothing to replace), without
-    decoding the root. Building each evaluation's attributes cost ~60 ``KeyValue``s per
-    root, more than the checks of its run (bench/README.md); their encodings are cached by
-    result. Holds only bytes and strings, so the collector does not walk it."""
+    decoding the root. A repeated field's elements are encoded one after another, so the
+    attributes and events are written piece by piece: each piece that repeats across runs
+    is encoded by protobuf once and kept, the run id and the events' time are framed here
+    (``wire``). Built as messages, a root's ~60 ``KeyValue``s cost more than the checks of
+    its run (bench/README.md). Masking happens once per kept piece: a reason that quotes a
+    value cut short (``Reason``) is never kept, since two of them equal as text may mask
+    differently (the value beyond the cut). Holds only bytes and strings, so the
+    collector does not walk it."""
 
     def __init__(self, redact: Redact) -> None:
         self._redact = redact
         self._events: dict[tuple, bytes] = {}
+        self._shared: dict[tuple, bytes] = {}
 
     @staticmethod
     def applies_to(span: bytes) -> bool:
         """True when ``span`` (an encoded root) holds no ``faultgate.`` text at all, so no
         attribute of ours is on it yet. Content that merely mentions the prefix takes the
         decoding path (``write_verdict``), which gives the same result."""
-        return VERDICT_KEYS_PREFIX.encode() not in span
+        return _PREFIX_BYTES not in span
 
     def __call__(self, v: RunVerdict, end_ns: int) -> bytes:
-        out = Span(attributes=verdict_attributes(v, self._redact)).SerializeToString()
+        results = v.results
+        fired: list[CheckResult] = []
+        undecided: list[str] = []
+        for r in results:
+            if r.fired:
+                fired.append(r)
+            if r.undecided:
+                undecided.append(r.check)
+        out = [self._summary(tuple(r.check for r in fired), tuple(undecided), v.completion),
+               wire.string_attribute(_RUN_ID_KEY, str(v.key)), self._scenario(v.scenario)]
+        out += [self._reason(r.check, r.reason) for r in fired]
+        if v.revision:
+            out.append(_attributes(*_amendment_attributes(v)))
         when = end_ns or v.last_end_ns or v.decided_ns
-        head = Span.Event(time_unix_nano=when, name=EVENT).SerializeToString()
-        for r, digest in zip(v.results, _digests(v)):
-            out += wire.field(wire.SPAN_EVENTS, head + self._evaluation(r, digest))
-        return out
+        head = wire.event_head(when, EVENT)
+        if head is None:  # out of a fixed64's range: protobuf refuses it, as it did
+            head = Span.Event(time_unix_nano=when, name=EVENT).SerializeToString()
+        out += [wire.span_event(head, self._evaluation(r, digest)) for r, digest in zip(results, _digests(v))]
+        return b"".join(out)
+
+    def _kept(self, table: dict[tuple, bytes], key: tuple, make) -> bytes:
+        got = table.get(key)
+        if got is None:
+            if len(table) >= MAX_CACHED_EVALUATIONS:
+                table.clear()
+            got = table[key] = make()
+        return got
+
+    def _summary(self, fired: tuple[str, ...], undecided: tuple[str, ...], completion: Completion) -> bytes:
+        verdict = FAILED if fired else (UNDECIDED if undecided else CLEAN)
+        # an enum member's hash is a Python call; the member itself lives as long as its class
+        return self._kept(self._shared, ("summary", fired, undecided, id(completion)), lambda: _attributes(
+            _kv("faultgate.verdict", verdict), _kv("faultgate.checks.fired", fired),
+            _kv("faultgate.checks.undecided", undecided), _kv("faultgate.completion", completion.value)))
+
+    def _scenario(self, scenario: str) -> bytes:
+        def make() -> bytes:
+            return _attributes(_kv("faultgate.scenario", safe_key(scenario, self._redact)))
+
+        return self._kept(self._shared, ("scenario", scenario), make) if type(scenario) is str else make()
+
+    def _reason(self, check: str, reason: str) -> bytes:
+        def make() -> bytes:
+            return _attributes(_kv(f"faultgate.reason.{check}", self._redact(reason)))
+
+        return self._kept(self._shared, ("reason", check, reason), make) if type(reason) is str else make()
 
     def _evaluation(self, r: CheckResult, digest: str) -> bytes:
-        key = (r.check, r.fired, r.undecided, r.reason, r.severity, digest)
-        got = self._events.get(key)
-        if got is None:
-            if len(self._events) >= MAX_CACHED_EVALUATIONS:
-                self._events.clear()
-            got = self._events[key] = Span.Event(
-                attributes=_evaluation_attributes(r, self._redact, digest)).SerializeToString()
-        return got
+        def make() -> bytes:
+            return Span.Event(attributes=_evaluation_attributes(r, self._redact, digest)).SerializeToString()
+
+        if type(r.reason) is not str:
+            return make()
+        return self._kept(self._events, (r.check, r.fired, r.undecided, r.reason, id(r.severity), digest), make)
+
+
+_PREFIX_BYTES = VERDICT_KEYS_PREFIX.encode()

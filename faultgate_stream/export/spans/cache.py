@@ -21,8 +21,8 @@ _EARLY = EarlyFinding._fields
 _VERDICT = RunVerdict._fields
 _SEVERITY = _RESULT.index("severity")
 # what becomes a plain value in a packed verdict, by field position
-_AT = {n: _VERDICT.index(n) for n in ("key", "completion", "results", "released_span_ids", "early", "measures",
-                                      "shadow")}
+(_KEY, _COMPLETION, _RESULTS, _RELEASED, _EARLY_AT, _MEASURES, _SHADOW) = (
+    _VERDICT.index(n) for n in ("key", "completion", "results", "released_span_ids", "early", "measures", "shadow"))
 
 
 def _flat(items: Iterable[tuple]) -> tuple:
@@ -47,25 +47,25 @@ def _pack(v: RunVerdict) -> tuple:
     untracks one level of nested tuples per pass it makes, and a pass may not come before
     the tuple has joined the oldest generation."""
     t = list(v)
-    t[_AT["key"]] = tuple(v.key)
-    t[_AT["completion"]] = v.completion.value
-    t[_AT["results"]] = _flat(map(_pack_result, v.results))
-    t[_AT["released_span_ids"]] = tuple(v.released_span_ids)
-    t[_AT["early"]] = _flat(v.early)
-    t[_AT["measures"]] = _flat(v.measures.items())
-    t[_AT["shadow"]] = _flat(map(_pack_result, v.shadow))
+    t[_KEY] = tuple(v.key)
+    t[_COMPLETION] = v.completion.value
+    t[_RESULTS] = _flat(map(_pack_result, v.results))
+    t[_RELEASED] = tuple(v.released_span_ids)
+    t[_EARLY_AT] = _flat(v.early)
+    t[_MEASURES] = _flat(v.measures.items())
+    t[_SHADOW] = _flat(map(_pack_result, v.shadow)) if v.shadow else ()
     return tuple(t)
 
 
 def _unpack(t: tuple) -> RunVerdict:
     d = list(t[:len(_VERDICT)])
-    d[_AT["key"]] = RunKey(*t[_AT["key"]])
-    d[_AT["completion"]] = Completion(t[_AT["completion"]])
-    d[_AT["results"]] = tuple(map(_unpack_result, _rows(t[_AT["results"]], len(_RESULT))))
-    d[_AT["released_span_ids"]] = frozenset(t[_AT["released_span_ids"]])
-    d[_AT["early"]] = tuple(EarlyFinding(*e) for e in _rows(t[_AT["early"]], len(_EARLY)))
-    d[_AT["measures"]] = dict(_rows(t[_AT["measures"]], 2))
-    d[_AT["shadow"]] = tuple(map(_unpack_result, _rows(t[_AT["shadow"]], len(_RESULT))))
+    d[_KEY] = RunKey(*t[_KEY])
+    d[_COMPLETION] = Completion(t[_COMPLETION])
+    d[_RESULTS] = tuple(map(_unpack_result, _rows(t[_RESULTS], len(_RESULT))))
+    d[_RELEASED] = frozenset(t[_RELEASED])
+    d[_EARLY_AT] = tuple(EarlyFinding(*e) for e in _rows(t[_EARLY_AT], len(_EARLY)))
+    d[_MEASURES] = dict(_rows(t[_MEASURES], 2))
+    d[_SHADOW] = tuple(map(_unpack_result, _rows(t[_SHADOW], len(_RESULT))))
     return RunVerdict(*d)
 
 
@@ -85,11 +85,14 @@ class VerdictCache:
         self._lock = threading.Lock()
         self.evictions = 0
 
-    def put(self, v: RunVerdict) -> None:
+    def put(self, v: RunVerdict, resource: bytes | None = None) -> None:
+        """Keep ``v``, with its root's ``resource`` (None: the one kept before, if any)."""
         packed, key = _pack(v), tuple(v.key)  # a plain tuple key: equal to the RunKey, and untracked
         with self._lock:
-            old = self._items.get(key)
-            self._items[key] = packed + (old[-1] if old else b"",)
+            if resource is None:
+                old = self._items.get(key)
+                resource = old[-1] if old else b""
+            self._items[key] = packed + (resource,)
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)

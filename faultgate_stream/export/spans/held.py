@@ -8,29 +8,23 @@ reservation, which every held span holds.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
-from faultgate_stream.export.spans import wire
 
+class HeldSpan(NamedTuple):
+    """A tuple of bytes, strings and an int: cheap to build, and once the collector has
+    seen it, no longer tracked by it."""
 
-@dataclass(frozen=True, slots=True)
-class HeldSpan:
     resource: bytes
     resource_schema: str
     scope: bytes
     scope_schema: str
     span: bytes
     end_ns: int = 0  # the span's end time: its evaluation events are stamped with it
-
-    def request_entry(self, span: bytes) -> bytes:
-        """``span`` (this span's encoding, annotated or not) as one ``resource_spans``
-        entry of an export request, under this span's resource and scope."""
-        return wire.resource_spans_entry(self.resource, self.resource_schema, self.scope, self.scope_schema,
-                                         wire.field(wire.SCOPE_SPANS_SPANS, span))
 
     def resource_spans(self, span: Span | None = None) -> ResourceSpans:
         rs = ResourceSpans(resource=Resource.FromString(self.resource), schema_url=self.resource_schema)
@@ -40,32 +34,53 @@ class HeldSpan:
 
 
 class HeldSpans:
+    """Held spans by trace, then span id: a verdict releases its run's spans (a dozen or
+    more ids) of which one or two are held, so the lookup starts from what the trace holds."""
+
     def __init__(self) -> None:
-        self._spans: dict[tuple[str, str], HeldSpan] = {}
+        self._spans: dict[str, dict[str, HeldSpan]] = {}
+        self._count = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._spans)
+        return self._count
 
     def hold(self, trace_id: str, span_id: str, held: HeldSpan) -> bool:
         """False when a span with this key is already held (an OTLP retry's duplicate)."""
         with self._lock:
-            if (trace_id, span_id) in self._spans:
+            of = self._spans.get(trace_id)
+            if of is None:
+                of = self._spans[trace_id] = {}
+            elif span_id in of:
                 return False
-            self._spans[(trace_id, span_id)] = held
+            of[span_id] = held
+            self._count += 1
             return True
 
     def release(self, trace_id: str, span_ids: frozenset[str] | set[str]) -> dict[str, HeldSpan]:
+        """The held spans among ``span_ids``, taken out, in the order they were held."""
         with self._lock:
-            return {sid: h for sid in span_ids if (h := self._spans.pop((trace_id, sid), None)) is not None}
+            of = self._spans.get(trace_id)
+            if of is None:
+                return {}
+            out = {sid: h for sid, h in of.items() if sid in span_ids}
+            if len(out) == len(of):
+                del self._spans[trace_id]
+            else:
+                for sid in out:
+                    del of[sid]
+            self._count -= len(out)
+            return out
 
     def release_traces(self, trace_ids: set[str]) -> dict[tuple[str, str], HeldSpan]:
         """Take out every span held for these traces (a durable source handing them over)."""
         with self._lock:
-            keys = [k for k in self._spans if k[0] in trace_ids]
-            return {k: self._spans.pop(k) for k in keys}
+            out = {(tid, sid): h for tid in trace_ids for sid, h in self._spans.pop(tid, {}).items()}
+            self._count -= len(out)
+            return out
 
     def release_all(self) -> dict[tuple[str, str], HeldSpan]:
         with self._lock:
-            out, self._spans = self._spans, {}
+            out = {(tid, sid): h for tid, of in self._spans.items() for sid, h in of.items()}
+            self._spans, self._count = {}, 0
             return out

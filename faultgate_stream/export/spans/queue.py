@@ -15,14 +15,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from faultgate_stream.model.errors import BoundError, CapacityError
 
 
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One serialized OTLP export request (traces or logs) and how many spans it carries."""
+class Item(NamedTuple):
+    """One serialized OTLP export request (traces or logs) and how many spans it carries.
+    Compared by identity in the queue (``id``), never by value."""
 
     kind: str         # "traces" | "logs"
     payload: bytes    # ExportTraceServiceRequest / ExportLogsServiceRequest bytes

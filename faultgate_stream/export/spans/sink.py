@@ -30,11 +30,9 @@ class SpanSink:
         """Early findings reach the spans with the run's verdict."""
 
     def verdict(self, v: RunVerdict) -> None:
-        self._s.cache.put(v)
         released = self._s.held.release(v.key.trace_id, v.released_span_ids)
         root = released.get(v.root_span_id)
-        if root is not None:
-            self._s.cache.keep_resource(v.key, root.resource)
+        self._s.cache.put(v, root.resource if root is not None else None)
         if v.setup_only:  # not a run: its spans leave as they came, with nothing written on them
             self.export_held(released, None)
             return
@@ -49,10 +47,13 @@ class SpanSink:
         replacing attributes of ours already on it, decodes one."""
         if not held:
             return
-        strip = self._s.config.strip_content
+        cfg = self._s.config
+        strip = cfg.strip_content
+        root_id = v.root_span_id if v is not None else None
+        frame = self._s.framing.entry
         entries = []
         for sid, h in held.items():
-            is_root = v is not None and sid == v.root_span_id
+            is_root = sid == root_id
             if strip or (is_root and not self._verdict_bytes.applies_to(h.span)):
                 span = Span.FromString(h.span)
                 if strip:
@@ -64,8 +65,11 @@ class SpanSink:
                 body = h.span + self._verdict_bytes(v, h.end_ns)
             else:
                 body = h.span
-            entries.append(h.request_entry(body))
-        for payload, n in packed(entries, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
+            entries.append(frame(h.resource, h.resource_schema, h.scope, h.scope_schema, body))
+        if len(entries) == 1:  # a run's root alone, as most runs release
+            self._s.queue.put(Item("traces", entries[0], 1))
+            return
+        for payload, n in packed(entries, cfg.max_batch_spans, cfg.max_batch_bytes):
             self._s.queue.put(Item("traces", payload, n))
 
     def _logs(self, v: RunVerdict, root: HeldSpan | None) -> None:

@@ -6,6 +6,9 @@ run. The wrappers are three length-delimited fields, so they are written here di
 Two encodings of one message concatenated decode as their merge (repeated fields are
 appended: the protobuf encoding guide, "Last One Wins" and repeated fields), which is how
 a root gets its verdict attributes and events without being decoded.
+
+What is written here is what upb writes for the same message: fields in field-number
+order, lengths as minimal varints (``tests/export/test_wire.py`` compares the two).
 """
 from __future__ import annotations
 
@@ -13,10 +16,19 @@ from __future__ import annotations
 REQUEST_RESOURCE_SPANS = 1
 RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCOPE_SPANS, RESOURCE_SPANS_SCHEMA_URL = 1, 2, 3
 SCOPE_SPANS_SCOPE, SCOPE_SPANS_SPANS, SCOPE_SPANS_SCHEMA_URL = 1, 2, 3
-SPAN_EVENTS = 11
+SPAN_ATTRIBUTES, SPAN_EVENTS = 9, 11
+EVENT_TIME, EVENT_NAME = 1, 2  # Span.Event: time_unix_nano (fixed64), name
+KEY_VALUE_KEY, KEY_VALUE_VALUE = 1, 2
+ANY_VALUE_STRING = 1
+
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]
 
 
 def varint(n: int) -> bytes:
+    if n < 0x80:
+        return _ONE_BYTE[n]
+    if n < 0x4000:  # every length framed here but a huge request's
+        return bytes((n & 0x7F | 0x80, n >> 7))
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -25,9 +37,45 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
+def tag(number: int) -> bytes:
+    """The key of a length-delimited field (wire type 2)."""
+    return varint(number << 3 | 2)
+
+
 def field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2): a message, bytes or a string."""
     return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+_SPAN_EVENTS = tag(SPAN_EVENTS)
+_FIXED64_TIME = bytes((EVENT_TIME << 3 | 1,))
+_ANY_STRING = tag(ANY_VALUE_STRING)
+_KV_VALUE = tag(KEY_VALUE_VALUE)
+_SPAN_ATTRIBUTE = tag(SPAN_ATTRIBUTES)
+
+
+def event_head(time_unix_nano: int, name: str) -> bytes | None:
+    """The leading fields of a ``Span.Event`` (its time, its name): an event's encoding is
+    this followed by its attributes' fields. None for a time a fixed64 cannot hold (the
+    caller then lets protobuf refuse it, as it would have)."""
+    if not 0 <= time_unix_nano < 1 << 64:
+        return None
+    head = _FIXED64_TIME + time_unix_nano.to_bytes(8, "little") if time_unix_nano else b""
+    return head + field(EVENT_NAME, name.encode()) if name else head
+
+
+def span_event(head: bytes, attributes: bytes) -> bytes:
+    """One ``Span.events`` field: an event whose encoding is ``head + attributes``."""
+    return _SPAN_EVENTS + varint(len(head) + len(attributes)) + head + attributes
+
+
+def string_attribute(key_field: bytes, value: str) -> bytes:
+    """One ``Span.attributes`` field holding a string value; ``key_field`` is the key's
+    own field (``field(KEY_VALUE_KEY, key)``), written once by the caller."""
+    s = value.encode()  # a lone surrogate raises here as upb raises for it
+    any_value = _ANY_STRING + varint(len(s)) + s
+    kv = key_field + _KV_VALUE + varint(len(any_value)) + any_value
+    return _SPAN_ATTRIBUTE + varint(len(kv)) + kv
 
 
 def resource_spans_entry(resource: bytes, resource_schema: str, scope: bytes, scope_schema: str,
@@ -41,3 +89,41 @@ def resource_spans_entry(resource: bytes, resource_schema: str, scope: bytes, sc
     if resource_schema:
         rs += field(RESOURCE_SPANS_SCHEMA_URL, resource_schema.encode())
     return field(REQUEST_RESOURCE_SPANS, rs)
+
+
+class Framing:
+    """``resource_spans_entry`` for one span, its resource and scope framed once.
+
+    A request's root candidates share their resource and scope, and the roots of one
+    source share them from request to request, so the fields around a span are kept, by
+    the (resource, scope) they frame, in a table cleared when full. Bytes keep their hash,
+    so a held root's lookup hashes nothing again."""
+
+    MAX = 1024
+
+    def __init__(self) -> None:
+        self._frames: dict[tuple[bytes, str, bytes, str], tuple[bytes, bytes, bytes, bytes]] = {}
+
+    def entry(self, resource: bytes, resource_schema: str, scope: bytes, scope_schema: str, span: bytes) -> bytes:
+        key = (resource, resource_schema, scope, scope_schema)
+        frame = self._frames.get(key)
+        if frame is None:
+            if len(self._frames) >= self.MAX:
+                self._frames.clear()
+            frame = self._frames[key] = (
+                field(RESOURCE_SPANS_RESOURCE, resource),
+                field(RESOURCE_SPANS_SCHEMA_URL, resource_schema.encode()) if resource_schema else b"",
+                field(SCOPE_SPANS_SCOPE, scope),
+                field(SCOPE_SPANS_SCHEMA_URL, scope_schema.encode()) if scope_schema else b"")
+        res_head, res_tail, scope_head, scope_tail = frame
+        span_len = varint(len(span))
+        scope_spans = len(scope_head) + 1 + len(span_len) + len(span) + len(scope_tail)
+        scope_spans_len = varint(scope_spans)
+        rs = len(res_head) + 1 + len(scope_spans_len) + scope_spans + len(res_tail)
+        return b"".join((_REQUEST_RESOURCE_SPANS, varint(rs), res_head, _RS_SCOPE_SPANS, scope_spans_len, scope_head,
+                         _SS_SPANS, span_len, span, scope_tail, res_tail))
+
+
+_REQUEST_RESOURCE_SPANS = tag(REQUEST_RESOURCE_SPANS)
+_RS_SCOPE_SPANS = tag(RESOURCE_SPANS_SCOPE_SPANS)
+_SS_SPANS = tag(SCOPE_SPANS_SPANS)
