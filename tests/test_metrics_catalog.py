@@ -110,7 +110,7 @@ def test_the_service_uses_buckets_for_its_own_root_grace_and_shows_its_bounds_an
                                             export=SpansExportConfig(endpoint="127.0.0.1:9", queue_spans=890)))
     text = live.metrics()
     hist = live.service.telemetry["faultgate_verdict_delay_seconds"]
-    assert tuple(hist._upper_bounds[:-1]) == delay_buckets(0.3)  # noqa: SLF001 (prometheus_client keeps them there)
+    assert tuple(hist.upper_bounds[:-1]) == delay_buckets(0.3)
     assert live.sample("faultgate_runs_in_memory_limit") == 123
     assert live.sample("faultgate_memory_limit_bytes") == 4567
     assert live.sample("faultgate_exporter_queue_capacity_spans") == 890

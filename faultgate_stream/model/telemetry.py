@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from faultgate_stream.model.series import CounterSeries, HistogramSeries
+
 # Seconds: a run takes from well under a second to many minutes.
 RUN_SECONDS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 STEPS = (1, 2, 3, 5, 8, 12, 20, 30, 50, 100, 200)
@@ -74,6 +76,9 @@ class MetricSpec:
     owner: str         # the stage that records it
     buckets: tuple[float, ...] = ()
     external: bool = False  # created by its owner on the registry (gauges read at scrape time, say)
+    # Recorded once per verdict or more: kept as plain values (``model/series.py``) rather
+    # than as prometheus_client children, whose per-call cost was most of the metrics sink's.
+    per_verdict: bool = False
     values: tuple[tuple[str, tuple[str, ...]], ...] = ()  # label -> its known values
 
     @property
@@ -83,22 +88,22 @@ class MetricSpec:
 
 CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_runs", "counter", "Runs decided, by verdict (clean/failed/undecided) and completion state.",
-               ("agent", "verdict", "completion"), "export/metrics"),
+               ("agent", "verdict", "completion"), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_check_fired", "counter", "Runs on which a check fired, at the final verdict.",
-               ("agent", "check", "severity"), "export/metrics"),
+               ("agent", "check", "severity"), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_check_early_fired", "counter",
                "Violations counted the moment their span arrived, before the run completed.",
-               ("agent", "check"), "export/metrics"),
+               ("agent", "check"), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_outcome_runs", "counter",
                "Runs whose output was judged (outcome pass/fail) by path (clean: no check fired). "
-               "Luck Rate = pass & dirty / pass.", ("agent", "outcome", "path"), "export/metrics"),
+               "Luck Rate = pass & dirty / pass.", ("agent", "outcome", "path"), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_config_reloads", "counter", "SIGHUP reloads of policies and specs, by result.",
                ("result",), "service", values=(("result", RELOAD_RESULTS),)),
     MetricSpec("faultgate_run_duration_seconds", "histogram", "Wall time of a run (root span, else first to last span).",
-               ("agent",), "export/metrics", RUN_SECONDS),
-    MetricSpec("faultgate_run_steps", "histogram", "Tool calls per run.", ("agent",), "export/metrics", STEPS),
+               ("agent",), "export/metrics", RUN_SECONDS, per_verdict=True),
+    MetricSpec("faultgate_run_steps", "histogram", "Tool calls per run.", ("agent",), "export/metrics", STEPS, per_verdict=True),
     MetricSpec("faultgate_verdict_delay_seconds", "histogram", "From the root span's arrival to the run's verdict.",
-               ("agent",), "export/metrics", DELAY_SECONDS),
+               ("agent",), "export/metrics", DELAY_SECONDS, per_verdict=True),
     MetricSpec("faultgate_receiver_accepted_spans", "counter", "Spans acknowledged to the sender.",
                ("transport",), "receive", values=(("transport", TRANSPORTS),)),
     MetricSpec("faultgate_receiver_refused_spans", "counter",
@@ -150,7 +155,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_verdict_amendments", "counter",
                "Amended verdicts (a late span or a judge changed a check's result; the run's verdict went out "
                "again with a revision), by check whose result changed and its new result.",
-               ("agent", "check", "result"), "export/metrics"),
+               ("agent", "check", "result"), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_late_spans_unamendable", "counter",
                "Late spans whose run the amendment store no longer held (evicted: see "
                "faultgate_amend_store_evictions_total) or never held (not a run, or amend off): they carry "
@@ -200,7 +205,7 @@ CATALOG: tuple[MetricSpec, ...] = (
                values=(("reason", ("queue_full",)),)),
     MetricSpec("faultgate_shadow_check_fired", "counter",
                "Runs on which a shadow check (a binding's shadow policy or spec) fired; never part of a verdict.",
-               ("agent", "check"), "export/metrics"),
+               ("agent", "check"), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_gate_verdict", "gauge",
                "Live gate per agent and version against its band, one-hot: verdict is pass, fail or inconclusive.",
                ("agent", "version", "verdict"), "gate", external=True),
@@ -242,15 +247,15 @@ CATALOG: tuple[MetricSpec, ...] = (
                ("agent", "version"), "gate", external=True),
     MetricSpec("faultgate_loop_waste_steps", "counter",
                "Tool calls spent inside loops (the loop check's calls after the loop's first), at the verdict.",
-               ("agent",), "export/metrics"),
+               ("agent",), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_loop_waste_seconds", "counter",
                "Seconds spent inside loops (first wasted call's start to the last one's end), where recorded.",
-               ("agent",), "export/metrics"),
+               ("agent",), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_loop_waste_tokens", "counter",
                "Tokens (gen_ai.usage.input_tokens + output_tokens) of the spans inside loops, where recorded.",
-               ("agent",), "export/metrics"),
+               ("agent",), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_loop_waste_cost_usd", "counter",
-               "Cost (faultgate.cost_usd) of the spans inside loops, where recorded.", ("agent",), "export/metrics"),
+               "Cost (faultgate.cost_usd) of the spans inside loops, where recorded.", ("agent",), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_window_keys", "gauge",
                "Keys (binding, budget, session or agent, argument value) the windowed-budget store holds.",
                (), "checks", external=True),
@@ -336,9 +341,21 @@ class Telemetry:
     def __init__(self, registry: CollectorRegistry | None = None, *,
                  root_grace: float = DEFAULT_ROOT_GRACE_S) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
-        self.metrics: dict[str, Counter | Histogram] = {}
+        self.metrics: dict[str, Counter | Histogram | CounterSeries | HistogramSeries] = {}
         for spec in CATALOG:
             if spec.external:
+                continue
+            if spec.per_verdict:
+                if spec.kind == "counter":
+                    self.metrics[spec.name] = CounterSeries(spec.name, spec.help, spec.labels, self.registry)
+                else:
+                    buckets = (delay_buckets(root_grace) if spec.name == "faultgate_verdict_delay_seconds"
+                               else spec.buckets)
+                    self.metrics[spec.name] = HistogramSeries(spec.name, spec.help, spec.labels, self.registry,
+                                                              buckets)
+                if spec.kind == "counter" and spec.labels and all(label in spec.known for label in spec.labels):
+                    for combination in itertools.product(*(spec.known[label] for label in spec.labels)):
+                        self.metrics[spec.name].labels(*combination)
                 continue
             if spec.kind == "counter":
                 counter = self.metrics[spec.name] = Counter(spec.name, spec.help, spec.labels, registry=self.registry)
@@ -352,7 +369,7 @@ class Telemetry:
                                                     buckets=buckets)
             # gauges are read at scrape time by a collector the owning stage registers
 
-    def __getitem__(self, name: str) -> Counter | Histogram:
+    def __getitem__(self, name: str) -> Counter | Histogram | CounterSeries | HistogramSeries:
         return self.metrics[name]
 
 

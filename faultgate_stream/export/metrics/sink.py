@@ -5,12 +5,14 @@ two ids take 63 of the 128 characters OpenMetrics allows.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from faultgate_stream.export.metrics.config import DEFAULT_MAX_LABEL_LENGTH
-from faultgate_stream.export.metrics.labels import BoundedLabel
+from faultgate_stream.export.metrics.labels import OTHER, BoundedLabel
+from faultgate_stream.model.series import EXEMPLAR_MAX_RUNES, EXEMPLAR_TOO_LONG
 from faultgate_stream.model.telemetry import Telemetry
-from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
+from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, EarlyFinding, RunVerdict
 
 # Agent names kept masked; beyond ``metrics.max_agents`` they fold into "other" anyway.
 MAX_MASKED = 4096
@@ -22,7 +24,8 @@ WASTE = {"steps": "faultgate_loop_waste_steps", "seconds": "faultgate_loop_waste
 
 
 class MetricsSink:
-    """A ``VerdictConsumer``."""
+    """A ``VerdictConsumer``. The per-verdict series are ``model/series.py``'s: updated by
+    label tuple, with one exemplar (validated once) and one clock reading per verdict."""
 
     def __init__(self, telemetry: Telemetry, max_agents: int, max_label_length: int = DEFAULT_MAX_LABEL_LENGTH,
                  redact: Callable[[str], str] | None = None) -> None:
@@ -31,8 +34,14 @@ class MetricsSink:
                                telemetry["faultgate_label_values_shortened"], max_label_length)
         mask = redact or (lambda s: s)
         masked: dict[str, str] = {}
+        # names whose label is settled: masked, short enough and among the first
+        # ``max_agents``, so that no bound is hit (and counted) again by looking them up
+        labelled: dict[str, str] = {}
 
         def agent(name: str) -> str:
+            label = labelled.get(name)
+            if label is not None:
+                return label
             # masked before it is cut: an email or a key in an agent name must not leave
             # half-masked. A service sees few agent names, and masking one ran every
             # redaction pattern on every verdict: each name is masked once (the table is
@@ -42,12 +51,24 @@ class MetricsSink:
                 if len(masked) >= MAX_MASKED:
                     masked.clear()
                 m = masked[name] = mask(name)
-            return bounded(m)
+            label = bounded(m)
+            if label == (m or "unknown") and label != OTHER:
+                if len(labelled) >= MAX_MASKED:
+                    labelled.clear()
+                labelled[name] = label
+            return label
 
         self.agent = agent
+        self._runs, self._fired, self._early = (telemetry[n] for n in (
+            "faultgate_runs", "faultgate_check_fired", "faultgate_check_early_fired"))
+        self._shadow, self._outcome, self._amendments = (telemetry[n] for n in (
+            "faultgate_shadow_check_fired", "faultgate_outcome_runs", "faultgate_verdict_amendments"))
+        self._duration, self._steps, self._delay = (telemetry[n] for n in (
+            "faultgate_run_duration_seconds", "faultgate_run_steps", "faultgate_verdict_delay_seconds"))
+        self._waste = {name: telemetry[metric] for name, metric in WASTE.items()}
 
     def early(self, finding: EarlyFinding) -> None:
-        self.t["faultgate_check_early_fired"].labels(self.agent(finding.agent), finding.check).inc(
+        self._early.labels(self.agent(finding.agent), finding.check).inc(
             exemplar={"trace_id": finding.trace_id, "span_id": finding.span_id})
 
     def verdict(self, v: RunVerdict) -> None:
@@ -55,40 +76,52 @@ class MetricsSink:
         ex = {"trace_id": v.key.trace_id}
         if v.root_span_id:
             ex["span_id"] = v.root_span_id
-        t = self.t
         if v.revision:
             # the run was counted with its first verdict: an amendment is counted as one
             self._amended(agent, v, ex)
             return
-        t["faultgate_runs"].labels(agent, v.verdict, v.completion.value).inc(exemplar=ex)
-        for r in v.fired:
-            t["faultgate_check_fired"].labels(agent, r.check, r.severity.value).inc(exemplar=ex)
+        results = v.results
+        fired, undecided, outcome = [], False, None
+        for r in results:
+            if r.fired:
+                fired.append(r)
+            elif r.undecided:
+                undecided = True
+            if outcome is None and r.check == "outcome" and r.confidence > 0:
+                outcome = r
+        verdict = FAILED if fired else (UNDECIDED if undecided else CLEAN)
+        # the exemplar's label names and values: "trace_id" (8) and "span_id" (7)
+        if 8 + len(v.key.trace_id) + (7 + len(v.root_span_id) if v.root_span_id else 0) > EXEMPLAR_MAX_RUNES:
+            # as prometheus_client did: the run is counted, then the exemplar refused
+            self._runs.inc((agent, verdict, v.completion.value))
+            raise ValueError(EXEMPLAR_TOO_LONG)
+        now = time.time()
+        self._runs.inc((agent, verdict, v.completion.value), 1, ex, now)
+        for r in fired:
+            self._fired.inc((agent, r.check, r.severity.value), 1, ex, now)
             for name, value in r.measures:
                 # the loop's waste, one counter per figure it measured; a sender's negative
                 # token count is not waste (and a counter refuses it)
                 if name in WASTE and value > 0:
-                    t[WASTE[name]].labels(agent).inc(value, exemplar=ex)
+                    self._waste[name].inc((agent,), value, ex, now)
         for r in v.shadow:
             if r.fired:
-                t["faultgate_shadow_check_fired"].labels(agent, r.check).inc(exemplar=ex)
+                self._shadow.inc((agent, r.check), 1, ex, now)
         latency = v.measures.get("latency_ms")
         if latency is not None:
-            t["faultgate_run_duration_seconds"].labels(agent).observe(latency / 1000, exemplar=ex)
-        t["faultgate_run_steps"].labels(agent).observe(v.steps, exemplar=ex)
-        outcome = next((r for r in v.results if r.check == "outcome" and r.confidence > 0), None)
+            self._duration.observe((agent,), latency / 1000, ex, now)
+        self._steps.observe((agent,), v.steps, ex, now)
         if outcome is not None:
             # Luck Rate's inputs: a passing output reached by a path on which any check
             # fired (warnings included) was lucky
-            dirty = any(r.fired for r in v.results if r.check != "outcome")
-            t["faultgate_outcome_runs"].labels(agent, "fail" if outcome.fired else "pass",
-                                               "dirty" if dirty else "clean").inc(exemplar=ex)
+            dirty = any(r.fired for r in results if r.check != "outcome")
+            self._outcome.inc((agent, "fail" if outcome.fired else "pass", "dirty" if dirty else "clean"), 1, ex, now)
         if v.root_arrival_ns and v.decided_ns >= v.root_arrival_ns:
-            t["faultgate_verdict_delay_seconds"].labels(agent).observe((v.decided_ns - v.root_arrival_ns) / 1e9,
-                                                                      exemplar=ex)
+            self._delay.observe((agent,), (v.decided_ns - v.root_arrival_ns) / 1e9, ex, now)
 
     def _amended(self, agent: str, v: RunVerdict, ex: dict[str, str]) -> None:
         now = {r.check: r for r in v.results}
         for check in v.amended_checks:
             r = now.get(check)
             result = "undecided" if r is None or r.undecided else ("fired" if r.fired else "passed")
-            self.t["faultgate_verdict_amendments"].labels(agent, check, result).inc(exemplar=ex)
+            self._amendments.labels(agent, check, result).inc(exemplar=ex)
