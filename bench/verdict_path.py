@@ -12,7 +12,7 @@ printed (median of rounds): ``build`` is ``Evaluator._verdict`` with the checks'
 handed back as recorded (the run's facts are worked out by then: they are the checks'
 cost, not the verdict's), ``metrics`` is ``MetricsSink.verdict`` on series that already
 exist (a service's steady state), and ``spans`` is ``SpanSink.verdict`` with the released
-spans held again before each call.
+spans held again (``HeldSpans.hold``, as the forwarder holds them) before each call.
 
 The time per run of one stage is small (tens of microseconds) and this machine is shared,
 so the load-proof figure is an instruction count: run one stage under callgrind at two
@@ -80,7 +80,7 @@ def main() -> int:
     evaluator = service.evaluator
     metrics = next(s for s in evaluator._next.sinks if type(s).__name__ == "MetricsSink")
     spans = service.span_sink
-    held = service.export.held._spans
+    hold = service.export.held.hold
     queue = service.export.queue
     assert len(verdicts) == len(released) == args.requests * RUNS_PER_REQUEST
 
@@ -97,7 +97,8 @@ def main() -> int:
     def spans_stage() -> None:
         sink = spans.verdict
         for v, r in zip(verdicts, released):
-            held.update(r)
+            for (tid, sid), h in r.items():
+                hold(tid, sid, h)
             sink(v)
 
     def drain() -> None:

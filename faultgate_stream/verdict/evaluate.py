@@ -17,6 +17,7 @@ to the sinks, so they always hear of one verdict at a time.
 from __future__ import annotations
 
 import threading
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from faultgate_stream.checks.base import Check
@@ -27,6 +28,8 @@ from faultgate_stream.model.run import AGENT_NAME, Run
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
+
+_SPAN_ID, _END_NS = (itemgetter(SpanRecord._fields.index(f)) for f in ("span_id", "end_ns"))
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -193,21 +196,29 @@ class Evaluator:
             self._next.verdict(v)
 
     def _verdict(self, st: _TraceState, run: Run, judged: tuple[CheckResult, ...] = ()) -> RunVerdict:
-        setup_only = bool(run.spans) and all(s.operation == CREATE_AGENT for s in run.spans)
+        spans = run.spans
+        setup_only = bool(spans) and spans[0].operation == CREATE_AGENT and all(
+            s.operation == CREATE_AGENT for s in spans)
         results = () if setup_only else self._results(st, run) + judged
-        members = {s.span_id for s in run.spans}
+        rs = st.ruleset
+        members = frozenset(map(_SPAN_ID, spans))
+        outside = run.outside_span_ids
+        early = st.early
         return RunVerdict(
             key=run.key, scenario=run.scenario, agent=run.agent, agent_version=run.agent_version,
-            completion=run.completion, results=results, steps=len(run.steps), spans=len(run.spans),
-            first_start_ns=min((s.start_ns for s in run.spans), default=0),
-            last_end_ns=max((s.end_ns for s in run.spans), default=0),
+            completion=run.completion, results=results, steps=len(run.steps), spans=len(spans),
+            # Run.spans are sorted by start time: the first starts first
+            first_start_ns=spans[0].start_ns if spans else 0,
+            last_end_ns=max(map(_END_NS, spans), default=0),
             root_arrival_ns=run.root_arrival_ns, decided_ns=run.closed_ns,
             root_span_id=run.root.span_id if run.root is not None else "",
-            released_span_ids=frozenset(members) | run.outside_span_ids,
-            early=tuple(f for f in st.early if f.span_id in members),
+            released_span_ids=members | outside if outside else members,
+            early=tuple(f for f in early if f.span_id in members) if early else (),
             measures={"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},
-            rule_digests=tuple(st.ruleset.digest_of(r.check, r.agent or run.agent) for r in results),
-            shadow=self._shadow(st.ruleset, run) if st.ruleset.has_shadow and not setup_only else (),
+            # without bindings every result comes from the every-run checks (``digest_of``)
+            rule_digests=((rs.digest,) * len(results) if not rs.bindings else
+                          tuple(rs.digest_of(r.check, r.agent or run.agent) for r in results)),
+            shadow=self._shadow(rs, run) if rs.has_shadow and not setup_only else (),
             setup_only=setup_only,
         )
 
