@@ -69,3 +69,32 @@ def test_two_lingering_workers_never_take_the_same_items():
     for w in workers:
         w.join(timeout=60)
     assert sorted(len(t) for t in taken) == [0, 1]
+
+
+def test_a_lingering_worker_is_woken_when_its_batch_is_full_not_by_every_item_put():
+    q = SendQueue(1000)
+    q.reserve(1)
+    q.put(Item("traces", b"0", 1))
+    wakes = []
+    wait = q._cv.wait  # noqa: SLF001 (how often the worker's wait returned is what this is about)
+
+    def counted(timeout=None):
+        try:
+            return wait(timeout)
+        finally:
+            wakes.append(timeout)
+
+    q._cv.wait = counted  # noqa: SLF001
+    done = []
+    th = threading.Thread(target=lambda: done.append(q.take(max_spans=10, max_bytes=1 << 20, timeout=1.0,
+                                                             linger=600.0)))
+    th.start()
+    while q._full_spans != 10:  # noqa: SLF001 (set under the lock the worker's wait gives up)
+        threading.Event().wait(0.01)
+    for n in range(1, 10):
+        q.reserve(1)
+        q.put(Item("traces", str(n).encode(), 1))
+        threading.Event().wait(0.01)  # room for a woken worker to run (and be counted)
+    th.join(timeout=60)
+    assert not th.is_alive() and len(done[0]) == 10
+    assert len(wakes) == 1  # by the tenth item, which filled the batch
