@@ -186,6 +186,7 @@ class VerdictBytes:
         self._redact = redact
         self._events: dict[tuple, bytes] = {}
         self._shared: dict[tuple, bytes] = {}
+        self._frames: dict[int, bytes] = {}  # an event's length -> its field's key and length
 
     @staticmethod
     def applies_to(span: bytes) -> bool:
@@ -212,7 +213,23 @@ class VerdictBytes:
         head = wire.event_head(when, EVENT)
         if head is None:  # out of a fixed64's range: protobuf refuses it, as it did
             head = Span.Event(time_unix_nano=when, name=EVENT).SerializeToString()
-        out += [wire.span_event(head, self._evaluation(r, digest)) for r, digest in zip(results, _digests(v))]
+        # one event per result: its field's key and length, the head, its attributes
+        events, frames, size = self._events, self._frames, len(head)
+        for r, digest in zip(results, _digests(v)):
+            reason = r.reason
+            if type(reason) is str:
+                e = events.get((r.check, r.fired, r.undecided, reason, id(r.severity), digest))
+                if e is None:
+                    e = self._evaluation(r, digest)
+            else:
+                e = self._evaluation(r, digest)
+            n = size + len(e)
+            frame = frames.get(n)
+            if frame is None:
+                if len(frames) >= MAX_CACHED_EVALUATIONS:
+                    frames.clear()
+                frame = frames[n] = wire.SPAN_EVENTS_KEY + wire.varint(n)
+            out += (frame, head, e)
         return b"".join(out)
 
     def _kept(self, table: dict[tuple, bytes], key: tuple, make) -> bytes:

@@ -33,8 +33,12 @@ def _rows(flat: tuple, width: int) -> Iterator[tuple]:
     return (flat[i:i + width] for i in range(0, len(flat), width))
 
 
-def _pack_result(r: CheckResult) -> tuple:
-    return r[:_SEVERITY] + (r[_SEVERITY].value,) + r[_SEVERITY + 1:]  # a slice is a plain tuple
+def _pack_results(results: tuple[CheckResult, ...]) -> tuple:
+    """The results' fields in a row, each severity as its value."""
+    flat = list(chain.from_iterable(results))
+    for i in range(_SEVERITY, len(flat), len(_RESULT)):
+        flat[i] = flat[i]._value_  # the enum's documented attribute: ``.value`` is a Python call
+    return tuple(flat)
 
 
 def _unpack_result(t: tuple) -> CheckResult:
@@ -49,11 +53,11 @@ def _pack(v: RunVerdict) -> tuple:
     t = list(v)
     t[_KEY] = tuple(v.key)
     t[_COMPLETION] = v.completion.value
-    t[_RESULTS] = _flat(map(_pack_result, v.results))
+    t[_RESULTS] = _pack_results(v.results)
     t[_RELEASED] = tuple(v.released_span_ids)
     t[_EARLY_AT] = _flat(v.early)
     t[_MEASURES] = _flat(v.measures.items())
-    t[_SHADOW] = _flat(map(_pack_result, v.shadow)) if v.shadow else ()
+    t[_SHADOW] = _pack_results(v.shadow) if v.shadow else ()
     return tuple(t)
 
 

@@ -47,7 +47,7 @@ def field(number: int, payload: bytes) -> bytes:
     return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
-_SPAN_EVENTS = tag(SPAN_EVENTS)
+SPAN_EVENTS_KEY = tag(SPAN_EVENTS)
 _FIXED64_TIME = bytes((EVENT_TIME << 3 | 1,))
 _ANY_STRING = tag(ANY_VALUE_STRING)
 _KV_VALUE = tag(KEY_VALUE_VALUE)
@@ -62,11 +62,6 @@ def event_head(time_unix_nano: int, name: str) -> bytes | None:
         return None
     head = _FIXED64_TIME + time_unix_nano.to_bytes(8, "little") if time_unix_nano else b""
     return head + field(EVENT_NAME, name.encode()) if name else head
-
-
-def span_event(head: bytes, attributes: bytes) -> bytes:
-    """One ``Span.events`` field: an event whose encoding is ``head + attributes``."""
-    return _SPAN_EVENTS + varint(len(head) + len(attributes)) + head + attributes
 
 
 def string_attribute(key_field: bytes, value: str) -> bytes:
