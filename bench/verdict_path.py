@@ -21,7 +21,8 @@ round counts and divide the difference by the runs replayed, e.g.::
     for r in 2 6; do valgrind --tool=callgrind --callgrind-out-file=/tmp/vp-$r \\
         .venv/bin/python bench/verdict_path.py --only spans --rounds $r; done
 
-(the ``summary:`` lines of the two files; ``--requests 10`` is 320 runs a round).
+(the ``summary:`` lines of the two files; ``--requests 10`` is 320 runs a round). The
+collector is set as the service sets it (``cli/heap.py``'s ``settle``) before the replay.
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from hot_path import RUNS_PER_REQUEST, build, drive  # noqa: E402
 from live import Requests, build_template  # noqa: E402
+
+from faultgate_stream.cli.heap import settle  # noqa: E402
 
 
 def record(requests: int):
@@ -77,6 +80,10 @@ def main() -> int:
     p.add_argument("--only", choices=("build", "metrics", "spans"))
     args = p.parse_args()
     service, runs, verdicts, released, results_of = record(args.requests)
+    # the collector as the service sets it once built (cli/heap.py): what exists now frozen,
+    # young collections rare and full ones never automatic; otherwise a full collection
+    # over the recorded runs falls into whichever stage's replay happens to cross a threshold
+    settle()
     evaluator = service.evaluator
     metrics = next(s for s in evaluator._next.sinks if type(s).__name__ == "MetricsSink")
     spans = service.span_sink

@@ -107,12 +107,6 @@ class VerdictCache:
             item = self._items.get(key)
         return _unpack(item) if item else None
 
-    def keep_resource(self, key: RunKey, resource: bytes) -> None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is not None:
-                self._items[key] = item[:-1] + (resource,)
-
     def resource(self, key: RunKey) -> bytes:
         with self._lock:
             item = self._items.get(key)

@@ -10,14 +10,11 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
-
 
 class HeldSpan(NamedTuple):
-    """A tuple of bytes, strings and an int: cheap to build, and once the collector has
-    seen it, no longer tracked by it."""
+    """Bytes, strings and an int, built by one tuple allocation (a frozen dataclass set
+    each field through ``object.__setattr__``). A tuple subclass stays tracked by the
+    collector, as the dataclass did; held roots are few (one per run in flight)."""
 
     resource: bytes
     resource_schema: str
@@ -25,12 +22,6 @@ class HeldSpan(NamedTuple):
     scope_schema: str
     span: bytes
     end_ns: int = 0  # the span's end time: its evaluation events are stamped with it
-
-    def resource_spans(self, span: Span | None = None) -> ResourceSpans:
-        rs = ResourceSpans(resource=Resource.FromString(self.resource), schema_url=self.resource_schema)
-        ss = rs.scope_spans.add(scope=InstrumentationScope.FromString(self.scope), schema_url=self.scope_schema)
-        ss.spans.append(span if span is not None else Span.FromString(self.span))
-        return rs
 
 
 class HeldSpans:

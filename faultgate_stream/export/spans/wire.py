@@ -8,7 +8,8 @@ appended: the protobuf encoding guide, "Last One Wins" and repeated fields), whi
 a root gets its verdict attributes and events without being decoded.
 
 What is written here is what upb writes for the same message: fields in field-number
-order, lengths as minimal varints (``tests/export/test_wire.py`` compares the two).
+order, lengths as minimal varints (``tests/export/test_span_export_bytes.py`` compares
+the two).
 """
 from __future__ import annotations
 
@@ -73,21 +74,9 @@ def string_attribute(key_field: bytes, value: str) -> bytes:
     return _SPAN_ATTRIBUTE + varint(len(kv)) + kv
 
 
-def resource_spans_entry(resource: bytes, resource_schema: str, scope: bytes, scope_schema: str,
-                         spans: bytes) -> bytes:
-    """One ``ExportTraceServiceRequest.resource_spans`` entry holding ``spans`` (the
-    already framed ``ScopeSpans.spans`` fields) under their resource and scope."""
-    scope_spans = field(SCOPE_SPANS_SCOPE, scope) + spans
-    if scope_schema:
-        scope_spans += field(SCOPE_SPANS_SCHEMA_URL, scope_schema.encode())
-    rs = field(RESOURCE_SPANS_RESOURCE, resource) + field(RESOURCE_SPANS_SCOPE_SPANS, scope_spans)
-    if resource_schema:
-        rs += field(RESOURCE_SPANS_SCHEMA_URL, resource_schema.encode())
-    return field(REQUEST_RESOURCE_SPANS, rs)
-
-
 class Framing:
-    """``resource_spans_entry`` for one span, its resource and scope framed once.
+    """One ``ExportTraceServiceRequest.resource_spans`` entry holding one span under its
+    resource and scope, the fields around the span written once per (resource, scope).
 
     A request's root candidates share their resource and scope, and the roots of one
     source share them from request to request, so the fields around a span are kept, by
