@@ -268,26 +268,31 @@ def _responses(inputs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
 
 def _oi_messages(attrs: dict[str, Any], direction: str) -> list[dict[str, Any]]:
     """Rebuild flattened ``llm.<direction>_messages.N.message.*`` into GenAI messages."""
+    # a message's fields and its tool calls apart: an attribute ``...message.calls`` is a
+    # field like any other (the calls once lived under that key, and it replaced them)
     msgs: dict[int, dict[str, Any]] = {}
+    calls_of: dict[int, dict[int, dict[str, Any]]] = {}
     for k, v in attrs.items():
         m = OI_MESSAGE.match(k)
         if not m or m.group(1) != direction:
             continue
-        msg = msgs.setdefault(int(m.group(2)), {"calls": {}})
+        i = int(m.group(2))
+        msg = msgs.setdefault(i, {})
+        calls = calls_of.setdefault(i, {})
         c = OI_CALL.match(m.group(3))
         if c:
-            msg["calls"].setdefault(int(c.group(1)), {})[c.group(2)] = v
+            calls.setdefault(int(c.group(1)), {})[c.group(2)] = v
         else:
             msg[m.group(3)] = v
     out = []
-    for _, msg in sorted(msgs.items()):
+    for i, msg in sorted(msgs.items()):
         role = str(msg.get("role", "assistant"))
         parts: list[dict[str, Any]] = []
         if role == "tool" and msg.get("tool_call_id"):
             parts.append({"type": "tool_call_response", "id": str(msg["tool_call_id"]), "result": msg.get("content", "")})
         elif msg.get("content"):
             parts.append({"type": "text", "content": str(msg["content"])})
-        for _, call in sorted(msg["calls"].items()):
+        for _, call in sorted(calls_of[i].items()):
             parts.append({"type": "tool_call", "id": str(call.get("id", "")),
                           "name": str(call.get("function.name", "unknown")),
                           "arguments": call.get("function.arguments", "")})

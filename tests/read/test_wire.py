@@ -333,3 +333,23 @@ def test_with_a_projection_the_records_are_upbs_read_with_that_projection(reques
     """The live service's reader: only the wanted attributes read, only the kept ones kept."""
     data = request.SerializeToString()
     assert native(data, kept) == oracle(data, kept)
+
+
+def test_an_attribute_named_as_a_messages_tool_calls_is_one_more_field():
+    """OpenInference flattens a message's calls into ``...message.tool_calls.N.tool_call.*``;
+    an attribute ``...message.calls`` once took their place, and every request holding one
+    was refused as our internal error (UNAVAILABLE, retried for ever)."""
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="llm", start_time_unix_nano=1,
+                end_time_unix_nano=2)
+    for key, text in (("openinference.span.kind", "LLM"),
+                      ("llm.output_messages.0.message.tool_calls.0.tool_call.id", "c1"),
+                      ("llm.output_messages.0.message.calls", "x"),
+                      ("llm.output_messages.0.message.tool_calls.0.tool_call.function.name", "lookup")):
+        span.attributes.add(key=key, value=AnyValue(string_value=text))
+    data = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])]
+                                     ).SerializeToString()
+    decoded = otlp_proto.read(data)
+    assert decoded.rejected == 0
+    [record] = decoded.spans
+    assert [(c.call_id, c.name) for c in record.calls] == [("c1", "lookup")]
+    assert_agrees(data)

@@ -2,7 +2,6 @@
 //! arguments are in ``input.value``; LLM messages are flattened into
 //! ``llm.{input,output}_messages.N.message.*``; a parentless span is its trace's agent run.
 
-use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyFloat, PyInt};
 use std::borrow::Cow;
@@ -69,13 +68,12 @@ fn field<'x, 'a, 'py>(d: &'x Fieldset<'a, 'py>, key: &str) -> Option<&'x V<'a, '
     d.iter().find(|(k, _)| &**k == key.as_bytes()).map(|(_, v)| v)
 }
 
-/// One flattened message: its fields, and its tool calls by index (``msg["calls"]``).
+/// One flattened message: its fields, and its tool calls by index, kept apart so that no
+/// attribute name (``...message.calls``, say) can stand for the calls.
 #[derive(Default)]
 struct Message<'a, 'py> {
     fields: Fieldset<'a, 'py>,
     calls: BTreeMap<i64, Fieldset<'a, 'py>>,
-    /// A field named ``calls`` replaced the calls' dict (Python's ``msg[...] = v``).
-    calls_replaced: Option<V<'a, 'py>>,
 }
 
 /// Rebuild flattened ``llm.<direction>_messages.N.message.*`` into GenAI messages.
@@ -89,14 +87,7 @@ fn messages<'a, 'py>(py: Python<'py>, a: &Attrs<'a, 'py>, direction: &str) -> Py
         let msg = msgs.entry(i).or_default();
         let rest_text = sub_text(&attr.key, rest);
         if let Some((c, sub)) = call_key(py, rest)? {
-            if msg.calls_replaced.is_some() {
-                // Python's setdefault on whatever replaced the calls' dict
-                return Err(PyAttributeError::new_err("a flattened message's 'calls' is not its tool calls"));
-            }
             put(msg.calls.entry(c).or_default(), sub_text(&attr.key, sub), attr.val.clone());
-        } else if &*rest_text == b"calls" {
-            msg.calls_replaced = Some(attr.val.clone());
-            msg.calls.clear();
         } else {
             put(&mut msg.fields, rest_text, attr.val.clone());
         }
@@ -121,7 +112,7 @@ fn messages<'a, 'py>(py: Python<'py>, a: &Attrs<'a, 'py>, direction: &str) -> Py
                 parts.push(dict(vec![("type", lit("text")), ("content", V::Str(c.py_str(py)?))]));
             }
         }
-        for call in replaced_calls(py, msg.calls_replaced)?.into_iter().chain(msg.calls.into_values()) {
+        for call in msg.calls.into_values() {
             parts.push(dict(vec![
                 ("type", lit("tool_call")),
                 ("id", V::Str(match field(&call, "id") { Some(v) => v.py_str(py)?, None => Cow::Borrowed(&b""[..]) })),
@@ -133,36 +124,6 @@ fn messages<'a, 'py>(py: Python<'py>, a: &Attrs<'a, 'py>, direction: &str) -> Py
             ]));
         }
         out.push(dict(vec![("role", V::Str(role)), ("parts", V::List(parts))]));
-    }
-    Ok(out)
-}
-
-/// The calls of a message whose ``calls`` field was an attribute: ``sorted(value.items())``,
-/// each call read with ``.get``, as Python would.
-fn replaced_calls<'a, 'py>(py: Python<'py>, v: Option<V<'a, 'py>>) -> PyResult<Vec<Fieldset<'a, 'py>>> {
-    let Some(v) = v else { return Ok(Vec::new()) };
-    let V::Dict(mut items) = v else {
-        let name = v.to_py(py, None)?.get_type().name()?.to_string();
-        return Err(PyAttributeError::new_err(format!("'{name}' object has no attribute 'items'")));
-    };
-    if items.iter().any(|(k, _)| !k.is_str()) {
-        return Err(PyTypeError::new_err("'<' not supported between a message's call keys"));
-    }
-    items.sort_by(|(a, _), (b, _)| a.as_text().cmp(&b.as_text()));
-    let mut out = Vec::with_capacity(items.len());
-    for (_, call) in items {
-        match call {
-            V::Dict(fields) => {
-                out.push(fields.into_iter().filter_map(|(k, v)| match k {
-                    V::Str(k) => Some((k, v)),
-                    _ => None,
-                }).collect())
-            }
-            other => {
-                let name = other.to_py(py, None)?.get_type().name()?.to_string();
-                return Err(PyAttributeError::new_err(format!("'{name}' object has no attribute 'get'")));
-            }
-        }
     }
     Ok(out)
 }
