@@ -1,6 +1,7 @@
 """The live service's hot path in one thread, CPU time only: where a span's microseconds go.
 
     .venv/bin/python bench/hot_path.py [--requests 60] [--rounds 5] [--no-export] [--gzip] [--profile | --stages | --decode]
+    .venv/bin/python bench/hot_path.py --instructions [--no-export]   # load-proof: instructions per span
 
 The stages are the service's own, built by ``Service`` from a config as ``serve`` builds
 them: the gRPC handler (``TraceExport``, called with the request's bytes), the forwarder,
@@ -31,8 +32,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import random
+import re
+import subprocess
 import statistics
 import sys
 import time
@@ -150,6 +154,25 @@ def stages(service: Service, clock: ManualClock, bodies: list[bytes], spans: int
         print(f"  {name:52s} {t / spans * 1e6:7.2f} {t / (spans / SPANS_PER_RUN) * 1e6:8.1f}")
 
 
+def instructions(export: bool) -> int:
+    """Instructions per span, by callgrind: the run with 6 measured requests minus the run with 2."""
+    def count(requests: int) -> int:
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+               "--rounds", "1", "--requests", str(requests)] + ([] if export else ["--no-export"])
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        m = re.search(r"Collected : (\d+)", r.stderr)
+        if r.returncode != 0 or m is None:
+            print(f"callgrind failed ({' '.join(cmd)}):\n{r.stderr[-2000:]}{r.stdout[-2000:]}", file=sys.stderr)
+            raise SystemExit(2)
+        return int(m.group(1))
+    spans = 4 * RUNS_PER_REQUEST * SPANS_PER_RUN
+    per_span = (count(6) - count(2)) // spans
+    print(f"export {'on' if export else 'off'}: {per_span:,} instructions per span (callgrind, 6 minus 2 "
+          f"requests, {spans:,} spans)")
+    print(f"RESULT hot_path_instructions_per_span={per_span}")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=60)
@@ -159,7 +182,11 @@ def main() -> int:
     p.add_argument("--profile", action="store_true")
     p.add_argument("--stages", action="store_true")
     p.add_argument("--decode", action="store_true")
+    p.add_argument("--instructions", action="store_true",
+                   help="instructions per span by callgrind (load-proof; ~2 min)")
     args = p.parse_args()
+    if args.instructions:
+        return instructions(not args.no_export)
     template, offsets, spans_per_request = build_template(RUNS_PER_REQUEST, random.Random(20261201))
     source = Requests(template, offsets, 0)
     if args.decode:
