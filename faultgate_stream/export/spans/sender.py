@@ -81,7 +81,15 @@ def _credentials(tls: ClientTLS) -> grpc.ChannelCredentials:
 
 class GrpcSender:
     def __init__(self, endpoint: str, config: SpansExportConfig) -> None:
-        options: list[tuple[str, Any]] = [("grpc.max_send_message_length", config.max_batch_bytes * 2)]
+        options: list[tuple[str, Any]] = [
+            ("grpc.max_send_message_length", config.max_batch_bytes * 2),
+            # gRPC's own reconnect backoff grows to 120 s while the downstream is away: a
+            # downstream back after a 20 s outage was measured reconnected 7.5 s later, every
+            # retry meanwhile failing at once while the queue filled and the receiver refused.
+            # Its reconnects follow the exporter's own retry schedule instead.
+            ("grpc.initial_reconnect_backoff_ms", int(min(1.0, config.retry_initial_interval) * 1000)),
+            ("grpc.max_reconnect_backoff_ms", int(config.retry_max_interval * 1000)),
+        ]
         if config.tls.server_name:
             options.append(("grpc.ssl_target_name_override", config.tls.server_name))
         target = endpoint.removeprefix("http://").removeprefix("https://")
