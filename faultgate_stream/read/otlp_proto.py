@@ -1,5 +1,5 @@
 """OTLP protobuf (``ExportTraceServiceRequest``) -> ``SpanRecord``, from the request's
-bytes: upb parses them (acceptance, and the message export forwards), the compiled reader
+bytes: upb parses them (acceptance), the compiled reader
 (native/src/read/otlp_proto.rs) builds the records from the same bytes, with the
 conventions (native/src/read/conventions.rs). Through upb's Python objects a span's
 attributes alone cost ~11 CPU us (an object per ``KeyValue`` and ``AnyValue``), and
@@ -11,6 +11,7 @@ with partial success and keep the good ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -28,6 +29,19 @@ class Decoded:
     spans: list[SpanRecord]
     rejected: int
     first_problem: str  # "" when nothing was rejected
+
+
+class Received(NamedTuple):
+    """A trace request as it arrived: its bytes, which export forwards as they are (less the
+    roots it holds: ``_native.cut``), and upb's parse of them, which decided acceptance and
+    which the rarer forwarding paths rewrite span by span."""
+
+    body: bytes
+    message: ExportTraceServiceRequest
+
+    @classmethod
+    def of(cls, message: ExportTraceServiceRequest) -> Received:
+        return cls(message.SerializeToString(), message)
 
 
 def parse(data: bytes) -> ExportTraceServiceRequest:
@@ -50,8 +64,7 @@ def read(data: bytes, projection: Projection | None = None) -> Decoded:
     return Decoded(spans, rejected, first)
 
 
-def decode(data: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:
-    """The parsed request (what export forwards) and its records."""
-    request = parse(data)
-    return request, read(data, projection)
+def decode(data: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
+    """The request as received (what export forwards) and its records."""
+    return Received(data, parse(data)), read(data, projection)
 

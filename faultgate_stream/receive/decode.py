@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.read import otlp_json, otlp_logs, otlp_proto
 from faultgate_stream.read.otlp_logs import DecodedLogs
-from faultgate_stream.read.otlp_proto import Decoded
+from faultgate_stream.read.otlp_proto import Decoded, Received
 from faultgate_stream.read.projection import Projection
 
 class PayloadTooLarge(InputError):
@@ -22,7 +20,7 @@ class PayloadTooLarge(InputError):
     request fails again."""
 
 
-def protobuf(body: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:
+def protobuf(body: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
     return otlp_proto.decode(body, projection)
 
 
@@ -48,13 +46,14 @@ def _json(body: bytes, what: str = "an OTLP export request") -> dict[str, Any]:
     return doc
 
 
-def json_body(body: bytes, projection: Projection | None = None) -> tuple[ExportTraceServiceRequest, Decoded]:
+def json_body(body: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
     doc = _json(body, "an ExportTraceServiceRequest")
     doc.setdefault("resourceSpans", [])
     request, _, first = otlp_json.to_request(doc)
-    decoded = otlp_proto.read(request.SerializeToString(), projection)
+    received = Received.of(request)
+    decoded = otlp_proto.read(received.body, projection)
     # the JSON path knows the field and the value at fault; the protobuf reader only bytes
-    return request, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem)
+    return received, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem)
 
 
 class Reader:
@@ -65,8 +64,8 @@ class Reader:
     def __init__(self, projection: Projection | None = None) -> None:
         self.projection = projection
 
-    def protobuf(self, body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
+    def protobuf(self, body: bytes) -> tuple[Received, Decoded]:
         return protobuf(body, self.projection)
 
-    def json_body(self, body: bytes) -> tuple[ExportTraceServiceRequest, Decoded]:
+    def json_body(self, body: bytes) -> tuple[Received, Decoded]:
         return json_body(body, self.projection)

@@ -2,15 +2,19 @@
 //! maturin (pyproject.toml's build backend). Its folders follow the package's pipeline
 //! (DESIGN.md): `read/` decodes OTLP protobuf and OTLP/JSON into records; `assemble/` keeps
 //! the assembler's traces in flight and its decision cache; `run/` computes a completed
-//! run's facts; `checks/` holds the default rule checks and the signals they share. Each
+//! run's facts; `checks/` holds the default rule checks and the signals they share; `export/`
+//! forwards a received request's bytes less its held roots; `wire.rs` is protobuf's wire
+//! format, which `read/` and `export/` walk. Each
 //! folder registers its own functions and classes here; `python/` holds Python's own
 //! spellings (a float's repr) that several stages must write exactly.
 
 mod assemble;
 mod checks;
+mod export;
 mod python;
 mod read;
 mod run;
+mod wire;
 
 use pyo3::prelude::*;
 
@@ -19,5 +23,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     read::register(m)?;
     assemble::register(m)?;
     run::register(m)?;
-    checks::register(m)
+    checks::register(m)?;
+    export::register(m)
 }

@@ -15,7 +15,7 @@ from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.model.records import RunKey
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CheckResult, Completion, RunVerdict, Severity
-from faultgate_stream.read.otlp_proto import read
+from faultgate_stream.read.otlp_proto import Received, read
 from faultgate_stream.verdict.redact import get_redactor
 
 TID = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
@@ -93,7 +93,7 @@ def _forward_both(request_of) -> tuple[dict, dict, ExportState, ExportState]:
         decoded = read(req.SerializeToString())
         f = Forwarder(_Taken(), state)
         if forward is None:
-            f.consume(decoded.spans, req)
+            f.consume(decoded.spans, Received.of(req))
         else:
             f._forward_each(req, decoded.spans, AddResult())
     return _exported(whole), _exported(each), whole, each
@@ -115,7 +115,7 @@ def test_a_request_with_a_rejected_span_is_forwarded_without_it():
 
 def test_a_root_annotated_as_bytes_decodes_as_the_decoding_path_annotates_it():
     state = _state()
-    Forwarder(_Taken(), state).consume(read((req := _request(1)).SerializeToString()).spans, req)
+    Forwarder(_Taken(), state).consume(read((req := _request(1)).SerializeToString()).spans, Received.of(req))
     _exported(state)  # the children
     root_id = (100).to_bytes(8, "big").hex()
     trace_id = (TID[:15] + b"\x00").hex()
@@ -139,7 +139,7 @@ def test_a_root_that_already_carries_a_verdict_has_it_replaced_not_doubled():
     req = _request(1)
     root = req.resource_spans[0].scope_spans[0].spans[-1]
     root.attributes.append(_kv("faultgate.verdict", "clean"))
-    Forwarder(_Taken(), state).consume(read(req.SerializeToString()).spans, req)
+    Forwarder(_Taken(), state).consume(read(req.SerializeToString()).spans, Received.of(req))
     _exported(state)
     root_id, trace_id = root.span_id.hex(), root.trace_id.hex()
     held = state.held.release_all()

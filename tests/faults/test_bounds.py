@@ -17,7 +17,7 @@ from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.model.clock import ManualClock
 from faultgate_stream.model.errors import CapacityError, InputError
 from faultgate_stream.model.telemetry import Telemetry
-from faultgate_stream.read.otlp_proto import read
+from faultgate_stream.read.otlp_proto import Received, read
 from faultgate_stream.verdict.evaluate import Evaluator
 
 
@@ -54,7 +54,7 @@ def _queued_spans(state) -> list[Span]:
 def test_a_root_whose_trace_hits_the_span_cap_in_its_own_request_goes_out_with_its_verdict():
     fwd, state = _pipeline(max_spans_per_trace=3)
     req = _request(1, 4)  # root + 4 children: the cap closes the run while the request is taken
-    fwd.consume(read(req.SerializeToString()).spans, req)
+    fwd.consume(read(req.SerializeToString()).spans, Received.of(req))
     assert len(state.held) == 0
     out = _queued_spans(state)
     root = next(s for s in out if s.name == "invoke_agent a")
@@ -66,28 +66,28 @@ def test_more_new_traces_than_max_traces_in_one_request_is_rejected_permanently_
     fwd, state = _pipeline(max_traces=3)
     req = _request(4, 0)
     with pytest.raises(InputError, match="max_traces"):
-        fwd.consume(read(req.SerializeToString()).spans, req)
+        fwd.consume(read(req.SerializeToString()).spans, Received.of(req))
     assert state.queue.in_flight == 0 and len(state.held) == 0
     small = _request(3, 0)
-    fwd.consume(read(small.SerializeToString()).spans, small)  # what fits is taken
+    fwd.consume(read(small.SerializeToString()).spans, Received.of(small))  # what fits is taken
     later = _request(1, 0, first=10)
     with pytest.raises(CapacityError):      # and what fits later is refused retryably
-        fwd.consume(read(later.SerializeToString()).spans, later)
+        fwd.consume(read(later.SerializeToString()).spans, Received.of(later))
 
 
 def test_more_spans_than_the_export_queue_holds_is_rejected_permanently_naming_the_limit():
     fwd, state = _pipeline(queue_spans=10)
     req = _request(1, 10)
     with pytest.raises(InputError, match="export.queue_spans"):
-        fwd.consume(read(req.SerializeToString()).spans, req)
-    fwd.consume(read(_request(1, 5).SerializeToString()).spans, _request(1, 5))
+        fwd.consume(read(req.SerializeToString()).spans, Received.of(req))
+    fwd.consume(read(_request(1, 5).SerializeToString()).spans, Received.of(_request(1, 5)))
     with pytest.raises(CapacityError, match="export queue full"):
         later = _request(1, 5, first=10)
-        fwd.consume(read(later.SerializeToString()).spans, later)
+        fwd.consume(read(later.SerializeToString()).spans, Received.of(later))
 
 
 def test_more_bytes_than_max_bytes_in_one_request_is_rejected_permanently():
     fwd, _ = _pipeline(max_bytes=500)
     req = _request(1, 5)
     with pytest.raises(InputError, match="max_bytes"):
-        fwd.consume(read(req.SerializeToString()).spans, req)
+        fwd.consume(read(req.SerializeToString()).spans, Received.of(req))

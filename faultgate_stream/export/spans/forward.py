@@ -9,10 +9,9 @@ at once, carrying the earlier verdict. Every span received is exported exactly o
 """
 from __future__ import annotations
 
-from bisect import bisect_right
-
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from faultgate_stream import _native
 from faultgate_stream.assemble.assembler import AddResult
 from faultgate_stream.export.spans import annotate
 from faultgate_stream.export.spans.held import HeldSpan
@@ -22,6 +21,7 @@ from faultgate_stream.export.spans.split import chunks
 from faultgate_stream.model.consumers import SpanConsumer
 from faultgate_stream.model.records import INVOKE_AGENT, SpanRecord
 from faultgate_stream.model.verdict import RunVerdict
+from faultgate_stream.read.otlp_proto import Received
 
 
 class Forwarder:
@@ -31,7 +31,7 @@ class Forwarder:
         self._next = next_consumer
         self._s = state
 
-    def consume(self, spans: list[SpanRecord], request: ExportTraceServiceRequest | None = None) -> object:
+    def consume(self, spans: list[SpanRecord], request: Received | None = None) -> object:
         n = len(spans)
         self._s.queue.reserve(n)
         try:
@@ -45,65 +45,47 @@ class Forwarder:
         self._forward(request, spans, result if isinstance(result, AddResult) else AddResult())
         return result
 
-    def _forward(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:
+    def _forward(self, request: Received, spans: list[SpanRecord], result: AddResult) -> None:
         cfg = self._s.config
         # a late span that amended its run's verdict is written on, span by span (rare: only
         # a request with late spans looks)
         if (cfg.mode == "verdict_only" or cfg.strip_content or (result.late_runs and self._amending(result))
-                or not self._forward_request(request, spans, result)):
-            self._forward_each(request, spans, result)
+                or not self._forward_received(request.body, spans, result)):
+            self._forward_each(request.message, spans, result)
 
     def _amending(self, result: AddResult) -> bool:
         return any(_amended_by(self._s.cache.get(run), sid) for sid, run in result.late_runs.items())
 
-    def _forward_request(self, request: ExportTraceServiceRequest, spans: list[SpanRecord],
-                         result: AddResult) -> bool:
-        """Passthrough of a request whose every span was taken: its root candidates are
-        taken out of the parsed request (held, or annotated when late) and the rest is
-        serialized by upb in one call, with no Python work per span beyond finding the
-        roots among the records. False, having changed nothing, when the records are not
-        the request's spans in order (the reader rejected some)."""
-        scopes = [(rs, ss) for rs in request.resource_spans for ss in rs.scope_spans]
-        starts, total = [], 0
-        for _, ss in scopes:
-            starts.append(total)
-            total += len(ss.spans)
+    def _forward_received(self, body: bytes, spans: list[SpanRecord], result: AddResult) -> bool:
+        """Passthrough of a request whose every span was taken, as it was received: its root
+        candidates are held and cut out of its bytes (``_native.cut``), everything else goes
+        on byte for byte, with no Python work per span beyond finding the roots among the
+        records. False, having changed nothing, when the records are not the request's spans
+        in order (the reader rejected some), or a root came after its run's verdict (it is
+        written on: the span-by-span path does that)."""
+        roots = [i for i, s in enumerate(spans) if s.operation == INVOKE_AGENT or not s.parent_id]
+        total, pieces = _native.spans_at(body, roots)
         if total != len(spans):
             return False
-        roots = [i for i, s in enumerate(spans) if s.operation == INVOKE_AGENT or not s.parent_id]
-        where = []
-        for i in roots:
-            at = bisect_right(starts, i) - 1
-            span = scopes[at][1].spans[i - starts[at]]
-            if span.span_id.hex() != spans[i].span_id or span.trace_id.hex() != spans[i].trace_id:
+        for i, piece in zip(roots, pieces):
+            record = spans[i]
+            sid = record.span_id
+            if (piece[7].hex() != sid or piece[6].hex() != record.trace_id or sid in result.late_runs
+                    or sid in result.decided_duplicates or sid in result.closed_runs):
                 return False
-            where.append((at, i - starts[at], span))
-        taken: dict[int, list[int]] = {}
-        framing: dict[int, tuple[bytes, bytes]] = {}  # scope index -> its resource and scope, encoded
-        for (at, k, span), i in zip(where, roots):
-            tid, sid = spans[i].trace_id, spans[i].span_id
-            late = result.late_runs.get(sid) or result.decided_duplicates.get(sid) or result.closed_runs.get(sid)
-            if late is None:
-                rs, ss = scopes[at]
-                if at not in framing:
-                    framing[at] = (rs.resource.SerializeToString(), ss.scope.SerializeToString())
-                resource, scope = framing[at]
-                held = HeldSpan(resource, rs.schema_url, scope, ss.schema_url, span.SerializeToString(),
-                                span.end_time_unix_nano)
-                if self._s.held.hold(tid, sid, held):
-                    taken.setdefault(at, []).append(k)
-            else:
-                # as in _forward_each: a root after its run's verdict goes out at once with it
-                v = self._s.cache.get(late)
-                if v is not None and v.root_span_id == sid:
-                    annotate.write_verdict(span, v, self._s.redact)
-        for at, ks in taken.items():
-            spans_of = scopes[at][1].spans
-            for k in reversed(ks):
-                del spans_of[k]
-        if total - sum(len(ks) for ks in taken.values()):
-            for payload, count in chunks(request, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
-                self._s.queue.put(Item("traces", payload, count))
+        taken = [i for i, (resource, resource_schema, scope, scope_schema, span, end_ns, _, _) in zip(roots, pieces)
+                 if self._s.held.hold(spans[i].trace_id, spans[i].span_id,
+                                      HeldSpan(resource, resource_schema, scope, scope_schema, span, end_ns))]
+        payload, count = _native.cut(body, taken)
+        if not count:
+            return True
+        cfg = self._s.config
+        if count <= cfg.max_batch_spans and len(payload) <= cfg.max_batch_bytes:
+            self._s.queue.put(Item("traces", payload, count))
+        else:  # over the downstream's limits: cut into pieces that keep their resource and scope
+            for piece, n in chunks(ExportTraceServiceRequest.FromString(payload), cfg.max_batch_spans,
+                                   cfg.max_batch_bytes):
+                self._s.queue.put(Item("traces", piece, n))
         return True
 
     def _forward_each(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:

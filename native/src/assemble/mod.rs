@@ -93,12 +93,9 @@ impl DecisionCache {
     }
 }
 
-// A panic would reach Python as pyo3's PanicException, a BaseException that the receivers'
-// and the completion scan's `except Exception` do not take: it must arrive as an ordinary
-// error (a bug of ours, counted as an internal error), never end a thread.
+/// Runs `f`; a panic is an ordinary error (python/guard.rs).
 pub fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(pyo3::exceptions::PyRuntimeError::new_err("the compiled assembler panicked")))
+    crate::python::guard::guarded("the compiled assembler", f)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -20,17 +20,14 @@ mod repeated_call;
 mod search_loop;
 mod unrecovered_tool_error;
 
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 
 use outcome::Outcomes;
 
-/// Runs `f`, turning a panic (a bug: none is expected on any input) into a RuntimeError
-/// the evaluator reports for the check, instead of a dead thread.
+/// Runs `f`; a panic is a RuntimeError the evaluator reports for the check (python/guard.rs).
 pub fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(PyRuntimeError::new_err("a compiled check panicked")))
+    crate::python::guard::guarded("a compiled check", f)
 }
 
 #[pyfunction(name = "search_loop")]

@@ -555,12 +555,9 @@ pub fn build_span<'py>(py: Python<'py>, trace_id: Bound<'py, PyAny>, span_id: Bo
     })
 }
 
-// A panic would reach Python as pyo3's PanicException, a BaseException that the receivers'
-// `except Exception` does not take: it must arrive as an ordinary error (a bug of ours,
-// counted as an internal error), never end a worker thread.
+/// Runs `f`; a panic is an ordinary error (python/guard.rs).
 pub fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(pyo3::exceptions::PyRuntimeError::new_err("the compiled conventions panicked")))
+    crate::python::guard::guarded("the compiled conventions", f)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

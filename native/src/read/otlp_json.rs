@@ -16,7 +16,7 @@
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyAttributeError, PyKeyError, PyOverflowError, PyRecursionError, PyRuntimeError, PyTypeError, PyValueError,
+    PyAttributeError, PyKeyError, PyOverflowError, PyRecursionError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -774,11 +774,9 @@ impl OtlpJson {
     }
 }
 
-// A panic would reach Python as pyo3's PanicException, a BaseException: it must arrive as
-// an ordinary error (lib.rs's `guarded` says why).
+/// Runs `f`; a panic is an ordinary error (python/guard.rs).
 fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the compiled OTLP/JSON reader panicked")))
+    crate::python::guard::guarded("the compiled OTLP/JSON reader", f)
 }
 
 #[pymethods]

@@ -20,7 +20,6 @@
 //!
 //! Anything that is not protobuf at all raises `ValueError` instead of a guess.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -30,10 +29,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::read::attrs::{Attr, Attrs};
 use crate::read::conventions::{self, read_names, read_prefixes, Kept, Span};
 use crate::read::value::{from_py, DictBuilder, FastMap, Strings, V};
-
-// upb refuses messages nested deeper than 100; this bound only keeps the stack safe if a
-// caller ever hands over bytes upb did not parse.
-const MAX_DEPTH: u32 = 128;
+use crate::wire::{repeated, utf8, Fields, Malformed, Result, Value, MAX_DEPTH};
 
 // String values this short are shared like keys (operation, model, tool and agent names,
 // finish reasons, status words repeat across spans); longer ones are content, rarely equal.
@@ -41,128 +37,6 @@ const SHARED_VALUE_BYTES: usize = 32;
 
 const TRACE_ID_BYTES: usize = 16;
 const SPAN_ID_BYTES: usize = 8;
-
-const VARINT: u8 = 0;
-const FIXED64: u8 = 1;
-const LEN: u8 = 2;
-const GROUP_START: u8 = 3;
-const GROUP_END: u8 = 4;
-const FIXED32: u8 = 5;
-
-struct Malformed(&'static str);
-
-impl From<Malformed> for PyErr {
-    fn from(m: Malformed) -> PyErr {
-        PyValueError::new_err(format!("not a protobuf message: {}", m.0))
-    }
-}
-
-type Result<T> = std::result::Result<T, Malformed>;
-
-/// One message's bytes, field by field.
-struct Fields<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-enum Value<'a> {
-    Varint(u64),
-    Fixed64(u64),
-    Bytes(&'a [u8]),
-    Other,
-}
-
-impl<'a> Fields<'a> {
-    fn new(buf: &'a [u8]) -> Self {
-        Fields { buf, pos: 0 }
-    }
-
-    fn varint(&mut self) -> Result<u64> {
-        let mut out: u64 = 0;
-        for i in 0..10 {
-            let b = *self.buf.get(self.pos).ok_or(Malformed("truncated varint"))?;
-            self.pos += 1;
-            out |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(out);
-            }
-        }
-        Err(Malformed("varint longer than 10 bytes"))
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or(Malformed("truncated field"))?;
-        let out = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-
-    fn fixed64(&mut self) -> Result<u64> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    }
-
-    /// Skips a group up to its end tag, nested groups included.
-    fn skip_group(&mut self, number: u64, depth: u32) -> Result<()> {
-        if depth > MAX_DEPTH {
-            return Err(Malformed("groups nested too deep"));
-        }
-        loop {
-            if self.pos >= self.buf.len() {
-                return Err(Malformed("unterminated group"));
-            }
-            let tag = self.varint()?;
-            let (n, wt) = (tag >> 3, (tag & 7) as u8);
-            match wt {
-                GROUP_END if n == number => return Ok(()),
-                GROUP_END => return Err(Malformed("mismatched end group")),
-                GROUP_START => self.skip_group(n, depth + 1)?,
-                _ => {
-                    self.value(wt)?;
-                }
-            }
-        }
-    }
-
-    fn value(&mut self, wt: u8) -> Result<Value<'a>> {
-        Ok(match wt {
-            VARINT => Value::Varint(self.varint()?),
-            FIXED64 => Value::Fixed64(self.fixed64()?),
-            LEN => {
-                let n = self.varint()?;
-                Value::Bytes(self.take(usize::try_from(n).map_err(|_| Malformed("length too large"))?)?)
-            }
-            FIXED32 => {
-                self.take(4)?;
-                Value::Other
-            }
-            _ => return Err(Malformed("invalid wire type")),
-        })
-    }
-
-    /// The next field as (number, value); unknown groups are skipped on the way.
-    fn next(&mut self) -> Result<Option<(u64, Value<'a>)>> {
-        loop {
-            if self.pos >= self.buf.len() {
-                return Ok(None);
-            }
-            let tag = self.varint()?;
-            let (n, wt) = (tag >> 3, (tag & 7) as u8);
-            if n == 0 {
-                return Err(Malformed("field number 0"));
-            }
-            match wt {
-                GROUP_START => self.skip_group(n, 0)?,
-                GROUP_END => return Err(Malformed("end group without a start")),
-                _ => return Ok(Some((n, self.value(wt)?))),
-            }
-        }
-    }
-}
-
-fn utf8(b: &[u8]) -> Result<&str> {
-    std::str::from_utf8(b).map_err(|_| Malformed("a string field is not UTF-8"))
-}
 
 /// The `AnyValue` of its occurrences (merged), as the plain Python value the reader keeps.
 fn any_value<'a, 'py>(keys: &mut Keys<'a, 'py>, chunks: &[&'a [u8]], depth: u32) -> PyResult<PyObject> {
@@ -406,17 +280,6 @@ fn key_value(kv: &[u8]) -> Result<(&[u8], Many<'_>)> {
     one_and_many(kv, 1, 2)
 }
 
-/// The occurrences of length-delimited field ``number`` of a message, in order.
-fn repeated(msg: &[u8], number: u64) -> Result<Vec<&[u8]>> {
-    let mut out = Vec::new();
-    let mut f = Fields::new(msg);
-    while let Some((n, v)) = f.next()? {
-        if let (true, Value::Bytes(b)) = (n == number, v) {
-            out.push(b);
-        }
-    }
-    Ok(out)
-}
 
 /// `KeyValue`s into ``out``, the last of a repeated key winning; only the keys
 /// ``projection`` wants when there is one.
@@ -718,12 +581,9 @@ fn read_logs<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyList>> 
     })
 }
 
-// A panic would reach Python as pyo3's PanicException, a BaseException that the receivers'
-// `except Exception` does not take: it must arrive as an ordinary error (a bug of ours,
-// counted as an internal error), never end a worker thread.
+/// Runs `f`; a panic is an ordinary error (python/guard.rs).
 fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .unwrap_or_else(|_| Err(PyRuntimeError::new_err("the compiled OTLP reader panicked")))
+    crate::python::guard::guarded("the compiled OTLP reader", f)
 }
 
 /// One log record's row: (trace_id, span_id, time, observed time, event_name, attributes,

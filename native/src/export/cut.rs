@@ -1,0 +1,251 @@
+//! A received `ExportTraceServiceRequest` forwarded as it arrived, less its held roots.
+//!
+//! Why it exists: the forwarder took the roots it holds out of upb's parse of the request
+//! and had upb serialize the rest: re-encoding every span of every request (~6% of a
+//! span's CPU on the live bench's workload, bench/README.md) to send bytes the sender had
+//! already written. Here the received bytes are copied, and only the entries that held a
+//! root are written anew: each `ResourceSpans` and `ScopeSpans` around a cut span gets its
+//! new length, everything else (other spans, resources, scopes, schema URLs, fields this
+//! schema does not know, unknown groups) goes out byte for byte.
+//!
+//! Spans are numbered as `read_spans` numbers its records: in wire order over
+//! `resource_spans` (field 1 of the request), their `scope_spans` (field 2) and their
+//! `spans` (field 2); a field with another wire type is an unknown field, copied, not
+//! counted, as upb and the reader take it. The bytes were parsed by upb first, so they are
+//! a valid request; anything that is not protobuf raises `ValueError`.
+//!
+//! For a request upb would write the same way (fields in field-number order, minimal
+//! lengths, no unknown fields: what the OTel SDKs and the collector send), the cut request
+//! is byte for byte what upb's serialization of the request without those spans was
+//! (tests/export/test_forward.py compares them); for any other, it decodes to the same
+//! message.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::python::guard::guarded;
+use crate::wire::{put_varint, utf8, Fields, Result, Value};
+
+const REQUEST_RESOURCE_SPANS: u64 = 1;
+const RESOURCE_SPANS_RESOURCE: u64 = 1;
+const RESOURCE_SPANS_SCOPE_SPANS: u64 = 2;
+const RESOURCE_SPANS_SCHEMA_URL: u64 = 3;
+const SCOPE_SPANS_SCOPE: u64 = 1;
+const SCOPE_SPANS_SPANS: u64 = 2;
+const SCOPE_SPANS_SCHEMA_URL: u64 = 3;
+const SPAN_TRACE_ID: u64 = 1;
+const SPAN_SPAN_ID: u64 = 2;
+const SPAN_END_TIME: u64 = 8;
+
+/// Walks the spans in reading order, each with its place: the numbering `cut` and
+/// `spans_at` share with `read_spans`.
+struct Numbering<'d> {
+    drop: &'d [usize],
+    next: usize, // the number the next span gets
+    at: usize,   // the first of ``drop`` not yet met
+}
+
+impl Numbering<'_> {
+    /// True when the span now met is one to cut.
+    fn meet(&mut self) -> bool {
+        let cut = self.drop.get(self.at) == Some(&self.next);
+        if cut {
+            self.at += 1;
+        }
+        self.next += 1;
+        cut
+    }
+
+    /// Whether a span numbered below ``end`` is still to be met: a message that holds none
+    /// is copied whole, not rewritten.
+    fn cuts_before(&self, end: usize) -> bool {
+        self.drop.get(self.at).is_some_and(|&d| d < end)
+    }
+}
+
+/// A length-delimited field of one message, rewritten: its tag (field ``number``, wire
+/// type 2), the new length, the new body.
+fn put_message(out: &mut Vec<u8>, number: u64, body: &[u8]) {
+    put_varint(out, number << 3 | 2);
+    put_varint(out, body.len() as u64);
+    out.extend_from_slice(body);
+}
+
+/// The messages at the end of ``path`` (field numbers, outermost first) in ``msg``: its
+/// spans when the path leads to them, counted as `read_spans` counts them.
+fn count(msg: &[u8], path: &[u64]) -> Result<usize> {
+    let Some((&number, rest)) = path.split_first() else { return Ok(1) };
+    let mut n = 0;
+    let mut f = Fields::new(msg);
+    while let Some((k, v)) = f.next()? {
+        if let (true, Value::Bytes(b)) = (k == number, v) {
+            n += count(b, rest)?;
+        }
+    }
+    Ok(n)
+}
+
+/// ``msg`` with the fields ``number`` rewritten by ``child`` where it returns Some (copied
+/// where None), every other field copied. None when nothing changed.
+fn rewrite<'a>(msg: &'a [u8], number: u64,
+               mut child: impl FnMut(&'a [u8]) -> Result<Option<Vec<u8>>>) -> Result<Option<Vec<u8>>> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    let mut f = Fields::new(msg);
+    while let Some((at, k, v)) = f.next_at()? {
+        let Value::Bytes(b) = v else { continue };
+        if k != number {
+            continue;
+        }
+        if let Some(body) = child(b)? {
+            let o = out.get_or_insert_with(|| Vec::with_capacity(msg.len()));
+            o.extend_from_slice(&msg[copied..at]);
+            put_message(o, number, &body);
+            copied = f.offset();
+        }
+    }
+    Ok(out.map(|mut o| {
+        o.extend_from_slice(&msg[copied..]);
+        o
+    }))
+}
+
+/// A `ScopeSpans` without the spans to cut, or None when it holds none of them.
+fn cut_scope(scope: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
+    let spans = count(scope, &[SCOPE_SPANS_SPANS])?;
+    if !numbering.cuts_before(numbering.next + spans) {
+        numbering.next += spans;
+        return Ok(None);
+    }
+    let mut out = Vec::with_capacity(scope.len());
+    let mut copied = 0;
+    let mut f = Fields::new(scope);
+    while let Some((at, k, v)) = f.next_at()? {
+        if let (SCOPE_SPANS_SPANS, Value::Bytes(_)) = (k, v) {
+            if numbering.meet() {
+                out.extend_from_slice(&scope[copied..at]);
+                copied = f.offset();
+            }
+        }
+    }
+    out.extend_from_slice(&scope[copied..]);
+    Ok(Some(out))
+}
+
+fn cut_resource(rs: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
+    let spans = count(rs, &[RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS])?;
+    if !numbering.cuts_before(numbering.next + spans) {
+        numbering.next += spans;
+        return Ok(None);
+    }
+    rewrite(rs, RESOURCE_SPANS_SCOPE_SPANS, |scope| cut_scope(scope, numbering))
+}
+
+/// ``cut(data, drop) -> (bytes, spans)``: the request without the spans numbered ``drop``
+/// (ascending), and how many spans it still holds. An entry emptied of its spans stays,
+/// as it stayed when upb serialized the request without them.
+#[pyfunction]
+fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+    if drop.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(PyValueError::new_err("cut: the spans to drop must be ascending"));
+    }
+    guarded("span export's cut", || {
+        let total = count(data, &[REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS])?;
+        if drop.last().is_some_and(|&d| d >= total) {
+            return Err(PyValueError::new_err(format!("cut: the request holds {total} spans")));
+        }
+        let mut numbering = Numbering { drop: &drop, next: 0, at: 0 };
+        let bytes = match rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering))? {
+            Some(o) => PyBytes::new(py, &o),
+            None => PyBytes::new(py, data),
+        };
+        Ok((bytes, total - drop.len()))
+    })
+}
+
+/// What a held root keeps of its request: its resource and scope encoded (their
+/// occurrences concatenated: their merge, as upb parsed them), their schema URLs, the
+/// span's own bytes, its end time and ids (raw).
+type Piece<'py> = (Bound<'py, PyBytes>, String, Bound<'py, PyBytes>, String, Bound<'py, PyBytes>, u64,
+                   Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// A message's occurrences of field ``number`` concatenated, and its last string field
+/// ``schema`` (UTF-8).
+fn framing(msg: &[u8], number: u64, schema: u64) -> Result<(Vec<u8>, &str)> {
+    let (mut body, mut url): (Vec<u8>, &[u8]) = (Vec::new(), b"");
+    let mut f = Fields::new(msg);
+    while let Some((k, v)) = f.next()? {
+        match (k, v) {
+            (n, Value::Bytes(b)) if n == number => body.extend_from_slice(b),
+            (n, Value::Bytes(b)) if n == schema => url = b,
+            _ => {}
+        }
+    }
+    Ok((body, utf8(url)?))
+}
+
+/// ``spans_at(data, at) -> (spans, [(resource, resource_schema, scope, scope_schema, span,
+/// end_ns, trace_id, span_id)])``: how many spans the request holds, and the spans numbered
+/// ``at`` (ascending) with what a held span keeps.
+#[pyfunction]
+fn spans_at<'py>(py: Python<'py>, data: &[u8], at: Vec<usize>) -> PyResult<(usize, Vec<Piece<'py>>)> {
+    if at.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(PyValueError::new_err("spans_at: the spans must be ascending"));
+    }
+    guarded("span export's spans_at", || pieces(py, data, &at))
+}
+
+fn pieces<'py>(py: Python<'py>, data: &[u8], at: &[usize]) -> PyResult<(usize, Vec<Piece<'py>>)> {
+    let mut out = Vec::with_capacity(at.len());
+    let mut numbering = Numbering { drop: at, next: 0, at: 0 };
+    let mut request = Fields::new(data);
+    while let Some((k, v)) = request.next()? {
+        let (REQUEST_RESOURCE_SPANS, Value::Bytes(rs)) = (k, v) else { continue };
+        let spans = count(rs, &[RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS])?;
+        if !numbering.cuts_before(numbering.next + spans) {
+            numbering.next += spans;
+            continue;
+        }
+        let (resource, resource_schema) = framing(rs, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL)?;
+        let mut scopes = Fields::new(rs);
+        while let Some((k, v)) = scopes.next()? {
+            let (RESOURCE_SPANS_SCOPE_SPANS, Value::Bytes(ss)) = (k, v) else { continue };
+            let (scope, scope_schema) = framing(ss, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SCHEMA_URL)?;
+            let mut spans = Fields::new(ss);
+            while let Some((k, v)) = spans.next()? {
+                let (SCOPE_SPANS_SPANS, Value::Bytes(span)) = (k, v) else { continue };
+                if numbering.meet() {
+                    let (trace_id, span_id, end) = span_keys(span)?;
+                    out.push((PyBytes::new(py, &resource), resource_schema.to_owned(), PyBytes::new(py, &scope),
+                              scope_schema.to_owned(), PyBytes::new(py, span), end, PyBytes::new(py, trace_id),
+                              PyBytes::new(py, span_id)));
+                }
+            }
+        }
+    }
+    if out.len() != at.len() {
+        return Err(PyValueError::new_err(format!("spans_at: the request holds {} spans", numbering.next)));
+    }
+    Ok((numbering.next, out))
+}
+
+/// A span's trace id, span id and end time: the last occurrence of each, as upb keeps it.
+fn span_keys(span: &[u8]) -> Result<(&[u8], &[u8], u64)> {
+    let (mut trace_id, mut span_id, mut end): (&[u8], &[u8], u64) = (b"", b"", 0);
+    let mut f = Fields::new(span);
+    while let Some((k, v)) = f.next()? {
+        match (k, v) {
+            (SPAN_TRACE_ID, Value::Bytes(b)) => trace_id = b,
+            (SPAN_SPAN_ID, Value::Bytes(b)) => span_id = b,
+            (SPAN_END_TIME, Value::Fixed64(x)) => end = x,
+            _ => {}
+        }
+    }
+    Ok((trace_id, span_id, end))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cut, m)?)?;
+    m.add_function(wrap_pyfunction!(spans_at, m)?)
+}
