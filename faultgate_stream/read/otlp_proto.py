@@ -1,5 +1,5 @@
 """OTLP protobuf (``ExportTraceServiceRequest``) -> ``SpanRecord``, from the request's
-bytes: upb parses them (acceptance), the compiled reader
+bytes: the compiled check accepts what upb would parse, the compiled reader
 (native/src/read/otlp_proto.rs) builds the records from the same bytes, with the
 conventions (native/src/read/conventions.rs). Through upb's Python objects a span's
 attributes alone cost ~11 CPU us (an object per ``KeyValue`` and ``AnyValue``), and
@@ -11,7 +11,6 @@ with partial success and keep the good ones.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -31,17 +30,26 @@ class Decoded:
     first_problem: str  # "" when nothing was rejected
 
 
-class Received(NamedTuple):
+class Received:
     """A trace request as it arrived: its bytes, which export forwards as they are (less the
-    roots it holds: ``_native.cut``), and upb's parse of them, which decided acceptance and
-    which the rarer forwarding paths rewrite span by span."""
+    roots it holds: ``_native.cut``), and upb's parse of them, made only when a rarer
+    forwarding path must rewrite spans one by one (``message``)."""
 
-    body: bytes
-    message: ExportTraceServiceRequest
+    __slots__ = ("body", "_message")
+
+    def __init__(self, body: bytes, message: ExportTraceServiceRequest | None = None) -> None:
+        self.body = body
+        self._message = message
 
     @classmethod
     def of(cls, message: ExportTraceServiceRequest) -> Received:
         return cls(message.SerializeToString(), message)
+
+    @property
+    def message(self) -> ExportTraceServiceRequest:
+        if self._message is None:
+            self._message = parse(self.body)
+        return self._message
 
 
 def parse(data: bytes) -> ExportTraceServiceRequest:
@@ -53,18 +61,28 @@ def parse(data: bytes) -> ExportTraceServiceRequest:
 
 def read(data: bytes, projection: Projection | None = None) -> Decoded:
     """The records of a request's bytes, with the attributes ``projection`` names (every
-    one without it). ``data`` must be a request upb parsed (``decode``): the compiled reader
-    reads what upb accepted, the way upb reads it, and leaves acceptance to it. A span whose
+    one without it). ``data`` must be a request ``accept`` took (``decode``): the compiled
+    reader reads what upb would accept, the way upb reads it, and leaves acceptance to it. A span whose
     ids are malformed is rejected (counted, the first one named), not read."""
     try:
         spans, rejected, first = _native.read_spans(data, SERVICE_VERSION, events.EVENT,
                                                     projection.wire if projection is not None else None)
-    except ValueError as e:  # bytes upb did not parse: a caller's bug, reported as the input's
+    except ValueError as e:  # bytes never accepted: a caller's bug, reported as the input's
         raise InputError(f"payload is not an ExportTraceServiceRequest: {e}") from None
     return Decoded(spans, rejected, first)
 
 
+def accept(data: bytes) -> None:
+    """Raises ``InputError`` naming what is wrong, and where, unless ``data`` is a request
+    upb would parse (native/src/read/accept.rs: upb's acceptance without its parse)."""
+    try:
+        _native.check_traces(data)
+    except ValueError as e:
+        raise InputError(f"payload is not an ExportTraceServiceRequest: {e}") from None
+
+
 def decode(data: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
     """The request as received (what export forwards) and its records."""
-    return Received(data, parse(data)), read(data, projection)
+    accept(data)
+    return Received(data), read(data, projection)
 

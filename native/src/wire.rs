@@ -5,7 +5,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 // upb refuses messages nested deeper than 100; this bound only keeps the stack safe if a
-// caller ever hands over bytes upb did not parse.
+// caller ever hands over bytes read/accept.rs did not accept.
 pub const MAX_DEPTH: u32 = 128;
 
 const VARINT: u8 = 0;

@@ -111,9 +111,8 @@ def test_the_cut_request_is_upbs_request_without_those_spans(request, rnd):
     data, canonical = request
     total = len(read(data).spans)
     drop = sorted(rnd.sample(range(total), rnd.randint(0, total)))
-    payload, count = _native.cut(data, drop)
+    payload = _native.cut(data, drop)
     expected = upb_without(data, drop)
-    assert count == total - len(drop)
     assert ExportTraceServiceRequest.FromString(payload) == expected
     if canonical:
         assert payload == expected.SerializeToString()

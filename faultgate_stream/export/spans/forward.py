@@ -76,9 +76,10 @@ class Forwarder:
         taken = [i for i, (resource, resource_schema, scope, scope_schema, span, end_ns, _, _) in zip(roots, pieces)
                  if self._s.held.hold(spans[i].trace_id, spans[i].span_id,
                                       HeldSpan(resource, resource_schema, scope, scope_schema, span, end_ns))]
-        payload, count = _native.cut(body, taken)
+        count = total - len(taken)
         if not count:
             return True
+        payload = _native.cut(body, taken)
         cfg = self._s.config
         if count <= cfg.max_batch_spans and len(payload) <= cfg.max_batch_bytes:
             self._s.queue.put(Item("traces", payload, count))

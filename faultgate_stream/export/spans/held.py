@@ -1,8 +1,8 @@
 """Root candidates waiting for their run's verdict, kept as bytes.
 
-A span of a parsed upb request keeps the whole request's arena alive, so a held span is
-serialized (with its resource and scope) instead of referenced: one root of a 512-span
-request then costs its own bytes, not the request's. Bounded by the send queue's
+A held span is its own bytes, copied out of the request's (with its resource and scope:
+``_native.spans_at``) instead of referencing the request: one root of a 512-span request
+then costs its own bytes, not the request's. Bounded by the send queue's
 reservation, which every held span holds.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@
 //! Spans are numbered as `read_spans` numbers its records: in wire order over
 //! `resource_spans` (field 1 of the request), their `scope_spans` (field 2) and their
 //! `spans` (field 2); a field with another wire type is an unknown field, copied, not
-//! counted, as upb and the reader take it. The bytes were parsed by upb first, so they are
+//! counted, as upb and the reader take it. The bytes were accepted first (read/accept.rs), so they are
 //! a valid request; anything that is not protobuf raises `ValueError`.
 //!
 //! For a request upb would write the same way (fields in field-number order, minimal
@@ -57,10 +57,9 @@ impl Numbering<'_> {
         cut
     }
 
-    /// Whether a span numbered below ``end`` is still to be met: a message that holds none
-    /// is copied whole, not rewritten.
-    fn cuts_before(&self, end: usize) -> bool {
-        self.drop.get(self.at).is_some_and(|&d| d < end)
+    /// Every span to cut has been met: the rest is copied without being walked.
+    fn done(&self) -> bool {
+        self.at == self.drop.len()
     }
 }
 
@@ -70,20 +69,6 @@ fn put_message(out: &mut Vec<u8>, number: u64, body: &[u8]) {
     put_varint(out, number << 3 | 2);
     put_varint(out, body.len() as u64);
     out.extend_from_slice(body);
-}
-
-/// The messages at the end of ``path`` (field numbers, outermost first) in ``msg``: its
-/// spans when the path leads to them, counted as `read_spans` counts them.
-fn count(msg: &[u8], path: &[u64]) -> Result<usize> {
-    let Some((&number, rest)) = path.split_first() else { return Ok(1) };
-    let mut n = 0;
-    let mut f = Fields::new(msg);
-    while let Some((k, v)) = f.next()? {
-        if let (true, Value::Bytes(b)) = (k == number, v) {
-            n += count(b, rest)?;
-        }
-    }
-    Ok(n)
 }
 
 /// ``msg`` with the fields ``number`` rewritten by ``child`` where it returns Some (copied
@@ -113,54 +98,51 @@ fn rewrite<'a>(msg: &'a [u8], number: u64,
 
 /// A `ScopeSpans` without the spans to cut, or None when it holds none of them.
 fn cut_scope(scope: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
-    let spans = count(scope, &[SCOPE_SPANS_SPANS])?;
-    if !numbering.cuts_before(numbering.next + spans) {
-        numbering.next += spans;
+    if numbering.done() {
         return Ok(None);
     }
-    let mut out = Vec::with_capacity(scope.len());
+    let mut out: Option<Vec<u8>> = None;
     let mut copied = 0;
     let mut f = Fields::new(scope);
     while let Some((at, k, v)) = f.next_at()? {
         if let (SCOPE_SPANS_SPANS, Value::Bytes(_)) = (k, v) {
             if numbering.meet() {
-                out.extend_from_slice(&scope[copied..at]);
+                out.get_or_insert_with(|| Vec::with_capacity(scope.len())).extend_from_slice(&scope[copied..at]);
                 copied = f.offset();
             }
         }
     }
-    out.extend_from_slice(&scope[copied..]);
-    Ok(Some(out))
+    Ok(out.map(|mut o| {
+        o.extend_from_slice(&scope[copied..]);
+        o
+    }))
 }
 
 fn cut_resource(rs: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
-    let spans = count(rs, &[RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS])?;
-    if !numbering.cuts_before(numbering.next + spans) {
-        numbering.next += spans;
+    if numbering.done() {
         return Ok(None);
     }
     rewrite(rs, RESOURCE_SPANS_SCOPE_SPANS, |scope| cut_scope(scope, numbering))
 }
 
-/// ``cut(data, drop) -> (bytes, spans)``: the request without the spans numbered ``drop``
-/// (ascending), and how many spans it still holds. An entry emptied of its spans stays,
-/// as it stayed when upb serialized the request without them.
+/// ``cut(data, drop) -> bytes``: the request without the spans numbered ``drop``
+/// (ascending), in one pass that stops looking once the last of them is cut. An entry
+/// emptied of its spans stays, as it stayed when upb serialized the request without them.
 #[pyfunction]
-fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<Bound<'py, PyBytes>> {
     if drop.windows(2).any(|w| w[0] >= w[1]) {
         return Err(PyValueError::new_err("cut: the spans to drop must be ascending"));
     }
     guarded("span export's cut", || {
-        let total = count(data, &[REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS])?;
-        if drop.last().is_some_and(|&d| d >= total) {
-            return Err(PyValueError::new_err(format!("cut: the request holds {total} spans")));
-        }
         let mut numbering = Numbering { drop: &drop, next: 0, at: 0 };
-        let bytes = match rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering))? {
+        let out = rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering))?;
+        if !numbering.done() {
+            return Err(PyValueError::new_err(format!("cut: the request holds {} spans", numbering.next)));
+        }
+        Ok(match out {
             Some(o) => PyBytes::new(py, &o),
             None => PyBytes::new(py, data),
-        };
-        Ok((bytes, total - drop.len()))
+        })
     })
 }
 
@@ -202,25 +184,29 @@ fn pieces<'py>(py: Python<'py>, data: &[u8], at: &[usize]) -> PyResult<(usize, V
     let mut request = Fields::new(data);
     while let Some((k, v)) = request.next()? {
         let (REQUEST_RESOURCE_SPANS, Value::Bytes(rs)) = (k, v) else { continue };
-        let spans = count(rs, &[RESOURCE_SPANS_SCOPE_SPANS, SCOPE_SPANS_SPANS])?;
-        if !numbering.cuts_before(numbering.next + spans) {
-            numbering.next += spans;
-            continue;
-        }
-        let (resource, resource_schema) = framing(rs, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL)?;
+        let mut resource = None; // its framing, read at the first span held of it
         let mut scopes = Fields::new(rs);
         while let Some((k, v)) = scopes.next()? {
             let (RESOURCE_SPANS_SCOPE_SPANS, Value::Bytes(ss)) = (k, v) else { continue };
-            let (scope, scope_schema) = framing(ss, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SCHEMA_URL)?;
+            let mut scope = None;
             let mut spans = Fields::new(ss);
             while let Some((k, v)) = spans.next()? {
                 let (SCOPE_SPANS_SPANS, Value::Bytes(span)) = (k, v) else { continue };
-                if numbering.meet() {
-                    let (trace_id, span_id, end) = span_keys(span)?;
-                    out.push((PyBytes::new(py, &resource), resource_schema.to_owned(), PyBytes::new(py, &scope),
-                              scope_schema.to_owned(), PyBytes::new(py, span), end, PyBytes::new(py, trace_id),
-                              PyBytes::new(py, span_id)));
+                if !numbering.meet() {
+                    continue;
                 }
+                if resource.is_none() {
+                    resource = Some(framing(rs, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL)?);
+                }
+                if scope.is_none() {
+                    scope = Some(framing(ss, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SCHEMA_URL)?);
+                }
+                let ((resource, resource_schema), (scope, scope_schema)) =
+                    (resource.as_ref().expect("read above"), scope.as_ref().expect("read above"));
+                let (trace_id, span_id, end) = span_keys(span)?;
+                out.push((PyBytes::new(py, resource), (*resource_schema).to_owned(), PyBytes::new(py, scope),
+                          (*scope_schema).to_owned(), PyBytes::new(py, span), end, PyBytes::new(py, trace_id),
+                          PyBytes::new(py, span_id)));
             }
         }
     }

@@ -1,5 +1,6 @@
 //! The readers: a request's or a file's bytes -> records, and the conventions they are built by.
 
+pub mod accept;
 pub mod attrs;
 pub mod conventions;
 pub mod dumps;
@@ -17,6 +18,7 @@ pub mod value;
 use pyo3::prelude::*;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    accept::register(m)?;
     otlp_proto::register(m)?;
     m.add_function(wrap_pyfunction!(json::loads, m)?)?;
     conventions::register(m)?;

@@ -8,7 +8,7 @@
 //! every attribute cost about 8 more. Here the bytes are walked once, attribute values are
 //! read where they lie, and only the record and what it keeps become Python objects.
 //!
-//! The bytes were parsed by upb first (the receiver forwards that parse), so they are a
+//! The bytes were accepted first (read/accept.rs: exactly what upb accepts), so they are a
 //! valid request: this reader agrees with upb's reading of it, field by field:
 //! - a known field number with an unexpected wire type is an unknown field, skipped;
 //! - a scalar field that appears twice keeps its last value;
