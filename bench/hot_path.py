@@ -24,8 +24,8 @@ medians of rounds). ``--profile`` prints cProfile's top functions for one round;
 point timed by a wrapper, about a microsecond per call, and there are a few calls per
 run), and of each check's ``finish`` in the order they run: the first check of a run also
 pays for the facts the run computes once and the others share (``Run.steps``, the step
-errors). ``--decode`` times the receivers' decoding alone (``decode.protobuf``: upb's
-parse, the compiled reader building the records) over the same requests, with nothing else in
+errors). ``--decode`` times the receivers' decoding alone (``decode.protobuf``: the compiled
+acceptance, the compiled reader building the records) over the same requests, with nothing else in
 the process: run it with ``PYTHONPATH`` at another tree to compare two readers.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ RUNS_PER_REQUEST = 32
 # (module, class or None, function, label): the stages --stages times, upstream first.
 # Nested ones (indented labels) are part of the stage above them.
 STAGES = [
-    ("faultgate_stream.receive.decode", None, "protobuf", "decode: upb parse + compiled reader (records)"),
+    ("faultgate_stream.receive.decode", None, "protobuf", "decode: accept + compiled reader (records)"),
     ("faultgate_stream.assemble.assembler", "Assembler", "add", "assemble: add"),
     ("faultgate_stream.verdict.evaluate", "Evaluator", "spans_arrived", "  early checks (observe)"),
     ("faultgate_stream.export.spans.forward", "Forwarder", "_forward", "forward: the request, roots held"),
