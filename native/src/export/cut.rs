@@ -71,29 +71,50 @@ fn put_message(out: &mut Vec<u8>, number: u64, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
+/// A message's bytes copied with some of its fields cut out (and something written in
+/// their place), the copy made only once the first is cut.
+struct Splice<'a> {
+    msg: &'a [u8],
+    out: Option<Vec<u8>>,
+    copied: usize, // msg[..copied] is in out
+}
+
+impl<'a> Splice<'a> {
+    fn new(msg: &'a [u8]) -> Self {
+        Splice { msg, out: None, copied: 0 }
+    }
+
+    /// Cuts out ``msg[at..end]`` (a field); what is written to the result next takes its place.
+    fn cut(&mut self, at: usize, end: usize) -> &mut Vec<u8> {
+        let out = self.out.get_or_insert_with(|| Vec::with_capacity(self.msg.len()));
+        out.extend_from_slice(&self.msg[self.copied..at]);
+        self.copied = end;
+        out
+    }
+
+    /// The new bytes, or None when nothing was cut.
+    fn finish(self) -> Option<Vec<u8>> {
+        self.out.map(|mut o| {
+            o.extend_from_slice(&self.msg[self.copied..]);
+            o
+        })
+    }
+}
+
 /// ``msg`` with the fields ``number`` rewritten by ``child`` where it returns Some (copied
 /// where None), every other field copied. None when nothing changed.
 fn rewrite<'a>(msg: &'a [u8], number: u64,
                mut child: impl FnMut(&'a [u8]) -> Result<Option<Vec<u8>>>) -> Result<Option<Vec<u8>>> {
-    let mut out: Option<Vec<u8>> = None;
-    let mut copied = 0;
+    let mut splice = Splice::new(msg);
     let mut f = Fields::new(msg);
     while let Some((at, k, v)) = f.next_at()? {
-        let Value::Bytes(b) = v else { continue };
-        if k != number {
-            continue;
-        }
-        if let Some(body) = child(b)? {
-            let o = out.get_or_insert_with(|| Vec::with_capacity(msg.len()));
-            o.extend_from_slice(&msg[copied..at]);
-            put_message(o, number, &body);
-            copied = f.offset();
+        if let (true, Value::Bytes(b)) = (k == number, v) {
+            if let Some(body) = child(b)? {
+                put_message(splice.cut(at, f.offset()), number, &body);
+            }
         }
     }
-    Ok(out.map(|mut o| {
-        o.extend_from_slice(&msg[copied..]);
-        o
-    }))
+    Ok(splice.finish())
 }
 
 /// A `ScopeSpans` without the spans to cut, or None when it holds none of them.
@@ -101,21 +122,16 @@ fn cut_scope(scope: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>>
     if numbering.done() {
         return Ok(None);
     }
-    let mut out: Option<Vec<u8>> = None;
-    let mut copied = 0;
+    let mut splice = Splice::new(scope);
     let mut f = Fields::new(scope);
     while let Some((at, k, v)) = f.next_at()? {
         if let (SCOPE_SPANS_SPANS, Value::Bytes(_)) = (k, v) {
             if numbering.meet() {
-                out.get_or_insert_with(|| Vec::with_capacity(scope.len())).extend_from_slice(&scope[copied..at]);
-                copied = f.offset();
+                splice.cut(at, f.offset());
             }
         }
     }
-    Ok(out.map(|mut o| {
-        o.extend_from_slice(&scope[copied..]);
-        o
-    }))
+    Ok(splice.finish())
 }
 
 fn cut_resource(rs: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
