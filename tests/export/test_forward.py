@@ -106,6 +106,18 @@ def test_a_whole_request_forwards_the_same_spans_and_holds_the_same_roots_as_spa
     assert ws.held.release_all() == es.held.release_all()
 
 
+def test_a_request_over_the_downstreams_limits_goes_out_in_pieces_each_within_them():
+    state = _state(max_batch_spans=2)
+    req = _request(runs=3)
+    Forwarder(_Taken(), state).consume(read(req.SerializeToString()).spans, Received.of(req))
+    items = state.queue.take(10_000, 1 << 30, timeout=0)
+    assert len(items) == 5 and all(i.spans <= 2 for i in items)
+    assert sum(i.spans for i in items) == 9  # the three roots are held
+    sent = [ExportTraceServiceRequest.FromString(i.payload) for i in items]
+    assert all(rs.resource.attributes[0].value.string_value == "shop" and ss.scope.name == "agent-sdk"
+               for r in sent for rs in r.resource_spans for ss in rs.scope_spans)
+
+
 def test_a_request_with_a_rejected_span_is_forwarded_without_it():
     whole, each, ws, _ = _forward_both(lambda: _request(bad_span=True))
     assert whole == each and len(whole) == 9
