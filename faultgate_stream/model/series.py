@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from prometheus_client import metrics as _prometheus_metrics
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -45,11 +45,13 @@ class _Series(Collector):
     _type = ""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str],
-                 registry: CollectorRegistry | None) -> None:
+                 registry: CollectorRegistry | None, new: Callable[[], list]) -> None:
         self.name = name
         self.documentation = documentation
         self.labelnames = tuple(labelnames)
         self._lock = threading.Lock()
+        self._values: dict[tuple[str, ...], list] = {}
+        self._new = new  # a fresh series' values, as each kind lays them out
         if registry is not None:
             registry.register(self)
 
@@ -58,9 +60,6 @@ class _Series(Collector):
 
     def _labels(self, values: tuple[str, ...]) -> dict[str, str]:
         return dict(zip(self.labelnames, values))
-
-    def _new(self) -> list:
-        raise NotImplementedError
 
     def _ensure(self, values: tuple) -> tuple[str, ...]:
         if len(values) != len(self.labelnames):
@@ -80,8 +79,7 @@ class CounterSeries(_Series):
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str],
                  registry: CollectorRegistry | None) -> None:
-        self._values: dict[tuple[str, ...], list] = {}
-        super().__init__(name, documentation, labelnames, registry)
+        super().__init__(name, documentation, labelnames, registry, self._fresh)
 
     def inc(self, labels: tuple[str, ...], amount: float = 1.0, exemplar: dict[str, str] | None = None,
             now: float = 0.0) -> None:
@@ -99,7 +97,7 @@ class CounterSeries(_Series):
                 s[1], s[2], s[3] = exemplar, amount, now or time.time()
 
     @staticmethod
-    def _new() -> list:
+    def _fresh() -> list:
         return [0.0, None, 0.0, 0.0, time.time()]
 
     def labels(self, *values: str) -> _CounterChild:
@@ -152,8 +150,7 @@ class HistogramSeries(_Series):
             raise ValueError("Must have at least two buckets")
         self.upper_bounds = bounds
         self._le = [floatToGoString(b) for b in bounds]
-        self._values: dict[tuple[str, ...], list] = {}
-        super().__init__(name, documentation, labelnames, registry)
+        super().__init__(name, documentation, labelnames, registry, self._fresh)
 
     def observe(self, labels: tuple[str, ...], amount: float, exemplar: dict[str, str] | None = None,
                 now: float = 0.0) -> None:
@@ -171,7 +168,7 @@ class HistogramSeries(_Series):
             if exemplar:
                 s[2 + len(self.upper_bounds) + i] = (exemplar, amount, now or time.time())
 
-    def _new(self) -> list:
+    def _fresh(self) -> list:
         n = len(self.upper_bounds)
         return [0.0, time.time()] + [0.0] * n + [None] * n
 

@@ -1,9 +1,9 @@
 """OTLP protobuf (``ExportTraceServiceRequest``) -> ``SpanRecord``, from the request's
-bytes: the compiled check accepts what upb would parse, the compiled reader
-(native/src/read/otlp_proto.rs) builds the records from the same bytes, with the
-conventions (native/src/read/conventions.rs). Through upb's Python objects a span's
-attributes alone cost ~11 CPU us (an object per ``KeyValue`` and ``AnyValue``), and
-building its record in Python ~8 more (bench/README.md).
+bytes: the compiled check (native/src/read/accept.rs) accepts what upb would parse, and
+the compiled reader (native/src/read/otlp_proto.rs) builds the records from the same
+bytes, with the conventions (native/src/read/conventions.rs). Through upb's Python
+objects a span's attributes alone cost ~11 CPU us (an object per ``KeyValue`` and
+``AnyValue``), and building its record in Python ~8 more (bench/README.md).
 
 Individually bad spans are returned as rejections, not raised, so a receiver can answer
 with partial success and keep the good ones.
@@ -62,8 +62,8 @@ def parse(data: bytes) -> ExportTraceServiceRequest:
 def read(data: bytes, projection: Projection | None = None) -> Decoded:
     """The records of a request's bytes, with the attributes ``projection`` names (every
     one without it). ``data`` must be a request ``accept`` took (``decode``): the compiled
-    reader reads what upb would accept, the way upb reads it, and leaves acceptance to it. A span whose
-    ids are malformed is rejected (counted, the first one named), not read."""
+    reader reads what upb would accept, the way upb reads it, and leaves acceptance to it.
+    A span whose ids are malformed is rejected (counted, the first one named), not read."""
     try:
         spans, rejected, first = _native.read_spans(data, SERVICE_VERSION, events.EVENT,
                                                     projection.wire if projection is not None else None)

@@ -15,6 +15,7 @@ from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded, Received
 from faultgate_stream.read.projection import Projection
 
+
 class PayloadTooLarge(InputError):
     """The request is over the size limit (after decompression). Permanent: the same
     request fails again."""

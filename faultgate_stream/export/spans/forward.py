@@ -67,15 +67,15 @@ class Forwarder:
         total, pieces = _native.spans_at(body, roots)
         if total != len(spans):
             return False
-        for i, piece in zip(roots, pieces):
+        held = []
+        for i, (resource, resource_schema, scope, scope_schema, span, end_ns, trace_id, span_id) in zip(roots, pieces):
             record = spans[i]
             sid = record.span_id
-            if (piece[7].hex() != sid or piece[6].hex() != record.trace_id or sid in result.late_runs
+            if (span_id.hex() != sid or trace_id.hex() != record.trace_id or sid in result.late_runs
                     or sid in result.decided_duplicates or sid in result.closed_runs):
                 return False
-        taken = [i for i, (resource, resource_schema, scope, scope_schema, span, end_ns, _, _) in zip(roots, pieces)
-                 if self._s.held.hold(spans[i].trace_id, spans[i].span_id,
-                                      HeldSpan(resource, resource_schema, scope, scope_schema, span, end_ns))]
+            held.append((i, HeldSpan(resource, resource_schema, scope, scope_schema, span, end_ns)))
+        taken = [i for i, h in held if self._s.held.hold(spans[i].trace_id, spans[i].span_id, h)]
         count = total - len(taken)
         if not count:
             return True

@@ -41,25 +41,25 @@ const SPAN_END_TIME: u64 = 8;
 /// Walks the spans in reading order, each with its place: the numbering `cut` and
 /// `spans_at` share with `read_spans`.
 struct Numbering<'d> {
-    drop: &'d [usize],
-    next: usize, // the number the next span gets
-    at: usize,   // the first of ``drop`` not yet met
+    marked: &'d [usize], // the spans to cut, or to read (ascending)
+    next: usize,         // the number the next span gets
+    at: usize,           // the first of ``marked`` not yet met
 }
 
 impl Numbering<'_> {
-    /// True when the span now met is one to cut.
+    /// True when the span now met is marked.
     fn meet(&mut self) -> bool {
-        let cut = self.drop.get(self.at) == Some(&self.next);
-        if cut {
+        let marked = self.marked.get(self.at) == Some(&self.next);
+        if marked {
             self.at += 1;
         }
         self.next += 1;
-        cut
+        marked
     }
 
-    /// Every span to cut has been met: the rest is copied without being walked.
+    /// Every marked span has been met: the rest is copied without being walked.
     fn done(&self) -> bool {
-        self.at == self.drop.len()
+        self.at == self.marked.len()
     }
 }
 
@@ -150,7 +150,7 @@ fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<Bound<'p
         return Err(PyValueError::new_err("cut: the spans to drop must be ascending"));
     }
     guarded("span export's cut", || {
-        let mut numbering = Numbering { drop: &drop, next: 0, at: 0 };
+        let mut numbering = Numbering { marked: &drop, next: 0, at: 0 };
         let out = rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering))?;
         if !numbering.done() {
             return Err(PyValueError::new_err(format!("cut: the request holds {} spans", numbering.next)));
@@ -196,7 +196,7 @@ fn spans_at<'py>(py: Python<'py>, data: &[u8], at: Vec<usize>) -> PyResult<(usiz
 
 fn pieces<'py>(py: Python<'py>, data: &[u8], at: &[usize]) -> PyResult<(usize, Vec<Piece<'py>>)> {
     let mut out = Vec::with_capacity(at.len());
-    let mut numbering = Numbering { drop: at, next: 0, at: 0 };
+    let mut numbering = Numbering { marked: at, next: 0, at: 0 };
     let mut request = Fields::new(data);
     while let Some((k, v)) = request.next()? {
         let (REQUEST_RESOURCE_SPANS, Value::Bytes(rs)) = (k, v) else { continue };
