@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from faultgate_stream.assemble.assembler import Assembler
-from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.clock import ManualClock
 from faultgate_stream.model.records import RunKey, SpanRecord
@@ -16,8 +15,21 @@ from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import Completion, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.evaluate import Evaluator
 
-# Offline there is no upstream to push back on: a file is held whole, whatever its size.
-OFFLINE_LIMITS = AssembleConfig(max_traces=10**9, max_spans_per_trace=10**9, max_bytes=2**62)
+
+class OfflineLimits:
+    """The assembler's settings offline: the fields of ``AssembleConfig`` it reads. There
+    is no upstream to push back on, so a file is held whole whatever its size, and no
+    clock moves, so no timeout is ever reached. A plain
+    class, not the config dataclass: importing ``dataclasses`` (and ``inspect`` under it)
+    was a seventh of the ``check`` command's instructions (bench/README.md, offline)."""
+
+    max_traces = max_spans_per_trace = decision_cache = 10**9
+    max_bytes = decision_cache_bytes = 2**62
+    root_grace = max_run_duration = idle_timeout = 10.0**9  # seconds
+    on_full = "refuse"
+
+
+OFFLINE_LIMITS = OfflineLimits()
 
 
 class VerdictList:

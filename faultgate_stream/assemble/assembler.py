@@ -22,9 +22,9 @@ happened.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from faultgate_stream import _native
-from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.assemble.content import merge
 from faultgate_stream.model.clock import Clock
 from faultgate_stream.model.consumers import RunConsumer
@@ -32,6 +32,9 @@ from faultgate_stream.model.errors import BoundError, CapacityError
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import Completion
+
+if TYPE_CHECKING:  # imported where it is needed: offline, ``check`` passes its own limits
+    from faultgate_stream.assemble.config import AssembleConfig
 
 NS = 1_000_000_000
 # The table keeps times and byte counts as 128-bit integers, counts as 64-bit ones: a bound
@@ -95,7 +98,11 @@ class Assembler:
     def __init__(self, consumer: RunConsumer, clock: Clock, config: AssembleConfig | None = None) -> None:
         self._next = consumer
         self._clock = clock
-        self.config = cfg = config or AssembleConfig()
+        if config is None:
+            from faultgate_stream.assemble.config import AssembleConfig
+
+            config = AssembleConfig()
+        self.config = cfg = config
         self._grace_ns = _ns(cfg.root_grace)
         self._table = _native.TraceTable(self._grace_ns, _ns(cfg.max_run_duration), _ns(cfg.idle_timeout),
                                          min(cfg.max_spans_per_trace, _UNBOUNDED_COUNT),

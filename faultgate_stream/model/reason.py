@@ -9,14 +9,15 @@ then cuts (``verdict/redact.py``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Marks around a quoted value while the redactor masks the whole text; taken out of values.
 OPEN, CLOSE = "\ue000", "\ue001"
 
 
-@dataclass(frozen=True, slots=True)
-class Quote:
+# A named tuple, not a dataclass: importing ``dataclasses`` (``inspect`` under it) was a
+# seventh of the offline command's instructions.
+class Quote(NamedTuple):
     value: str
     limit: int
 

@@ -12,8 +12,7 @@ scenario key is masked by the redactor before it is written.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from faultgate_stream import __version__
 from faultgate_stream.model.reason import Reason
@@ -23,8 +22,9 @@ from faultgate_stream.verdict.redact import safe_key
 Redact = Callable[[str], str]
 
 
-@dataclass(frozen=True)
-class Report:
+# A named tuple, not a dataclass: importing ``dataclasses`` (``inspect`` under it) was a
+# seventh of the offline command's instructions.
+class Report(NamedTuple):
     checks: list[str]
     verdicts: list[RunVerdict]
     redaction: str = "builtin"

@@ -4,13 +4,15 @@ A binding maps agent-name globs to checks built from policy and spec files; the 
 binding whose glob matches an agent's name holds that agent to its rules. A ruleset is
 immutable: a reload builds a new one and swaps it in, and a run in flight keeps the
 ruleset it started with.
+
+Both are plain classes, not dataclasses: the offline command wraps its checks in a ruleset,
+and importing ``dataclasses`` (``inspect`` under it) was a seventh of its instructions.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.run import ATTRIBUTES_READ
@@ -28,8 +30,7 @@ ANY_AGENT = "*"
 MAX_CACHED_AGENTS = 1024
 
 
-@dataclass(frozen=True)
-class Binding:
+class Binding(NamedTuple):
     agents: tuple[str, ...]          # globs, matched case-sensitively
     checks: tuple[Check, ...]
     source: str = ""                 # the files it came from, for logs
@@ -46,13 +47,16 @@ class Binding:
         return ANY_AGENT in self.agents
 
 
-@dataclass(frozen=True)
 class Ruleset:
-    checks: tuple[Check, ...]
-    bindings: tuple[Binding, ...] = ()
-    generation: int = 0
-    digest: str = ""                 # of the every-run checks' names and files
-    _cache: dict[str, tuple[Check, ...]] = field(default_factory=dict, compare=False, repr=False)
+    __slots__ = ("checks", "bindings", "generation", "digest", "_cache")
+
+    def __init__(self, checks: tuple[Check, ...], bindings: tuple[Binding, ...] = (), generation: int = 0,
+                 digest: str = "") -> None:
+        self.checks = checks
+        self.bindings = bindings
+        self.generation = generation
+        self.digest = digest  # of the every-run checks' names and files
+        self._cache: dict[str, tuple[Check, ...]] = {}  # agent name -> its bound checks
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:
         """The checks bound to ``agent``; ``None`` (not known yet) gets a universal binding's."""

@@ -24,7 +24,10 @@ ON_DEMAND = ("yaml", "re2", "gzip", "faultgate_stream.checks.trajectory", "fault
              "faultgate_stream.checks.loop", "faultgate_stream.receive", "faultgate_stream.export",
              "faultgate_stream.gate", "faultgate_stream.judge", "faultgate_stream.checks.policy.schema",
              "faultgate_stream.checks.policy.requires", "faultgate_stream.checks.window_store",
-             "faultgate_stream.verdict.amend")
+             "faultgate_stream.verdict.amend",
+             # the settings' dataclasses: importing ``dataclasses`` (``inspect``, ``ast`` and
+             # ``dis`` under it) was a seventh of this command's instructions
+             "dataclasses", "inspect", "faultgate_stream.assemble.config")
 
 DRIVER = """
 import contextlib, io, json, runpy, sys

@@ -11,7 +11,6 @@ time is linear in the text whatever the pattern; a pattern RE2 cannot run
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -48,19 +47,27 @@ def compile_pattern(pattern: str) -> Any:
                          "are not supported") from None
 
 
-@dataclass(frozen=True)
 class DenyPatterns:
-    patterns: tuple[str, ...] = DEFAULT_DENY_PATTERNS
-    _compiled: tuple[tuple[str, Any], ...] = field(init=False, repr=False, compare=False)
-    _needs: str = field(init=False, repr=False, compare=False)  # text every pattern needs; "" unknown
+    """A policy's denied patterns (faultgate's defaults without one). A plain class, not a
+    dataclass: importing ``dataclasses`` (``inspect`` under it) was a seventh of the offline
+    command's instructions."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("patterns", "_compiled", "_needs")
+
+    def __init__(self, patterns: tuple[str, ...] = DEFAULT_DENY_PATTERNS) -> None:
+        self.patterns = patterns
         # The defaults are compiled on the first argument that needs a search (a policy's
         # own patterns were compiled when it loaded, to refuse those RE2 cannot run, and
         # are compiled here again); two threads racing to it compile the same tuple twice.
-        if self.patterns != DEFAULT_DENY_PATTERNS:
-            object.__setattr__(self, "_compiled", self._compile())
-        object.__setattr__(self, "_needs", DEFAULTS_NEED if self.patterns == DEFAULT_DENY_PATTERNS else "")
+        if patterns != DEFAULT_DENY_PATTERNS:
+            self._compiled = self._compile()
+        self._needs = DEFAULTS_NEED if patterns == DEFAULT_DENY_PATTERNS else ""  # "": unknown
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DenyPatterns) and other.patterns == self.patterns
+
+    def __hash__(self) -> int:
+        return hash(self.patterns)
 
     def _compile(self) -> tuple[tuple[str, Any], ...]:
         return tuple((p, compile_pattern(p)) for p in self.patterns)
@@ -69,8 +76,7 @@ class DenyPatterns:
         try:
             return self._compiled
         except AttributeError:
-            compiled = self._compile()
-            object.__setattr__(self, "_compiled", compiled)
+            compiled = self._compiled = self._compile()
             return compiled
 
     def first_match(self, arguments: str) -> str | None:
