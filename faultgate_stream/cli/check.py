@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -78,6 +79,10 @@ def table(report: Report) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # What the imports made lives until exit: out of the collector's sight, the collections
+    # during the run and the one at exit no longer walk every function and class loaded
+    # (callgrind: 4.7% of the command's instructions on a gate file).
+    gc.freeze()
     t0 = time.perf_counter()
     judge = None
     try:
