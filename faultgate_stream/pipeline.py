@@ -19,9 +19,8 @@ from faultgate_stream.verdict.evaluate import Evaluator
 class OfflineLimits:
     """The assembler's settings offline: the fields of ``AssembleConfig`` it reads. There
     is no upstream to push back on, so a file is held whole whatever its size, and no
-    clock moves, so no timeout is ever reached. A plain
-    class, not the config dataclass: importing ``dataclasses`` (and ``inspect`` under it)
-    was a seventh of the ``check`` command's instructions (bench/README.md, offline)."""
+    clock moves, so no timeout is ever reached. Not the config dataclass: ``check`` runs
+    without importing ``dataclasses`` (tests/cli/test_startup.py)."""
 
     max_traces = max_spans_per_trace = decision_cache = 10**9
     max_bytes = decision_cache_bytes = 2**62

@@ -15,8 +15,7 @@ from typing import NamedTuple
 OPEN, CLOSE = "\ue000", "\ue001"
 
 
-# A named tuple, not a dataclass: importing ``dataclasses`` (``inspect`` under it) was a
-# seventh of the offline command's instructions.
+# Not a dataclass: ``check`` runs without importing ``dataclasses`` (tests/cli/test_startup.py).
 class Quote(NamedTuple):
     value: str
     limit: int

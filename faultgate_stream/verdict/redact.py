@@ -54,8 +54,7 @@ __all__ = ["NAMES", "Redactor", "builtin", "get_redactor", "off", "safe_key"]
 NAMES = ("builtin", "off")
 
 
-# A named tuple, not a dataclass: the offline command makes its report with one, and
-# importing ``dataclasses`` (``inspect`` under it) was a seventh of its instructions.
+# Not a dataclass: ``check`` runs without importing ``dataclasses`` (tests/cli/test_startup.py).
 class Redactor(NamedTuple):
     """A named ``str -> str`` mask. Empty text is returned as is."""
 

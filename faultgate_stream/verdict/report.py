@@ -22,8 +22,7 @@ from faultgate_stream.verdict.redact import safe_key
 Redact = Callable[[str], str]
 
 
-# A named tuple, not a dataclass: importing ``dataclasses`` (``inspect`` under it) was a
-# seventh of the offline command's instructions.
+# Not a dataclass: ``check`` runs without importing ``dataclasses`` (tests/cli/test_startup.py).
 class Report(NamedTuple):
     checks: list[str]
     verdicts: list[RunVerdict]

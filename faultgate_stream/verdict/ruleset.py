@@ -5,8 +5,8 @@ binding whose glob matches an agent's name holds that agent to its rules. A rule
 immutable: a reload builds a new one and swaps it in, and a run in flight keeps the
 ruleset it started with.
 
-Both are plain classes, not dataclasses: the offline command wraps its checks in a ruleset,
-and importing ``dataclasses`` (``inspect`` under it) was a seventh of its instructions.
+Neither is a dataclass: ``check`` wraps its checks in a ruleset and runs without importing
+``dataclasses`` (tests/cli/test_startup.py).
 """
 from __future__ import annotations
 

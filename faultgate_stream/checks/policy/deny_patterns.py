@@ -48,9 +48,8 @@ def compile_pattern(pattern: str) -> Any:
 
 
 class DenyPatterns:
-    """A policy's denied patterns (faultgate's defaults without one). A plain class, not a
-    dataclass: importing ``dataclasses`` (``inspect`` under it) was a seventh of the offline
-    command's instructions."""
+    """A policy's denied patterns (faultgate's defaults without one). Not a dataclass:
+    ``check`` runs without importing ``dataclasses`` (tests/cli/test_startup.py)."""
 
     __slots__ = ("patterns", "_compiled", "_needs")
 
