@@ -353,3 +353,38 @@ def test_an_attribute_named_as_a_messages_tool_calls_is_one_more_field():
     [record] = decoded.spans
     assert [(c.call_id, c.name) for c in record.calls] == [("c1", "lookup")]
     assert_agrees(data)
+
+
+def test_the_records_read_are_left_to_reference_counting_not_the_cycle_collector():
+    """A record and the tuples in it cannot take part in a cycle (they hold only what the
+    reader made), so they are kept off the collector's lists: tracked, every span in flight
+    was walked by every young and middle collection (issue 12). ``gc.is_tracked`` reports it."""
+    import gc
+    import json
+
+    def attr(key, text):
+        return KeyValue(key=key, value=AnyValue(string_value=text))
+
+    output = [{"role": "assistant", "finish_reason": "tool_call",
+               "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"q": 1}}]}]
+    given_back = [{"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]}]
+    chat = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="chat m",
+                attributes=[attr("gen_ai.operation.name", "chat"), attr("gen_ai.request.model", "m"),
+                            attr("gen_ai.input.messages", json.dumps(given_back)),
+                            attr("gen_ai.output.messages", json.dumps(output)),
+                            KeyValue(key="gen_ai.response.finish_reasons",
+                                     value=AnyValue(array_value=ArrayValue(values=[AnyValue(string_value="tool_call")])))])
+    tool = Span(trace_id=b"\x01" * 16, span_id=b"\x03" * 8, name="execute_tool lookup",
+                attributes=[attr("gen_ai.operation.name", "execute_tool"), attr("gen_ai.tool.name", "lookup"),
+                            attr("gen_ai.tool.call.id", "c1"), attr("gen_ai.tool.call.arguments", '{"q": 1}'),
+                            attr("gen_ai.tool.call.result", "ok")])
+    data = ExportTraceServiceRequest(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[chat, tool])])]
+                                     ).SerializeToString()
+    chat_record, tool_record = otlp_proto.read(data).spans
+    assert chat_record.calls and chat_record.responses and chat_record.finish_reasons and tool_record.tool
+    assert gc.is_tracked(chat_record._replace(name="x"))  # made by Python: a tuple subclass stays tracked
+    for record in (chat_record, tool_record):
+        for item in (record, record.tool, record.calls, *record.calls, record.responses, *record.responses,
+                     record.finish_reasons):
+            if item is not None:
+                assert not gc.is_tracked(item), (type(item).__name__, item)

@@ -415,7 +415,7 @@ impl Records {
                     return Err(PyErr::fetch(py));
                 }
             }
-            Ok(obj)
+            Ok(untracked(obj))
         }
     }
 
@@ -439,7 +439,7 @@ impl Records {
             self.new_tuple(py, &self.tool_call, [text(&c[0])?, text(&c[1])?, text(&c[2])?])
         })?;
         let responses = self.tuple_of(py, f.responses.iter(), |r| {
-            Ok(PyTuple::new(py, [text(&r[0])?, text(&r[1])?])?.into_any())
+            Ok(untracked(PyTuple::new(py, [text(&r[0])?, text(&r[1])?])?.into_any()))
         })?;
         let finish = self.tuple_of(py, f.finish.iter(), |r| text(r))?;
         let attrs = self.kept(py, strings, &f.attrs, f.is_tool, kept)?;
@@ -458,7 +458,7 @@ impl Records {
             return Ok(self.empty.bind(py).clone().into_any());
         }
         let out = items.map(&mut one).collect::<PyResult<Vec<_>>>()?;
-        Ok(PyTuple::new(py, out)?.into_any())
+        Ok(untracked(PyTuple::new(py, out)?.into_any()))
     }
 
     /// ``attrs`` without message content, or only its ``kept`` keys.
@@ -492,6 +492,23 @@ impl Records {
             None => self.no_attrs.bind(py).clone(),
         })
     }
+}
+
+/// `obj`, a record or tuple of a record just made, out of the cyclic garbage collector's
+/// lists. Every span in flight was two to four tracked objects (a tuple subclass stays
+/// tracked for good; an exact tuple until its first collection), so every young and middle
+/// collection walked the spans in flight, about a microsecond an object: 2.5-6.6 µs a span
+/// at the maximum rate (issue 12, bench/README.md). Nothing in a record can refer back to
+/// it: its items are the strings, numbers, tuples and fresh dicts this reader made from the
+/// request (or `build_span`'s caller's values, copied into a new dict), so no cycle can pass
+/// through it and reference counting alone frees it. An untracked object inside a cycle
+/// would only keep that cycle alive, never free it early; CPython untracks exact tuples of
+/// untracked items the same way (`_PyTuple_MaybeUntrack`).
+fn untracked(obj: Bound<'_, PyAny>) -> Bound<'_, PyAny> {
+    // SAFETY: `obj` is a live GC object (a tuple or tuple subclass); untracking a tracked or
+    // untracked object is allowed, and its deallocator untracks again harmlessly
+    unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
+    obj
 }
 
 fn key_object<'py>(py: Python<'py>, strings: &mut Strings<'py>, attr: &Attr<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
