@@ -495,15 +495,15 @@ impl Records {
 }
 
 /// `obj`, a record or tuple of a record just made, out of the cyclic garbage collector's
-/// lists. Every span in flight was two to four tracked objects (a tuple subclass stays
-/// tracked for good; an exact tuple until its first collection), so every young and middle
-/// collection walked the spans in flight, about a microsecond an object: 2.5-6.6 µs a span
-/// at the maximum rate (issue 12, bench/README.md). Nothing in a record can refer back to
-/// it: its items are the strings, numbers, tuples and fresh dicts this reader made from the
-/// request (or `build_span`'s caller's values, copied into a new dict), so no cycle can pass
-/// through it and reference counting alone frees it. An untracked object inside a cycle
-/// would only keep that cycle alive, never free it early; CPython untracks exact tuples of
-/// untracked items the same way (`_PyTuple_MaybeUntrack`).
+/// lists. Every span in flight was two to four tracked objects (a tuple subclass stays tracked
+/// for good; an exact tuple until its first collection), so every young and middle collection
+/// walked the spans in flight, about a microsecond an object: 7.5 µs a span, 17% of the
+/// service's CPU at its maximum (issue 12, bench/README.md). Nothing in a record can refer
+/// back to it: its items are the strings, numbers, tuples and fresh dicts this reader made
+/// from the request (or `build_span`'s caller's values, copied into a new dict), so no cycle
+/// can pass through it and reference counting alone frees it. An untracked object inside a
+/// cycle would only keep that cycle alive, never free it early; CPython untracks exact tuples
+/// of untracked items the same way (`_PyTuple_MaybeUntrack`).
 fn untracked(obj: Bound<'_, PyAny>) -> Bound<'_, PyAny> {
     // SAFETY: `obj` is a live GC object (a tuple or tuple subclass); untracking a tracked or
     // untracked object is allowed, and its deallocator untracks again harmlessly
