@@ -12,9 +12,9 @@ the gRPC channel's gzip does (zlib's default level) when the export is configure
 ``bench/live.py`` is not (``DOWNSTREAM_COMPRESSION``, the peers' setting; ``--gzip`` to
 add zlib's cost). Nothing listens; no thread runs.
 
-The workload is ``bench/live.py``'s: requests of 32 runs of 16 spans with fresh trace ids.
-Every request is followed by a clock step past ``root_grace`` and a completion scan, so
-every run is decided (and exported) before the next request.
+The workload is ``bench/live.py``'s: requests of 32 runs of 16 spans with fresh trace ids,
+on a manual clock paced as the live maximum (``drive``), so that ~25,000 spans are in
+flight as there, with the collector set as ``serve`` sets it (``cli/heap.settle``).
 
 ``bench/live.py`` measures the same service end to end, over gRPC, with its threads and the
 GIL's hand-offs; this isolates the Python work per span from them, so a change to the hot
@@ -100,7 +100,6 @@ def build(export: bool, gzip: bool = False) -> tuple[Service, ManualClock, Compr
     sender = CompressingSender(service.config.export.compression == "gzip")
     if export:
         service.exporter._senders["traces"] = sender
-    heap.settle()  # the collector as `serve` leaves it: start-up frozen, the backstop thresholds
     return service, clock, sender
 
 
@@ -111,14 +110,16 @@ def build(export: bool, gzip: bool = False) -> tuple[Service, ManualClock, Compr
 PACE_SPANS_PER_S = 50_000
 
 
-def drive(service: Service, clock: ManualClock, bodies: list[bytes]) -> None:
-    """The bodies at ``PACE_SPANS_PER_S`` of the manual clock: runs are closed at their
-    deadlines by the scans ingestion runs when one is due (the ticker's own rule), the export
-    queue drained after each request; then the clock passes root_grace and every run left is
-    decided and exported, so each call decides all of its runs."""
+def drive(service: Service, clock: ManualClock, bodies: list[bytes], step_s: float | None = None) -> None:
+    """The bodies, the manual clock moved on by ``step_s`` after each (by default as if
+    they came at ``PACE_SPANS_PER_S``): runs are closed at their deadlines by the scans
+    ingestion runs when one is due (the ticker's own rule), the export queue drained after
+    each request; then the clock passes root_grace and every run left is decided and
+    exported, so each call decides all of its runs. A step past root_grace decides every
+    request's runs before the next request's spans are added."""
     handler = TraceExport(service.ingest, service.telemetry, service.reader)
     live = service.assembler
-    step = RUNS_PER_REQUEST * SPANS_PER_RUN / PACE_SPANS_PER_S
+    step = RUNS_PER_REQUEST * SPANS_PER_RUN / PACE_SPANS_PER_S if step_s is None else step_s
     for body in bodies:
         handler(body, None)
         clock.advance(step)
@@ -238,6 +239,7 @@ def main() -> int:
         return 0
     export = not args.no_export
     service, clock, sender = build(export, args.gzip)
+    heap.settle()  # the collector as `serve` leaves it: start-up frozen, the backstop thresholds
     drive(service, clock, [source.next() for _ in range(10)])  # warm: imports, caches, first verdicts
     spans = args.requests * spans_per_request
     if args.stages:

@@ -11,6 +11,8 @@ answer, and byte-mutated so that upb's edge cases are met without anyone choosin
 """
 from __future__ import annotations
 
+import gc
+import json
 import math
 import random
 
@@ -359,9 +361,6 @@ def test_the_records_read_are_left_to_reference_counting_not_the_cycle_collector
     """A record and the tuples in it cannot take part in a cycle (they hold only what the
     reader made), so they are kept off the collector's lists: tracked, every span in flight
     was walked by every young and middle collection (issue 12). ``gc.is_tracked`` reports it."""
-    import gc
-    import json
-
     def attr(key, text):
         return KeyValue(key=key, value=AnyValue(string_value=text))
 
