@@ -15,8 +15,8 @@ What it measures (see bench/README.md for how to read the output):
 
 The last line is ``RESULT offline_speedup=<x> agreement=<matched>/<total> cli_speedup=<y>``
 (``x`` the total engine ratio, ``y`` the total command-line ratio). ``--instructions`` adds
-``cli_instructions=<z>``: the commands' instruction counts (valgrind), a ratio that load
-and the machine's speed do not move. The exit code
+``cli_instructions=<z> engine_instructions=<e>``: the commands' and the engines' instruction
+counts (valgrind), ratios that load and the machine's speed do not move. The exit code
 is non-zero when agreement is not full (or a tool fails); speed never fails the run, because
 a threshold on time would flake on a noisy machine.
 
@@ -218,10 +218,13 @@ def script(python: Path, name: str) -> Path:
     return s
 
 
+def worker_command(python: Path, tool: str, files: list[Path], golden: Path, repeats: int) -> list[str]:
+    return [str(python), str(Path(__file__).resolve()), "--worker", tool, "--repeats", str(repeats),
+            "--golden", str(golden), *map(str, files)]
+
+
 def run_worker(python: Path, tool: str, files: list[Path], golden: Path, repeats: int) -> dict:
-    cmd = [str(python), str(Path(__file__).resolve()), "--worker", tool, "--repeats", str(repeats),
-           "--golden", str(golden), *map(str, files)]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(worker_command(python, tool, files, golden, repeats), capture_output=True, text=True)
     if r.returncode != 0:
         fail(f"{tool} worker failed (exit {r.returncode}):\n{r.stderr.strip()[-3000:]}")
     return json.loads(r.stdout)
@@ -249,6 +252,16 @@ def cli_instructions(cmd: list[str]) -> int:
         if "Collected :" in line:
             return int(line.rsplit(":", 1)[1].strip().replace(",", ""))
     fail(f"callgrind printed no instruction count for `{' '.join(cmd)}`:\n{r.stderr.strip()[-2000:]}")
+
+
+def engine_instructions(python: Path, tool: str, files: list[Path], golden: Path) -> int:
+    """Instructions of one steady-state pass of the tool's engine over the files: its worker
+    counted with two timed passes less the same worker with one (start, imports and the
+    untimed first pass cancel out). The engine's figure that load does not move; it is not
+    the time ratio, since faultgate's interpreted instructions and our compiled ones do not
+    take the same time each."""
+    one, two = (cli_instructions(worker_command(python, tool, files, golden, n)) for n in (1, 2))
+    return two - one
 
 
 def report_cells(path: Path) -> dict[tuple[str, str], list[bool]]:
@@ -287,8 +300,9 @@ def main() -> int:
                         "(default: ~/.cache/faultgate-stream-bench/faultgate-0.4.1)")
     # worker mode: internal, started by the driver with each tool's interpreter
     p.add_argument("--instructions", action="store_true",
-                   help="also count the instructions of each tool's command on each file (valgrind's "
-                        "callgrind; load-proof, ~1 min); adds cli_instructions=<x> to the RESULT line")
+                   help="also count the instructions of each tool's command on each file and of each "
+                        "engine's pass over the four (valgrind's callgrind; load-proof, ~4 min); adds "
+                        "cli_instructions=<x> engine_instructions=<y> to the RESULT line")
     p.add_argument("--profile", action="store_true",
                    help="instead of comparing, show where OUR engine's time goes (stage timings and cProfile)")
     p.add_argument("--worker", choices=TOOLS, help=argparse.SUPPRESS)
@@ -368,8 +382,10 @@ def main() -> int:
                 ours_in.setdefault((t, c), []).append(d)
             inproc_matched += agree(fg_in, ours_in)[0]
 
-        # 3. optional: the same commands' instruction counts, once each (they do not vary)
+        # 3. optional: the same commands' instruction counts, once each (they do not vary),
+        # and each engine's for one pass over the four files
         instructions: dict[str, dict[str, int]] = {t: {} for t in TOOLS}
+        engine_counted = {t: engine_instructions(pythons[t], t, files, golden) for t in TOOLS} if args.instructions else {}
         if args.instructions:
             for f in files:
                 for tool in TOOLS:
@@ -415,7 +431,9 @@ def main() -> int:
             print(f"  {f.name:<{w}}{a / 1e6:>10,.1f} M{b / 1e6:>10,.1f} M{ratio(a, b):>8}")
         a, b = sum(instructions["faultgate"].values()), sum(instructions["stream"].values())
         print(f"  {'total':<{w}}{a / 1e6:>10,.1f} M{b / 1e6:>10,.1f} M{ratio(a, b):>8}")
-        counted = f" cli_instructions={a / b:.2f}"
+        ea, eb = engine_counted["faultgate"], engine_counted["stream"]
+        print(f"  {'engine, one pass over the four':<{w}}{ea / 1e6:>10,.1f} M{eb / 1e6:>10,.1f} M{ratio(ea, eb):>8}")
+        counted = f" cli_instructions={a / b:.2f} engine_instructions={ea / eb:.2f}"
     speedup = tot["faultgate"] / tot["stream"]
     print(f"RESULT offline_speedup={speedup:.1f} agreement={matched}/{total} cli_speedup={ca / cb:.1f}{counted}")
     return 0 if matched == total and inproc_matched == total and total > 0 else 1

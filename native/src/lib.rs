@@ -18,6 +18,10 @@ mod wire;
 
 use pyo3::prelude::*;
 
+// Rust's own blocks only; why mimalloc: Cargo.toml
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     read::register(m)?;

@@ -16,6 +16,25 @@ use std::fmt;
 // serde_json's marker for a number kept as its text (feature arbitrary_precision)
 pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
+/// ``seed`` over the whole of ``data`` (nothing but whitespace after it). UTF-8 is checked
+/// once for the whole input, so serde_json reads it as text and does not check each string
+/// again (that was a tenth of reading a gate file, callgrind); other bytes are read as
+/// bytes, which refuses them as before.
+pub(crate) fn parse<'de, S: DeserializeSeed<'de>>(data: &'de [u8], seed: S) -> serde_json::Result<S::Value> {
+    match std::str::from_utf8(data) {
+        Ok(text) => {
+            let mut d = serde_json::Deserializer::from_str(text);
+            let v = seed.deserialize(&mut d)?;
+            d.end().map(|_| v)
+        }
+        Err(_) => {
+            let mut d = serde_json::Deserializer::from_slice(data);
+            let v = seed.deserialize(&mut d)?;
+            d.end().map(|_| v)
+        }
+    }
+}
+
 /// The decoder's state: the input's address range, which tells serde_json's number marker
 /// (a key it makes up, outside the input) from a key a document writes with the same text.
 #[derive(Clone, Copy)]
@@ -148,10 +167,7 @@ pub fn loads<'py>(py: Python<'py>, text: &Bound<'py, PyAny>, refused: Bound<'py,
         return refused;
     };
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut d = serde_json::Deserializer::from_slice(bytes);
-        let v = Value(py, Input::of(bytes)).deserialize(&mut d).ok()?;
-        d.end().ok()?;
-        Some(v)
+        parse(bytes, Value(py, Input::of(bytes))).ok()
     }));
     match outcome {
         Ok(Some(v)) => v,

@@ -10,17 +10,14 @@ use std::borrow::Cow;
 use std::fmt;
 
 use crate::read::fallback::python;
-use crate::read::json::Input;
+use crate::read::json::{parse, Input};
 use crate::read::value::{from_py, py_text, DictBuilder, Text, V};
 
 /// ``json.loads(text)`` as a value, or None where json.loads raises ValueError (payload.loads
 /// turns its RecursionError into one too). What serde_json refuses is Python's to read.
 pub fn loads<'a, 'py>(py: Python<'py>, text: &'a [u8]) -> PyResult<Option<V<'a, 'py>>> {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut d = serde_json::Deserializer::from_slice(text);
-        let v = Seed(py, Input::of(text)).deserialize(&mut d).ok()?;
-        d.end().ok()?;
-        Some(v)
+        parse(text, Seed(py, Input::of(text))).ok()
     }));
     if let Ok(Some(v)) = outcome {
         return Ok(Some(v));

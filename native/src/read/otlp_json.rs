@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use crate::read::attrs::{Attr, Attrs};
 use crate::read::conventions::{self, Kept, Span};
-use crate::read::json::Input;
+use crate::read::json::{parse, Input};
 use crate::read::value::{from_py, text_of_py, DictBuilder, FastMap, Strings, Text, V};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
@@ -358,9 +358,11 @@ impl<'t, 'py> Walk<'t, 'py> {
         match n {
             Node::Int(x) => Ok(x.into_pyobject(py)?.into_any()),
             Node::UInt(x) => Ok(x.into_pyobject(py)?.into_any()),
-            Node::Str(s) if !s.is_empty() && s.len() <= 18 && s.bytes().all(|c| c.is_ascii_digit()) => {
-                Ok(s.parse::<i64>().expect("18 digits").into_pyobject(py)?.into_any())
-            }
+            // up to 20 digits: nanosecond times have 19, and a u64 holds any 19 (20 may overflow)
+            Node::Str(s) if !s.is_empty() && s.len() <= 20 && s.bytes().all(|c| c.is_ascii_digit()) => match s.parse::<u64>() {
+                Ok(x) => Ok(x.into_pyobject(py)?.into_any()),
+                Err(_) => py.get_type::<PyInt>().call1((s.as_ref(),)),
+            },
             _ => {
                 let o = self.obj(n)?;
                 py.get_type::<PyInt>().call1((o,))
@@ -792,8 +794,7 @@ impl OtlpJson {
     /// naming the first problem.
     fn read_bytes<'py>(&self, py: Python<'py>, data: &[u8]) -> PyResult<Option<Bound<'py, PyList>>> {
         guarded(|| {
-            let mut d = serde_json::Deserializer::from_slice(data);
-            let doc = match NodeVisitor(Input::of(data)).deserialize(&mut d).and_then(|doc| d.end().map(|_| doc)) {
+            let doc = match parse(data, NodeVisitor(Input::of(data))) {
                 Ok(doc) => doc,
                 Err(_) => return Ok(None),
             };
