@@ -358,11 +358,10 @@ impl<'t, 'py> Walk<'t, 'py> {
         match n {
             Node::Int(x) => Ok(x.into_pyobject(py)?.into_any()),
             Node::UInt(x) => Ok(x.into_pyobject(py)?.into_any()),
-            // up to 20 digits: nanosecond times have 19, and a u64 holds any 19 (20 may overflow)
-            Node::Str(s) if !s.is_empty() && s.len() <= 20 && s.bytes().all(|c| c.is_ascii_digit()) => match s.parse::<u64>() {
-                Ok(x) => Ok(x.into_pyobject(py)?.into_any()),
-                Err(_) => py.get_type::<PyInt>().call1((s.as_ref(),)),
-            },
+            // nanosecond times have 19 digits, and a u64 holds any 19 (20 may overflow)
+            Node::Str(s) if !s.is_empty() && s.len() <= 19 && s.bytes().all(|c| c.is_ascii_digit()) => {
+                Ok(s.parse::<u64>().expect("19 digits").into_pyobject(py)?.into_any())
+            }
             _ => {
                 let o = self.obj(n)?;
                 py.get_type::<PyInt>().call1((o,))
