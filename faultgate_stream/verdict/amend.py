@@ -144,9 +144,10 @@ class DecidedRuns:
         if root_at < 0 and root is not None:  # an equal copy among them will do, as before
             root_at = next((i for i, s in enumerate(run.spans) if s == root), -1)
         with self.lock:
+            # the verdict out of the collector's lists, as the export's cache keeps it (the same object)
             entry = Decided(run.key, spans, len(run.spans), root_at, root if root_at < 0 else None, run.completion,
-                            run.root_arrival_ns, run.closed_ns, ruleset, verdict, (), ENTRY_BYTES + size,
-                            self._clock.now_ns())
+                            run.root_arrival_ns, run.closed_ns, ruleset, _native.untrack_acyclic(verdict), (),
+                            ENTRY_BYTES + size, self._clock.now_ns())
             old = self._runs.pop(run.key, None)
             if old is not None:
                 self.bytes -= old.bytes

@@ -24,6 +24,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    python::register(m)?;
     read::register(m)?;
     assemble::register(m)?;
     run::register(m)?;

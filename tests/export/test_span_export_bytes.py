@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.live import Requests, build_template
+from faultgate_stream import _native
 from faultgate_stream import config as service_config
 from faultgate_stream.export.spans import annotate
 from faultgate_stream.export.spans.wire import Framing
@@ -98,3 +99,22 @@ def test_two_quoted_reasons_equal_as_text_are_each_masked_whole_not_served_from_
                            Completion.GRACE, (CheckResult("repeated_call", True, 1.0, r),), 3, 4,
                            root_span_id="b7ad6b7169203331")
             assert vb(v, 5) == oracle.root_annex(v, 5, REDACT)
+
+
+def test_the_kept_evaluations_are_bounded_and_a_quoted_reason_is_never_kept():
+    made = []
+
+    def make(r, digest):
+        made.append(r.check)
+        return annotate._evaluation(REDACT, r, digest)  # noqa: SLF001 (what the sink hands the table)
+
+    events = _native.EvaluationEvents(make, 2, *annotate._RESULT_FIELDS)  # noqa: SLF001
+    results = tuple(CheckResult(f"c{i}", False, 1.0, "ok") for i in range(3))
+    head = b"\x12\x18gen_ai.evaluation.result"
+    once = events.encode(results, ("d",) * 3, head)
+    assert made == ["c0", "c1", "c2"] and len(events) <= 2  # cleared when full, never grown
+    assert events.encode(results[2:], ("d",), head) == once[-len(once) // 3:] and made == ["c0", "c1", "c2"]
+    quoted_reason = CheckResult("q", True, 1.0, reason("args ", quoted("x" * 60, 10)))
+    events.encode((quoted_reason,), ("d",), head)
+    events.encode((quoted_reason,), ("d",), head)
+    assert made[3:] == ["q", "q"]

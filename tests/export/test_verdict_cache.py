@@ -1,6 +1,6 @@
-"""The export's cache of recent verdicts keeps them as plain tuples: what a late span gets
-back equals the verdict put in, the collector stops tracking what is kept, and the bound
-evicts the oldest run and counts it."""
+"""The export's cache of recent verdicts keeps them out of the collector's lists: what a late
+span gets back equals the verdict put in, the collector does not track what is kept, and the
+bound evicts the oldest run and counts it."""
 from __future__ import annotations
 
 import gc

@@ -233,6 +233,8 @@ def test_kept_spans_leave_the_collectors_reach_and_come_back_equal():
     entry = live.store.get(RunKey(t, root.span_id))
     assert entry is not None
     assert type(entry.spans) is bytes and not gc.is_tracked(entry.spans) and entry.count == 3
+    # the verdict it keeps too (``untrack_acyclic``): the collector walks one object a run, the entry
+    assert not gc.is_tracked(entry.verdict) and not any(map(gc.is_tracked, entry.verdict.results))
     assert entry.root is None  # it is among the spans: no record is kept beside them
     again = entry.run()
     assert sorted(again.spans, key=lambda s: s.span_id) == sorted([*spans, model], key=lambda s: s.span_id)

@@ -23,6 +23,7 @@ observed time is when it was decided.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
@@ -30,6 +31,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from faultgate_stream import __version__
+from faultgate_stream._native import EvaluationEvents
 from faultgate_stream.export.spans import wire
 from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, CheckResult, Completion, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
@@ -118,6 +120,11 @@ def _evaluation_attributes(r: CheckResult, redact: Redact, digest: str) -> list[
                      _kv("faultgate.rule.digest", digest)]
 
 
+def _evaluation(redact: Redact, r: CheckResult, digest: str) -> bytes:
+    """A result's event attributes, encoded: the bytes after an event's head."""
+    return Span.Event(attributes=_evaluation_attributes(r, redact, digest)).SerializeToString()
+
+
 def evaluator_scope() -> InstrumentationScope:
     """The instrumentation scope evaluation log records are emitted under."""
     return InstrumentationScope(name=EVALUATOR, version=__version__)
@@ -163,6 +170,8 @@ def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) 
 MAX_CACHED_EVALUATIONS = 4096
 
 _RUN_ID_KEY = wire.field(wire.KEY_VALUE_KEY, b"faultgate.run_id")
+# what EvaluationEvents keys a result on, by position in the record
+_RESULT_FIELDS = tuple(CheckResult._fields.index(f) for f in ("check", "fired", "reason", "severity", "undecided"))
 
 
 def _attributes(*kvs: KeyValue) -> bytes:
@@ -184,9 +193,10 @@ class VerdictBytes:
 
     def __init__(self, redact: Redact) -> None:
         self._redact = redact
-        self._events: dict[tuple, bytes] = {}
         self._shared: dict[tuple, bytes] = {}
-        self._frames: dict[int, bytes] = {}  # an event's length -> its field's key and length
+        # a function of the redactor, not a bound method: the compiled table does not show the
+        # collector what it holds, so a cycle through it would never be freed
+        self._events = EvaluationEvents(partial(_evaluation, redact), MAX_CACHED_EVALUATIONS, *_RESULT_FIELDS)
 
     @staticmethod
     def applies_to(span: bytes) -> bool:
@@ -213,23 +223,7 @@ class VerdictBytes:
         head = wire.event_head(when, EVENT)
         if head is None:  # out of a fixed64's range: protobuf refuses it, as it did
             head = Span.Event(time_unix_nano=when, name=EVENT).SerializeToString()
-        # one event per result: its field's key and length, the head, its attributes
-        events, frames, size = self._events, self._frames, len(head)
-        for r, digest in zip(results, _digests(v)):
-            reason = r.reason
-            if type(reason) is str:
-                e = events.get((r.check, r.fired, r.undecided, reason, id(r.severity), digest))
-                if e is None:
-                    e = self._evaluation(r, digest)
-            else:
-                e = self._evaluation(r, digest)
-            n = size + len(e)
-            frame = frames.get(n)
-            if frame is None:
-                if len(frames) >= MAX_CACHED_EVALUATIONS:
-                    frames.clear()
-                frame = frames[n] = wire.SPAN_EVENTS_KEY + wire.varint(n)
-            out += (frame, head, e)
+        out.append(self._events.encode(results, _digests(v), head))  # one event per result
         return b"".join(out)
 
     def _kept(self, table: dict[tuple, bytes], key: tuple, make) -> bytes:
@@ -258,14 +252,6 @@ class VerdictBytes:
             return _attributes(_kv(f"faultgate.reason.{check}", self._redact(reason)))
 
         return self._kept(self._shared, ("reason", check, reason), make) if type(reason) is str else make()
-
-    def _evaluation(self, r: CheckResult, digest: str) -> bytes:
-        def make() -> bytes:
-            return Span.Event(attributes=_evaluation_attributes(r, self._redact, digest)).SerializeToString()
-
-        if type(r.reason) is not str:
-            return make()
-        return self._kept(self._events, (r.check, r.fired, r.undecided, r.reason, id(r.severity), digest), make)
 
 
 _PREFIX_BYTES = VERDICT_KEYS_PREFIX.encode()

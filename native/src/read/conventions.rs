@@ -22,6 +22,7 @@ use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple};
 use std::borrow::Cow;
 use std::collections::HashSet;
 
+use crate::python::collector;
 use crate::read::attrs::{Attr, Attrs, RECORD_BYTES};
 use crate::read::openinference::{self, OI_MESSAGES};
 use crate::read::openllmetry::{self, TL_INDEXED};
@@ -501,13 +502,9 @@ impl Records {
 /// service's CPU at its maximum (issue 12, bench/README.md). Nothing in a record can refer
 /// back to it: its items are the strings, numbers, tuples and fresh dicts this reader made
 /// from the request (or `build_span`'s caller's values, copied into a new dict), so no cycle
-/// can pass through it and reference counting alone frees it. An untracked object inside a
-/// cycle would only keep that cycle alive, never free it early; CPython untracks exact tuples
-/// of untracked items the same way (`_PyTuple_MaybeUntrack`).
+/// can pass through it (python/collector.rs: why that makes it sound).
 fn untracked(obj: Bound<'_, PyAny>) -> Bound<'_, PyAny> {
-    // SAFETY: `obj` is a live GC object (a tuple or tuple subclass); untracking a tracked or
-    // untracked object is allowed, and its deallocator untracks again harmlessly
-    unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
+    collector::untrack(&obj);
     obj
 }
 
