@@ -4,6 +4,7 @@ generated verdicts, and for wire framing at every varint length."""
 from __future__ import annotations
 
 import random
+from functools import partial
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -101,20 +102,29 @@ def test_two_quoted_reasons_equal_as_text_are_each_masked_whole_not_served_from_
             assert vb(v, 5) == oracle.root_annex(v, 5, REDACT)
 
 
-def test_the_kept_evaluations_are_bounded_and_a_quoted_reason_is_never_kept():
+def test_the_kept_pieces_are_bounded_and_a_quoted_reason_is_never_kept():
     made = []
 
-    def make(r, digest):
+    def evaluation(r, digest):
         made.append(r.check)
         return annotate._evaluation(REDACT, r, digest)  # noqa: SLF001 (what the sink hands the table)
 
-    events = _native.EvaluationEvents(make, 2, *annotate._RESULT_FIELDS)  # noqa: SLF001
-    results = tuple(CheckResult(f"c{i}", False, 1.0, "ok") for i in range(3))
-    head = b"\x12\x18gen_ai.evaluation.result"
-    once = events.encode(results, ("d",) * 3, head)
-    assert made == ["c0", "c1", "c2"] and len(events) <= 2  # cleared when full, never grown
-    assert events.encode(results[2:], ("d",), head) == once[-len(once) // 3:] and made == ["c0", "c1", "c2"]
+    def annex_of(size):
+        return _native.VerdictAnnex(annotate._summary, partial(annotate._scenario, REDACT),  # noqa: SLF001
+                                    partial(annotate._reason, REDACT), evaluation, annotate._head,  # noqa: SLF001
+                                    size, annotate._RESULT_FIELDS)  # noqa: SLF001
+
+    def encode(annex, results):
+        return annex.encode(results, ("d",) * len(results), Completion.GRACE, "s", "run", b"", 5)
+
+    results = tuple(CheckResult(f"c{i}", False, 1.0, "ok") for i in range(20))
+    small = annex_of(3)
+    encode(small, results)
+    assert len(small) <= 3  # cleared when full, never grown
+    annex = annex_of(64)
+    encode(annex, results[:3])
+    encode(annex, results[2:3])
+    assert made[20:] == ["c0", "c1", "c2"]  # the second time, kept
     quoted_reason = CheckResult("q", True, 1.0, reason("args ", quoted("x" * 60, 10)))
-    events.encode((quoted_reason,), ("d",), head)
-    events.encode((quoted_reason,), ("d",), head)
-    assert made[3:] == ["q", "q"]
+    first, second = encode(annex, (quoted_reason,)), encode(annex, (quoted_reason,))
+    assert made[23:] == ["q", "q"] and first == second

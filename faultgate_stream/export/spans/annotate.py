@@ -31,8 +31,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from faultgate_stream import __version__
-from faultgate_stream._native import EvaluationEvents
-from faultgate_stream.export.spans import wire
+from faultgate_stream._native import VerdictAnnex
 from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, CheckResult, Completion, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
 
@@ -162,15 +161,14 @@ def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) 
     return out
 
 
-# Distinct pieces kept encoded, per table: the evaluations of results, and the verdict
-# attributes runs share (verdict, fired and undecided checks, completion; a scenario; a
-# fired check's reason). Most repeat from run to run (a check that passed says the same
-# thing each time); a fired check's reason names steps and values, so a table is cleared
-# when full rather than grown (the bench workload needs a few dozen entries).
+# Distinct pieces kept encoded: the evaluations of results, and the verdict attributes runs
+# share (verdict, fired and undecided checks, completion; a scenario; a fired check's
+# reason). Most repeat from run to run (a check that passed says the same thing each time);
+# a fired check's reason names steps and values, so the table is cleared when full rather
+# than grown (the bench workload needs a few dozen entries).
 MAX_CACHED_EVALUATIONS = 4096
 
-_RUN_ID_KEY = wire.field(wire.KEY_VALUE_KEY, b"faultgate.run_id")
-# what EvaluationEvents keys a result on, by position in the record
+# what the annex keys a result on, by position in the record
 _RESULT_FIELDS = tuple(CheckResult._fields.index(f) for f in ("check", "fired", "reason", "severity", "undecided"))
 
 
@@ -179,24 +177,42 @@ def _attributes(*kvs: KeyValue) -> bytes:
     return Span(attributes=kvs).SerializeToString()
 
 
+def _summary(fired: tuple[str, ...], undecided: tuple[str, ...], completion: Completion) -> bytes:
+    verdict = FAILED if fired else (UNDECIDED if undecided else CLEAN)
+    return _attributes(_kv("faultgate.verdict", verdict), _kv("faultgate.checks.fired", fired),
+                       _kv("faultgate.checks.undecided", undecided), _kv("faultgate.completion", completion.value))
+
+
+def _scenario(redact: Redact, scenario: str) -> bytes:
+    return _attributes(_kv("faultgate.scenario", safe_key(scenario, redact)))
+
+
+def _reason(redact: Redact, check: str, reason: str) -> bytes:
+    return _attributes(_kv(f"faultgate.reason.{check}", redact(reason)))
+
+
+def _head(when: int) -> bytes:
+    """An event's head for a time the annex does not write itself: protobuf refuses it."""
+    return Span.Event(time_unix_nano=when, name=EVENT).SerializeToString()
+
+
 class VerdictBytes:
     """The verdict as bytes to append to a root's own encoding: ``write_verdict``'s result
     for a root that carries no ``faultgate.*`` attribute yet (nothing to replace), without
     decoding the root. A repeated field's elements are encoded one after another, so the
-    attributes and events are written piece by piece: each piece that repeats across runs
-    is encoded by protobuf once and kept, the run id and the events' time are framed here
-    (``wire``). Built as messages, a root's ~60 ``KeyValue``s cost more than the checks of
-    its run (bench/README.md). Masking happens once per kept piece: a reason that quotes a
+    attributes and events are written piece by piece (``_native.VerdictAnnex``,
+    native/src/export/annex.rs): each piece that repeats across runs is encoded by protobuf
+    once, by the functions above, and kept; the run id and the events' time are framed
+    there. Built as messages, a root's ~60 ``KeyValue``s cost more than the checks of its
+    run (bench/README.md). Masking happens once per kept piece: a reason that quotes a
     value cut short (``Reason``) is never kept, since two of them equal as text may mask
-    differently (the value beyond the cut). Holds only bytes and strings, so the
-    collector does not walk it."""
+    differently (the value beyond the cut)."""
 
     def __init__(self, redact: Redact) -> None:
-        self._redact = redact
-        self._shared: dict[tuple, bytes] = {}
-        # a function of the redactor, not a bound method: the compiled table does not show the
+        # functions of the redactor, not bound methods: the compiled table does not show the
         # collector what it holds, so a cycle through it would never be freed
-        self._events = EvaluationEvents(partial(_evaluation, redact), MAX_CACHED_EVALUATIONS, *_RESULT_FIELDS)
+        self._annex = VerdictAnnex(_summary, partial(_scenario, redact), partial(_reason, redact),
+                                   partial(_evaluation, redact), _head, MAX_CACHED_EVALUATIONS, _RESULT_FIELDS)
 
     @staticmethod
     def applies_to(span: bytes) -> bool:
@@ -206,52 +222,9 @@ class VerdictBytes:
         return _PREFIX_BYTES not in span
 
     def __call__(self, v: RunVerdict, end_ns: int) -> bytes:
-        results = v.results
-        fired: list[CheckResult] = []
-        undecided: list[str] = []
-        for r in results:
-            if r.fired:
-                fired.append(r)
-            if r.undecided:
-                undecided.append(r.check)
-        out = [self._summary(tuple(r.check for r in fired), tuple(undecided), v.completion),
-               wire.string_attribute(_RUN_ID_KEY, str(v.key)), self._scenario(v.scenario)]
-        out += [self._reason(r.check, r.reason) for r in fired]
-        if v.revision:
-            out.append(_attributes(*_amendment_attributes(v)))
-        when = end_ns or v.last_end_ns or v.decided_ns
-        head = wire.event_head(when, EVENT)
-        if head is None:  # out of a fixed64's range: protobuf refuses it, as it did
-            head = Span.Event(time_unix_nano=when, name=EVENT).SerializeToString()
-        out.append(self._events.encode(results, _digests(v), head))  # one event per result
-        return b"".join(out)
-
-    def _kept(self, table: dict[tuple, bytes], key: tuple, make) -> bytes:
-        got = table.get(key)
-        if got is None:
-            if len(table) >= MAX_CACHED_EVALUATIONS:
-                table.clear()
-            got = table[key] = make()
-        return got
-
-    def _summary(self, fired: tuple[str, ...], undecided: tuple[str, ...], completion: Completion) -> bytes:
-        verdict = FAILED if fired else (UNDECIDED if undecided else CLEAN)
-        # an enum member's hash is a Python call; the member itself lives as long as its class
-        return self._kept(self._shared, ("summary", fired, undecided, id(completion)), lambda: _attributes(
-            _kv("faultgate.verdict", verdict), _kv("faultgate.checks.fired", fired),
-            _kv("faultgate.checks.undecided", undecided), _kv("faultgate.completion", completion.value)))
-
-    def _scenario(self, scenario: str) -> bytes:
-        def make() -> bytes:
-            return _attributes(_kv("faultgate.scenario", safe_key(scenario, self._redact)))
-
-        return self._kept(self._shared, ("scenario", scenario), make) if type(scenario) is str else make()
-
-    def _reason(self, check: str, reason: str) -> bytes:
-        def make() -> bytes:
-            return _attributes(_kv(f"faultgate.reason.{check}", self._redact(reason)))
-
-        return self._kept(self._shared, ("reason", check, reason), make) if type(reason) is str else make()
+        amended = _attributes(*_amendment_attributes(v)) if v.revision else b""
+        return self._annex.encode(v.results, _digests(v), v.completion, v.scenario, str(v.key), amended,
+                                  end_ns or v.last_end_ns or v.decided_ns)
 
 
 _PREFIX_BYTES = VERDICT_KEYS_PREFIX.encode()

@@ -5,7 +5,8 @@ in a ``ResourceSpans`` and serialize it again cost more per root than every chec
 run. The wrappers are three length-delimited fields, so they are written here directly.
 Two encodings of one message concatenated decode as their merge (repeated fields are
 appended: the protobuf encoding guide, "Last One Wins" and repeated fields), which is how
-a root gets its verdict attributes and events without being decoded.
+a root gets its verdict attributes and events without being decoded (``annotate``'s
+``VerdictBytes``, written by native/src/export/annex.rs).
 
 What is written here is what upb writes for the same message: fields in field-number
 order, lengths as minimal varints (``tests/export/test_span_export_bytes.py`` compares
@@ -17,10 +18,6 @@ from __future__ import annotations
 REQUEST_RESOURCE_SPANS = 1
 RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCOPE_SPANS, RESOURCE_SPANS_SCHEMA_URL = 1, 2, 3
 SCOPE_SPANS_SCOPE, SCOPE_SPANS_SPANS, SCOPE_SPANS_SCHEMA_URL = 1, 2, 3
-SPAN_ATTRIBUTES, SPAN_EVENTS = 9, 11
-EVENT_TIME, EVENT_NAME = 1, 2  # Span.Event: time_unix_nano (fixed64), name
-KEY_VALUE_KEY, KEY_VALUE_VALUE = 1, 2
-ANY_VALUE_STRING = 1
 
 _ONE_BYTE = [bytes((n,)) for n in range(0x80)]
 
@@ -46,32 +43,6 @@ def tag(number: int) -> bytes:
 def field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2): a message, bytes or a string."""
     return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-SPAN_EVENTS_KEY = tag(SPAN_EVENTS)
-_FIXED64_TIME = bytes((EVENT_TIME << 3 | 1,))
-_ANY_STRING = tag(ANY_VALUE_STRING)
-_KV_VALUE = tag(KEY_VALUE_VALUE)
-_SPAN_ATTRIBUTE = tag(SPAN_ATTRIBUTES)
-
-
-def event_head(time_unix_nano: int, name: str) -> bytes | None:
-    """The leading fields of a ``Span.Event`` (its time, its name): an event's encoding is
-    this followed by its attributes' fields. None for a time a fixed64 cannot hold (the
-    caller then lets protobuf refuse it, as it would have)."""
-    if not 0 <= time_unix_nano < 1 << 64:
-        return None
-    head = _FIXED64_TIME + time_unix_nano.to_bytes(8, "little") if time_unix_nano else b""
-    return head + field(EVENT_NAME, name.encode()) if name else head
-
-
-def string_attribute(key_field: bytes, value: str) -> bytes:
-    """One ``Span.attributes`` field holding a string value; ``key_field`` is the key's
-    own field (``field(KEY_VALUE_KEY, key)``), written once by the caller."""
-    s = value.encode()  # a lone surrogate raises here as upb raises for it
-    any_value = _ANY_STRING + varint(len(s)) + s
-    kv = key_field + _KV_VALUE + varint(len(any_value)) + any_value
-    return _SPAN_ATTRIBUTE + varint(len(kv)) + kv
 
 
 class Framing:

@@ -1,13 +1,13 @@
 //! Span export's compiled half: the received request forwarded as its bytes, less the roots
-//! held for their run's verdict (`cut.rs`), and the evaluation events written on a run's
-//! root (`events.rs`).
+//! held for their run's verdict (`cut.rs`), and the verdict appended to a run's root
+//! (`annex.rs`).
 
+pub mod annex;
 pub mod cut;
-pub mod events;
 
 use pyo3::prelude::*;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cut::register(m)?;
-    events::register(m)
+    annex::register(m)
 }
