@@ -125,6 +125,9 @@ class DecidedRuns:
         self.bytes = 0
         self.evictions = dict.fromkeys(EVICTION_REASONS, 0)
         self._evicted_counter = telemetry["faultgate_amend_store_evictions"] if telemetry is not None else None
+        # reason -> its labelled counter, looked up once: a full store evicts a run for each
+        # one it keeps, and ``labels()`` took a lock and validated the labels every time
+        self._evicted: dict[str, object] = {}
         if telemetry is not None:
             _register_gauges(self, telemetry)
 
@@ -186,7 +189,10 @@ class DecidedRuns:
     def _count(self, reason: str) -> None:
         self.evictions[reason] += 1
         if self._evicted_counter is not None:
-            self._evicted_counter.labels(reason).inc()
+            counter = self._evicted.get(reason)
+            if counter is None:
+                counter = self._evicted[reason] = self._evicted_counter.labels(reason)
+            counter.inc()
 
     def _drop(self, key: RunKey, reason: str) -> None:
         entry = self._runs.pop(key, None)

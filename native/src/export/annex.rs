@@ -19,7 +19,7 @@
 //! text Rust cannot read as UTF-8 (a lone surrogate: protobuf raises for it, as before).
 //! The table is cleared when full, never grown.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
@@ -110,17 +110,23 @@ fn string_attribute(out: &mut Vec<u8>, key: &str, value: &str) {
 }
 
 impl VerdictAnnex {
+    /// The kept pieces. A panic while they were locked (none is expected) left them whole:
+    /// each change is one insert or a clear, so they are used as they are.
+    fn table(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Py<PyBytes>>> {
+        self.kept.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The piece kept under ``key`` (None: not kept), else ``make()``'s, kept.
     fn piece<'py>(&self, py: Python<'py>, key: Option<&[u8]>, make: impl FnOnce() -> PyResult<Bound<'py, PyAny>>)
                   -> PyResult<Py<PyBytes>> {
         if let Some(k) = key {
-            if let Some(b) = self.kept.lock().unwrap().get(k) {
+            if let Some(b) = self.table().get(k) {
                 return Ok(b.clone_ref(py));
             }
         }
         let made = make()?.downcast_into::<PyBytes>()?.unbind();
         if let Some(k) = key {
-            let mut table = self.kept.lock().unwrap();
+            let mut table = self.table();
             if table.len() >= self.max {
                 table.clear();
             }
@@ -271,7 +277,7 @@ impl VerdictAnnex {
 
     /// The pieces kept now (for the bound's test).
     fn __len__(&self) -> usize {
-        self.kept.lock().unwrap().len()
+        self.table().len()
     }
 }
 
