@@ -147,6 +147,19 @@ pub fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     out.push(n as u8);
 }
 
+/// The key and length of a length-delimited field (field ``number``, wire type 2), whose
+/// ``len`` bytes the caller appends next.
+pub fn put_len_head(out: &mut Vec<u8>, number: u64, len: usize) {
+    put_varint(out, number << 3 | LEN as u64);
+    put_varint(out, len as u64);
+}
+
+/// A length-delimited field: its key, the body's length, the body.
+pub fn put_len_field(out: &mut Vec<u8>, number: u64, body: &[u8]) {
+    put_len_head(out, number, body.len());
+    out.extend_from_slice(body);
+}
+
 pub fn utf8(b: &[u8]) -> Result<&str> {
     std::str::from_utf8(b).map_err(|_| Malformed("a string field is not UTF-8"))
 }

@@ -35,12 +35,11 @@ class VerdictCache:
     def put(self, v: RunVerdict, resource: bytes | None = None) -> None:
         """Keep ``v``, with its root's ``resource`` (None: the one kept before, if any)."""
         key = tuple(v.key)  # a plain tuple key: equal to the RunKey, and untracked
-        untrack_acyclic(v)
         with self._lock:
             if resource is None:
                 old = self._items.get(key)
                 resource = old[1] if old else b""
-            self._items[key] = untrack_acyclic((v, resource))
+            self._items[key] = untrack_acyclic((v, resource))  # the verdict with it
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)

@@ -26,15 +26,16 @@ use pyo3::types::{PyBytes, PyString, PyTuple};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::python::guard::guarded;
-use crate::wire::put_varint;
+use crate::wire::{put_len_field, put_len_head};
 
-const SPAN_ATTRIBUTES_KEY: u8 = 9 << 3 | 2;
-const SPAN_EVENTS_KEY: u8 = 11 << 3 | 2;
-const KEY_VALUE_KEY: u8 = 1 << 3 | 2;
-const KEY_VALUE_VALUE: u8 = 2 << 3 | 2;
-const ANY_VALUE_STRING: u8 = 1 << 3 | 2;
-const EVENT_TIME: u8 = 1 << 3 | 1; // fixed64
-const EVENT_NAME: u8 = 2 << 3 | 2;
+// field numbers of opentelemetry/proto/trace/v1/trace.proto and common.proto
+const SPAN_ATTRIBUTES: u64 = 9;
+const SPAN_EVENTS: u64 = 11;
+const KEY_VALUE_KEY: u64 = 1;
+const KEY_VALUE_VALUE: u64 = 2;
+const ANY_VALUE_STRING: u64 = 1;
+const EVENT_TIME_KEY: u8 = 1 << 3 | 1; // Span.Event's time_unix_nano: field 1, a fixed64
+const EVENT_NAME: u64 = 2;
 const RUN_ID_KEY: &str = "faultgate.run_id";
 const EVENT: &str = "gen_ai.evaluation.result";
 
@@ -93,20 +94,14 @@ fn plain<'a>(obj: &'a Bound<'_, PyAny>) -> Option<&'a str> {
     unsafe { obj.downcast_unchecked::<PyString>() }.to_str().ok()
 }
 
-fn put_field(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
-    out.push(tag);
-    put_varint(out, body.len() as u64);
-    out.extend_from_slice(body);
-}
-
 /// One `Span.attributes` field holding a string value, as upb writes it.
 fn string_attribute(out: &mut Vec<u8>, key: &str, value: &str) {
     let mut any = Vec::with_capacity(value.len() + 4);
-    put_field(&mut any, ANY_VALUE_STRING, value.as_bytes());
+    put_len_field(&mut any, ANY_VALUE_STRING, value.as_bytes());
     let mut kv = Vec::with_capacity(key.len() + any.len() + 8);
-    put_field(&mut kv, KEY_VALUE_KEY, key.as_bytes());
-    put_field(&mut kv, KEY_VALUE_VALUE, &any);
-    put_field(out, SPAN_ATTRIBUTES_KEY, &kv);
+    put_len_field(&mut kv, KEY_VALUE_KEY, key.as_bytes());
+    put_len_field(&mut kv, KEY_VALUE_VALUE, &any);
+    put_len_field(out, SPAN_ATTRIBUTES, &kv);
 }
 
 impl VerdictAnnex {
@@ -159,10 +154,10 @@ impl VerdictAnnex {
         match when.extract::<u64>() {
             Ok(t) => {
                 if t != 0 {
-                    head.push(EVENT_TIME);
+                    head.push(EVENT_TIME_KEY);
                     head.extend_from_slice(&t.to_le_bytes());
                 }
-                put_field(&mut head, EVENT_NAME, EVENT.as_bytes());
+                put_len_field(&mut head, EVENT_NAME, EVENT.as_bytes());
             }
             Err(_) => head.extend_from_slice(self.make.head.bind(py).call1((when,))?.downcast::<PyBytes>()?.as_bytes()),
         }
@@ -266,8 +261,7 @@ impl VerdictAnnex {
                 let attrs = self.piece(py, kept.then_some(key.as_slice()),
                                        || self.make.evaluation.bind(py).call1((&r, &digest)))?;
                 let attrs = attrs.as_bytes(py);
-                out.push(SPAN_EVENTS_KEY);
-                put_varint(&mut out, (head.len() + attrs.len()) as u64);
+                put_len_head(&mut out, SPAN_EVENTS, head.len() + attrs.len());
                 out.extend_from_slice(&head);
                 out.extend_from_slice(attrs);
             }

@@ -25,7 +25,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::python::guard::guarded;
-use crate::wire::{put_varint, utf8, Fields, Result, Value};
+use crate::wire::{put_len_field, utf8, Fields, Result, Value};
 
 const REQUEST_RESOURCE_SPANS: u64 = 1;
 const RESOURCE_SPANS_RESOURCE: u64 = 1;
@@ -61,14 +61,6 @@ impl Numbering<'_> {
     fn done(&self) -> bool {
         self.at == self.marked.len()
     }
-}
-
-/// A length-delimited field of one message, rewritten: its tag (field ``number``, wire
-/// type 2), the new length, the new body.
-fn put_message(out: &mut Vec<u8>, number: u64, body: &[u8]) {
-    put_varint(out, number << 3 | 2);
-    put_varint(out, body.len() as u64);
-    out.extend_from_slice(body);
 }
 
 /// A message's bytes copied with some of its fields cut out (and something written in
@@ -110,7 +102,7 @@ fn rewrite<'a>(msg: &'a [u8], number: u64,
     while let Some((at, k, v)) = f.next_at()? {
         if let (true, Value::Bytes(b)) = (k == number, v) {
             if let Some(body) = child(b)? {
-                put_message(splice.cut(at, f.offset()), number, &body);
+                put_len_field(splice.cut(at, f.offset()), number, &body);
             }
         }
     }
