@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from faultgate_stream import __version__
 from faultgate_stream.model.reason import Reason
-from faultgate_stream.model.verdict import UNDECIDED, RunVerdict
+from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, RunVerdict, Severity
 from faultgate_stream.verdict.redact import safe_key
 
 Redact = Callable[[str], str]
@@ -78,39 +78,77 @@ class Report(NamedTuple):
 
     def to_dict(self, redact: Redact | None) -> dict[str, Any]:
         mask = _once_per_text(redact) if redact else _unmasked
+        rounded = _rounded()
         results: list[dict[str, Any]] = []
         runs: list[dict[str, Any]] = []
+        fired = dict.fromkeys(self.checks, 0)
+        failed_traces: set[str] = set()
+        undecided_runs = 0
         for v in self.verdicts:
-            # what every row of a run repeats, worked out once per run
-            trace_id, run_id, completion = v.key.trace_id, str(v.key), v.completion.value
+            # what every row of a run repeats, and the run's own verdict, worked out once per
+            # run: RunVerdict's properties walk the results on every call
+            trace_id, run_id, completion, steps = v.key.trace_id, str(v.key), v.completion.value, v.steps
             scenario = safe_key(v.scenario, mask if redact else None)
+            fired_checks, undecided_checks = [], []
             for r in v.results:
+                if r.fired:
+                    fired_checks.append(r.check)
+                    fired[r.check] += 1
+                elif r.undecided:
+                    undecided_checks.append(r.check)
                 results.append({"trace_id": trace_id, "scenario": scenario, "check": r.check,
-                                "detected": None if r.undecided else r.fired, "confidence": round(r.confidence, 4), "reason": mask(r.reason),
-                                "run_id": run_id, "completion": completion, "steps": v.steps,
-                                "severity": r.severity.value})
+                                "detected": None if r.undecided else r.fired, "confidence": rounded(r.confidence),
+                                "reason": mask(r.reason), "run_id": run_id, "completion": completion,
+                                "steps": steps, "severity": _SEVERITY[r.severity]})
+            # RunVerdict.verdict's rule, from the lists just made
+            verdict = FAILED if fired_checks else UNDECIDED if undecided_checks else CLEAN
+            if fired_checks:
+                failed_traces.add(trace_id)
+            undecided_runs += verdict == UNDECIDED
             runs.append({"run_id": run_id, "trace_id": trace_id, "root_span_id": v.key.root_span_id,
                          "scenario": scenario, "agent": mask(v.agent), "agent_version": mask(v.agent_version),
-                         "completion": completion, "clean": v.clean, "verdict": v.verdict,
-                         "steps": v.steps, "spans": v.spans,
-                         "fired": [r.check for r in v.fired], "undecided": [r.check for r in v.undecided]})
+                         "completion": completion, "clean": verdict == CLEAN, "verdict": verdict,
+                         "steps": steps, "spans": v.spans, "fired": fired_checks, "undecided": undecided_checks})
+        trace_ids = self.trace_ids
         out: dict[str, Any] = {
             "judge": self.judge,
             "checks": self.checks,
             "redaction": self.redaction if redact else "off",
-            "traces": len(self.trace_ids),
-            "failed_traces": self.failed_traces,
-            "fired": self.fired,
+            "traces": len(trace_ids),
+            "failed_traces": [t for t in trace_ids if t in failed_traces],
+            "fired": fired,
             "measures": {v.key.trace_id: v.measures for v in self.verdicts},
             "results": results,
             "runs": runs,
-            "undecided_runs": len(self.undecided_runs),
+            "undecided_runs": undecided_runs,
             "faultgate_stream_version": __version__,
         }
         outcome = self.outcome()
         if outcome is not None:
             out["outcome"] = outcome
         return out
+
+
+# A severity's text by dictionary: an enum member's ``.value`` is a descriptor call.
+_SEVERITY = {s: s.value for s in Severity}
+
+
+def _rounded() -> Callable[[float], float]:
+    """``round(x, 4)``, asked once per distinct confidence of a report: round() to a number
+    of digits goes through a decimal string, and a report repeats a few confidences row
+    after row. Only non-zero floats are kept: a dict would take ``1`` for ``1.0`` and
+    ``-0.0`` for ``0.0``, which round, and the report, keep apart."""
+    kept: dict[float, float] = {}
+
+    def rounded(x: float) -> float:
+        if type(x) is not float or not x:
+            return round(x, 4)
+        r = kept.get(x)
+        if r is None:
+            r = kept[x] = round(x, 4)
+        return r
+
+    return rounded
 
 
 def _unmasked(text: str) -> str:

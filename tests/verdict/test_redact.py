@@ -211,6 +211,27 @@ def test_the_cheap_substring_gates_never_skip_a_match(text: str) -> None:
     assert redact(text) == ungated
 
 
+_GATE_WORDS = ["PRIVATE KEY-----", "secret", "SECRET", "eyJ", "bearer ", "BeArEr ", "sk-", "xoxb-", "xapp-",
+               "rk_", "ghp_", "gh", "_", "hf_", "ya29.", "SG.", "AKIA", "ASIA", "AIza", "@", "::", ":", "/", "+",
+               ".", "-", "1", "12", "1234", "123456789", "\u0663\u0664", "answered", " "]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.lists(st.sampled_from(_GATE_WORDS), max_size=12).map("".join),
+                 st.text(alphabet="0123456789 .-:+/()@_abcdefghjkorsxyAEGIKPRSTVYJ", max_size=60), _prose))
+def test_the_one_scan_before_the_gates_never_says_none_opens_when_one_does(text: str) -> None:
+    # _no_gate_opens skips all thirteen gates: it must be a superset of every one of them
+    digits = redact_module._count_digits(text)
+    opened = [r.tag for r in redact_module._RULES if r.could_match(text, digits)]
+    assert not (opened and redact_module._no_gate_opens(text, digits)), (text, opened)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_digits_are_counted_as_the_patterns_read_them(text: str) -> None:
+    assert redact_module._count_digits(text) == sum(ch.isdecimal() for ch in text)
+
+
 # --- worst-case inputs ------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", [
