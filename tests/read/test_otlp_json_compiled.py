@@ -258,3 +258,21 @@ def test_the_number_marker_escaped_is_an_ordinary_key_too():
     text = json.dumps(_doc_of({"attributes": [{"key": "k", "value": {"$serde_json::private::Number": "2"}}]}))
     same_as_the_python_reader(text.replace("$serde", "\\u0024serde").encode(), must_take_bytes=True)
     assert payload.loads('{"\\u0024serde_json::private::Number": "1"}') == {"$serde_json::private::Number": "1"}
+
+
+def test_a_tree_read_from_python_objects_gives_back_every_reference_it_took():
+    """read_doc keeps the Python objects it cannot hold as Rust values (a lone surrogate, an
+    int past 64 bits, a value nested past its limit) in an arena for the read: each must be
+    released when the read is over, refused or not, or every such file would leak them."""
+    import sys
+
+    surrogate, big = "\ud800 x" + "y" * 20, 10 ** 30
+    doc = _doc_of({"attributes": [{"key": "s", "value": {"stringValue": surrogate}},
+                                  {"key": "n", "value": {"intValue": big}}]})
+    bad = _doc_of({"attributes": [{"key": "n", "value": {"intValue": big}}], "startTimeUnixNano": surrogate})
+    before = sys.getrefcount(surrogate), sys.getrefcount(big)
+    for _ in range(50):
+        otlp_json._READER.read_doc(doc)
+        with pytest.raises(ValueError):
+            otlp_json._READER.read_doc(bad)
+    assert (sys.getrefcount(surrogate), sys.getrefcount(big)) == before
