@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from faultgate_stream.model.verdict import CheckResult, RunVerdict
+from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, CheckResult, RunVerdict, verdict_of
 
-CLEAN, FAILED, UNDECIDED = "clean", "failed", "undecided"
 POLICY = "policy"
 MEASURES = ("tokens", "latency_ms", "cost_usd")
 
@@ -39,8 +38,7 @@ def shadow_run(verdict: RunVerdict, shadow: tuple[CheckResult, ...]) -> GateRun:
     replace the active results of the same check name."""
     replaced = {r.check for r in shadow}
     results = tuple(r for r in verdict.results if r.check not in replaced) + shadow
-    outcome = (FAILED if any(r.fired for r in results) else
-               UNDECIDED if any(getattr(r, "undecided", False) for r in results) else CLEAN)
+    outcome = verdict_of(any(r.fired for r in results), any(getattr(r, "undecided", False) for r in results))
     return GateRun(verdict.scenario, verdict.key.trace_id, outcome, _policy_fired(results), verdict.measures)
 
 

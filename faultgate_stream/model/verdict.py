@@ -23,6 +23,13 @@ CLEAN, FAILED, UNDECIDED = "clean", "failed", "undecided"
 VERDICTS = (CLEAN, FAILED, UNDECIDED)
 
 
+def verdict_of(fired: bool, undecided: bool) -> str:
+    """A run's verdict from whether a check fired and whether one could not see its input:
+    ``failed`` when a check fired; else ``undecided`` when one could not tell; else
+    ``clean``. An undecided run is never reported clean."""
+    return FAILED if fired else UNDECIDED if undecided else CLEAN
+
+
 class Severity(enum.Enum):
     """luckrate's severities: hard fails a build, soft is a budget, warn is worth a look."""
 
@@ -124,11 +131,10 @@ class RunVerdict(NamedTuple):
 
     @property
     def verdict(self) -> str:
-        """``failed`` when a check fired; else ``undecided`` when a check could not see its
-        input; else ``clean``. An undecided run is never reported clean."""
+        """``verdict_of`` the run's results."""
         if self.failed:
             return FAILED
-        return UNDECIDED if any(r.undecided for r in self.results) else CLEAN
+        return verdict_of(False, any(r.undecided for r in self.results))
 
     @property
     def clean(self) -> bool:

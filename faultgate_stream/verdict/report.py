@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from faultgate_stream import __version__
 from faultgate_stream.model.reason import Reason
-from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, RunVerdict, Severity
+from faultgate_stream.model.verdict import CLEAN, UNDECIDED, RunVerdict, Severity, verdict_of
 from faultgate_stream.verdict.redact import safe_key
 
 Redact = Callable[[str], str]
@@ -100,8 +100,7 @@ class Report(NamedTuple):
                                 "detected": None if r.undecided else r.fired, "confidence": rounded(r.confidence),
                                 "reason": mask(r.reason), "run_id": run_id, "completion": completion,
                                 "steps": steps, "severity": _SEVERITY[r.severity]})
-            # RunVerdict.verdict's rule, from the lists just made
-            verdict = FAILED if fired_checks else UNDECIDED if undecided_checks else CLEAN
+            verdict = verdict_of(bool(fired_checks), bool(undecided_checks))
             if fired_checks:
                 failed_traces.add(trace_id)
             undecided_runs += verdict == UNDECIDED
