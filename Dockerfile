@@ -14,6 +14,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY native ./native
 COPY faultgate_stream ./faultgate_stream
+# Built without the profile scripts/setup.sh builds with (scripts/native_profile.sh: an
+# instrumented build trained on the bundled examples): correct the same, about 13% more
+# instructions per live span.
 RUN maturin build --release --out /wheels
 
 # ---- build: a virtualenv with that wheel and its dependencies (wheels where there are)

@@ -32,6 +32,12 @@ fi
 # every start compiles the package again (~110 ms, measured, of a `check` of one file).
 # A module edited since is recompiled from its newer source, never run stale.
 compile_package() { .venv/bin/python -m compileall -q faultgate_stream >/dev/null; }
+# The compiled module is built with a profile of its own workload when one can be made
+# (scripts/native_profile.sh: rustup's llvm-tools, cached under ~/.cache/faultgate-stream).
+profile=$(bash scripts/native_profile.sh)
+if [ -n "$profile" ]; then
+  export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-Cprofile-use=$profile"
+fi
 if [ "${1:-}" = "--package-only" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
   compile_package
