@@ -596,20 +596,30 @@ impl<'t, 'py> Walk<'t, 'py> {
         Ok(out)
     }
 
-    /// A time field: ``int(x or 0)``, refused when it is not an integer.
-    fn time(&mut self, s: &'t Node, field: &str, where_: &dyn Fn() -> String) -> Res<Bound<'py, PyAny>> {
+    /// A time field: ``int(x or 0)``, refused when it is not an integer; with whether it is
+    /// known to be a nanosecond time already (plain digits, or a JSON number in u64), which
+    /// spares the caller converting it back to check.
+    fn time(&mut self, s: &'t Node, field: &str, where_: &dyn Fn() -> String) -> Res<(Bound<'py, PyAny>, bool)> {
         let py = self.py;
         let raw = s.get(field);
         match raw {
-            Some(n) if n.truthy() => match self.int(n) {
-                Ok(x) => Ok(x),
-                Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py)
-                    || e.is_instance_of::<PyOverflowError>(py) => {
-                    Err(Fail::Input(format!("{}.{field}: {} is not an integer", where_(), self.repr(raw)?)))
+            Some(n) if n.truthy() => {
+                let known = match n {
+                    Node::UInt(_) => true,
+                    Node::Int(x) => *x >= 0,
+                    Node::Str(t) => !t.is_empty() && t.len() <= 19 && t.bytes().all(|c| c.is_ascii_digit()),
+                    _ => false,
+                };
+                match self.int(n) {
+                    Ok(x) => Ok((x, known)),
+                    Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py)
+                        || e.is_instance_of::<PyOverflowError>(py) => {
+                        Err(Fail::Input(format!("{}.{field}: {} is not an integer", where_(), self.repr(raw)?)))
+                    }
+                    Err(e) => Err(e.into()),
                 }
-                Err(e) => Err(e.into()),
-            },
-            _ => Ok(0i64.into_pyobject(py)?.into_any()),
+            }
+            _ => Ok((0i64.into_pyobject(py)?.into_any(), true)),
         }
     }
 
@@ -677,10 +687,10 @@ impl<'t, 'py> Walk<'t, 'py> {
             Some(_) => return Err(Fail::Input(format!("{}.status: expected an object", where_()))),
         };
         let name = self.str_text(s.get("name"))?;
-        let start = self.time(s, "startTimeUnixNano", &where_)?;
-        let end = self.time(s, "endTimeUnixNano", &where_)?;
-        for (field, t) in [("startTimeUnixNano", &start), ("endTimeUnixNano", &end)] {
-            if t.extract::<u64>().is_err() {
+        let (start, start_known) = self.time(s, "startTimeUnixNano", &where_)?;
+        let (end, end_known) = self.time(s, "endTimeUnixNano", &where_)?;
+        for (field, t, known) in [("startTimeUnixNano", &start, start_known), ("endTimeUnixNano", &end, end_known)] {
+            if !known && t.extract::<u64>().is_err() {
                 let r = self.repr(s.get(field))?;
                 return Err(Fail::Input(format!("{}.{field}: {r} is not a nanosecond time (0 to 2^64-1)", where_())));
             }
