@@ -290,10 +290,13 @@ def test_their_mutants_are_refused_as_upb_refuses_them(request, seed):
 
 def test_the_mutants_meet_both_answers():
     """The mutations reach refusals and acceptances alike (a generator whose mutants upb
-    always refused would test only the refusing half)."""
+    always refused would test only the refusing half). Derandomized: a count over random
+    examples fell under its bound once in many runs (39 of 600 accepted), which said
+    nothing about the generator."""
     seen = {True: 0, False: 0}
 
-    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+              derandomize=True)
     @given(requests, st.integers(0, 2**32))
     def count(request, seed):
         rng = random.Random(seed)
