@@ -32,7 +32,7 @@ class Truncation(Check):
             if run.answer_not_captured:
                 return self.undecided(run.answer_not_captured)
             return self.result(False, "no answer to grade")
-        if expected.lower() in answer.lower():
+        if expected.lower() in run.answer_folded:
             return self.result(False, "expected answer present in full")
         head = _HEAD_SPLIT.split(expected, maxsplit=1)[0]
         if len(head) >= MIN_HEAD and head != expected and re.search(rf"\b{re.escape(head)}\b", answer, re.I):

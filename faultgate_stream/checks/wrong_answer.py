@@ -26,5 +26,5 @@ class WrongAnswer(Check):
             if run.answer_not_captured:
                 return self.undecided(run.answer_not_captured)
             return self.result(False, "no answer to grade")
-        ok = expected.lower() in answer.lower()
+        ok = expected.lower() in run.answer_folded
         return self.result(not ok, f"expected {expected!r} {'found' if ok else 'not found'} in answer")

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             (found,) = read_files([path], args.format)  # a run's file: spans, and content in logs
             # each baseline file is a run of the suite of its own: checks built afresh, so a
             # windowed budget never counts one file's sessions into another's
-            these = [gate_run(v) for v in check_spans([found.spans], checks_from_args(args), [found.contents])]
+            these = [gate_run(v) for v in check_spans([found.spans], checks_from_args(args), [found.contents], early=False)]
             rate = run_clean_rate(these)
             print(f"{path}: {len(these)} traces · clean rate "
                   f"{'n/a' if rate is None else f'{rate:.2f}'} · {time.perf_counter() - t0:.1f}s")

@@ -64,8 +64,12 @@ class Evaluator:
     """A ``RunConsumer``: the assembler's next stage."""
 
     def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer, *,
-                 telemetry: Telemetry | None = None, decided: DecidedRuns | None = None) -> None:
+                 telemetry: Telemetry | None = None, decided: DecidedRuns | None = None,
+                 early: bool = True) -> None:
         self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
+        # Without early findings (the offline command: no one hears of a run before its
+        # verdict) no span is observed; every verdict is ``finish``'s alone either way.
+        self._watch = early
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
         self._observing_memo: tuple[Ruleset, tuple[int, ...]] | None = None
@@ -93,10 +97,13 @@ class Evaluator:
         try:
             return check.finish(state, run)
         except Exception as e:
-            self._failed(check, "finish", run.key)
-            return CheckResult(check.name, False, 0.0,
-                               f"undecided: the check failed on this run ({type(e).__name__}, an internal error)",
-                               check.severity, check.kind)
+            return self._failed_result(check, run, e)
+
+    def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
+        self._failed(check, "finish", run.key)
+        return CheckResult(check.name, False, 0.0,
+                           f"undecided: the check failed on this run ({type(e).__name__}, an internal error)",
+                           check.severity, check.kind)
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -138,6 +145,8 @@ class Evaluator:
         """The spans the assembler accepted from one batch, in arrival order: each is
         observed by the checks that look at spans as they arrive (``observe``), and by those
         bound to its agent; an early finding is passed on at once."""
+        if not self._watch:
+            return
         traces = self._traces
         tid = st = None
         watching: tuple = ()
@@ -225,7 +234,13 @@ class Evaluator:
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
         if not rs.bindings:
-            return tuple(self._finish(c, state, run) for c, state in zip(rs.checks, st.states))
+            results = []
+            for c, state in zip(rs.checks, st.states):
+                try:  # ``_finish`` inlined: the one loop every run goes through
+                    results.append(c.finish(state, run))
+                except Exception as e:
+                    results.append(self._failed_result(c, run, e))
+            return tuple(results)
         views = agent_views(run)
         top_bound = {c.name for c in rs.bound(run.agent)}
         # a check bound to the top agent replaces the every-run check of the same name

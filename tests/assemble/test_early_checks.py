@@ -88,3 +88,32 @@ def test_the_agent_index_is_built_only_for_a_ruleset_that_binds_checks_to_agents
     binding = Evaluator(Ruleset((), (Binding(("agent",), (Watching(),), "t"),)), VerdictList())
     binding.spans_arrived([agent(t)])
     assert binding._traces[t].agents is not None  # noqa: SLF001
+
+
+def test_without_early_findings_no_span_is_observed_and_every_result_is_the_same():
+    """``check_spans(..., early=False)``, as the ``check`` command runs: the checks' states
+    are never shown a span, the verdicts carry no early findings, and every result is what
+    the observed pass gives (``finish`` decides alone), on the gate files with their golden
+    answers and on runs where a check fires early."""
+    from faultgate_stream.checks.expectations import Golden
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.pipeline import check_spans
+    from faultgate_stream.read.files import read_file
+    from tests.conftest import CORPUS
+
+    gate = CORPUS / "faultgate-0.4.1" / "examples" / "gate"
+    inputs = [read_file(str(f))[1] for f in sorted(gate.glob("*_*.json"))] + [_traces(3)]
+    assert len(inputs) >= 5
+    fired_early = 0
+    for spans in inputs:
+        watched, unwatched = Watching(), Watching()
+        golden = Golden.load(str(gate / "golden.json"))
+        seen = check_spans([spans], [*select(golden=golden), watched])
+        unseen = check_spans([spans], [*select(golden=golden), unwatched], early=False)
+        assert watched.seen and not unwatched.seen
+        assert [v.key for v in seen] == [v.key for v in unseen]
+        for a, b in zip(seen, unseen):
+            assert a.results[:-1] == b.results[:-1]  # the last is Watching's, which counts what it saw
+            assert b.early == ()
+            fired_early += bool(a.early)
+    assert fired_early >= 3  # _traces' runs: Watching fires on their `boom` call

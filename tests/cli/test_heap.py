@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import json
 
 from faultgate_stream.cli import heap
 
@@ -137,5 +138,63 @@ def test_the_tickers_own_middle_collections_never_turn_an_automatic_one_into_a_f
     finally:
         if callback in gc.callbacks:
             gc.callbacks.remove(callback)
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def _check_files() -> list:
+    from tests.conftest import CORPUS
+
+    examples = CORPUS / "faultgate-0.4.1" / "examples"
+    return sorted((examples / "gate").glob("*_run*.json")) + sorted((examples / "gate").glob("candidate_*.json")) + \
+        sorted((examples / "formats").glob("*.json")) + [examples / "traces.json"]
+
+
+def test_the_offline_command_makes_no_reference_cycles_so_its_collector_can_wait(tmp_path):
+    """``one_pass`` lets the young collections of a pass wait for 10,000 objects, and full
+    ones for exit: what waits is cyclic garbage only. With the collector off, a pass of the
+    engine (read, check, report) leaves nothing for a collection to free, and the whole
+    command the same handful whatever the file (json.dump's indenting encoder: closures
+    that refer to each other, once per report written)."""
+    from faultgate_stream.checks.expectations import Golden
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.cli.main import main
+    from faultgate_stream.pipeline import check_spans
+    from faultgate_stream.read.files import read_file
+    from faultgate_stream.verdict.redact import get_redactor
+    from faultgate_stream.verdict.report import Report
+    from tests.conftest import CORPUS
+
+    golden = CORPUS / "faultgate-0.4.1" / "examples" / "gate" / "golden.json"
+    files = _check_files()
+    assert len(files) >= 8
+    redactor = get_redactor("builtin")
+
+    def engine(f):
+        checks = select(golden=Golden.load(str(golden)))
+        report = Report([c.name for c in checks], check_spans([read_file(str(f))[1]], checks), redactor.name)
+        return report.to_dict(redactor)
+
+    def command(f):
+        rc = main(["check", str(f), "--golden", str(golden), "--json", str(tmp_path / "r.json")])
+        assert rc in (0, 1), f
+        return json.loads((tmp_path / "r.json").read_text())
+
+    before = gc.get_threshold()
+    command(files[0])  # lazy imports, compiled patterns: once per process
+    gc.collect()
+    gc.disable()
+    try:
+        passes, commands = {}, {}
+        for f in files:
+            assert engine(f)["results"], f
+            passes[f.name] = gc.collect()
+            assert command(f)["results"], f
+            commands[f.name] = gc.collect()
+        assert passes == dict.fromkeys(passes, 0)
+        assert len(set(commands.values())) == 1 and max(commands.values()) < 100, commands
+        assert gc.get_threshold() == heap.BACKSTOP  # what the command set for its pass
+    finally:
+        gc.enable()
         gc.unfreeze()
         gc.set_threshold(*before)
