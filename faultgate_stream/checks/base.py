@@ -8,7 +8,10 @@ verdict when the run completes.
 
 Fire early only on facts no later span can undo (a denied argument, a cut-off model
 output). Decide anything order-dependent in ``finish``, over ``run.steps``, which are
-sorted by start time, so the order spans arrived in cannot change the answer.
+sorted by start time, so the order spans arrived in cannot change the answer. What
+``observe`` keeps in the state may save ``finish`` work, never change its answer: where no
+one hears early findings (the offline command, ``check_spans(..., early=False)``) no span
+is observed, and ``finish`` gets the fresh state ``start()`` made.
 """
 from __future__ import annotations
 
