@@ -67,10 +67,10 @@ def _faultgate_engine():
 def _stream_engine():
     from faultgate_stream.checks.expectations import Golden
     from faultgate_stream.checks.registry import select
+    from faultgate_stream.cli import heap
     from faultgate_stream.pipeline import check_spans
     from faultgate_stream.read.files import read_file
     from faultgate_stream.verdict.redact import get_redactor
-    from faultgate_stream.cli import heap
     from faultgate_stream.verdict.report import Report
 
     redactor = get_redactor("builtin")
