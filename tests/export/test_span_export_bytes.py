@@ -13,7 +13,6 @@ from bench.live import Requests, build_template
 from faultgate_stream import _native
 from faultgate_stream import config as service_config
 from faultgate_stream.export.spans import annotate
-from faultgate_stream.export.spans.wire import Framing
 from faultgate_stream.model.clock import ManualClock
 from faultgate_stream.model.reason import quoted, reason
 from faultgate_stream.model.records import RunKey
@@ -27,7 +26,6 @@ from tests.export.verdicts import SECRET, verdicts
 REDACT = get_redactor("builtin")
 # shared by every example: a piece kept for one verdict is what a later one gets back
 SHARED = annotate.VerdictBytes(REDACT)
-FRAMING = Framing()
 
 
 def _outcome(make):
@@ -82,8 +80,11 @@ def test_a_roots_verdict_bytes_are_protobufs_encoding_of_its_attributes_and_even
        st.sampled_from((b"", b"s" * 3, b"s" * 200)), st.sampled_from(("", "https://scope")),
        st.integers(0, 20_000).map(lambda n: b"x" * n))
 def test_a_released_span_is_framed_as_before(resource, resource_schema, scope, scope_schema, span):
-    assert FRAMING.entry(resource, resource_schema, scope, scope_schema, span) == \
-        oracle.resource_spans_entry(resource, resource_schema, scope, scope_schema, span)
+    want = oracle.resource_spans_entry(resource, resource_schema, scope, scope_schema, span)
+    assert _native.span_entry(resource, resource_schema, scope, scope_schema, span) == want
+    # the verdict's annex goes after the span's own bytes, inside the same span field
+    for cut in {0, len(span) // 3, len(span)}:
+        assert _native.span_entry(resource, resource_schema, scope, scope_schema, span[:cut], span[cut:]) == want
 
 
 def test_two_quoted_reasons_equal_as_text_are_each_masked_whole_not_served_from_the_other():

@@ -9,7 +9,6 @@ from faultgate_stream.export.spans.cache import VerdictCache
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.spans.held import HeldSpans
 from faultgate_stream.export.spans.queue import SendQueue
-from faultgate_stream.export.spans.wire import Framing
 from faultgate_stream.model.telemetry import Telemetry
 
 
@@ -21,9 +20,8 @@ class ExportState:
     queue: SendQueue
     held: HeldSpans
     cache: VerdictCache
-    framing: Framing  # the wire framing around released spans, kept per resource and scope
 
     @classmethod
     def build(cls, config: SpansExportConfig, telemetry: Telemetry, redact: Callable[[str], str]) -> "ExportState":
         return cls(config, telemetry, redact, SendQueue(config.queue_spans, retry_after_s=1.0), HeldSpans(),
-                   VerdictCache(), Framing())
+                   VerdictCache())
