@@ -4,7 +4,9 @@ A check is built once from validated options and shared by every run; it keeps n
 of its own. For each trace in flight the engine calls ``start()`` once and keeps what it
 returns; ``observe(state, span)`` is called for each span as it arrives, in arrival order,
 and may return the reason for an *early* finding; ``finish(state, run)`` gives the
-verdict when the run completes.
+verdict when the run completes. The evaluator observes a batch's spans one trace's
+stretch at a time, through ``observe_spans``: ``observe`` over each span of the stretch in
+order, the first early finding returned; a check may override it with one compiled call.
 
 Fire early only on facts no later span can undo (a denied argument, a cut-off model
 output). Decide anything order-dependent in ``finish``, over ``run.steps``, which are
@@ -16,6 +18,7 @@ is observed, and ``finish`` gets the fresh state ``start()`` made.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from faultgate_stream.model.records import SpanRecord
@@ -37,6 +40,17 @@ class Check(ABC):
 
     def observe(self, state: Any, span: SpanRecord) -> str | None:
         return None
+
+    def observe_spans(self, state: Any, spans: Sequence[SpanRecord], lo: int, hi: int) -> tuple[int, str] | None:
+        """``observe`` on ``spans[lo:hi]`` (spans of one trace, in arrival order), every one
+        of them: the first that fired, as (its index, the reason), or None."""
+        first = None
+        observe = self.observe
+        for i in range(lo, hi):
+            reason = observe(state, spans[i])
+            if reason and first is None:
+                first = (i, reason)
+        return first
 
     @abstractmethod
     def finish(self, state: Any, run: Run) -> CheckResult:

@@ -28,8 +28,10 @@ class ContextOverflow(Check):
     def __init__(self) -> None:
         self._outcomes = _native.Outcomes(CheckResult, self.name, self.severity, self.kind)
 
-    # observe(state, span) is the compiled function itself: no Python frame per span
+    # observe(state, span) and observe_spans are the compiled functions themselves: no
+    # Python frame per span
     observe = staticmethod(_native.context_overflow_observe)
+    observe_spans = staticmethod(_native.context_overflow_observe_spans)
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         return _native.context_overflow(run, self._outcomes)

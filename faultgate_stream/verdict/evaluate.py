@@ -20,6 +20,7 @@ import threading
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from faultgate_stream._native import trace_stretches
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.consumers import VerdictConsumer
@@ -30,6 +31,7 @@ from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
 _SPAN_ID, _END_NS = (itemgetter(SpanRecord._fields.index(f)) for f in ("span_id", "end_ns"))
+_FIRST = itemgetter(0)
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -139,26 +141,53 @@ class Evaluator:
         return str(named) if named else None
 
     def span_arrived(self, span: SpanRecord) -> None:
-        self.spans_arrived((span,))
+        self.spans_arrived([span])
 
     def spans_arrived(self, spans: list[SpanRecord]) -> None:
         """The spans the assembler accepted from one batch, in arrival order: each is
         observed by the checks that look at spans as they arrive (``observe``), and by those
-        bound to its agent; an early finding is passed on at once."""
+        bound to its agent; an early finding is passed on at once.
+
+        A batch's spans mostly come a trace at a time: each trace's stretch of them is
+        observed by one ``observe_spans`` call per check (for the default checks one
+        compiled call, where a Python loop turn and a call per span and check were ~4% of a
+        live span's CPU), and its findings passed on in the order observing the spans one
+        at a time finds them (by span, then by check). A check that raises is counted once
+        for the stretch and observes no more of it. With checks bound to agents, a stretch
+        is observed span by span, each span by the every-run checks, then by its agent's."""
         if not self._watch:
             return
         traces = self._traces
-        tid = st = None
-        watching: tuple = ()
-        bound = False
-        for span in spans:
-            if span.trace_id != tid:  # a batch's spans mostly come a trace at a time
-                tid = span.trace_id
-                st = traces.get(tid)
-                if st is None:
-                    st = self._state(tid)
-                watching, bound = st.watching, bool(st.ruleset.bindings)
-            for check, state in watching:
+        lo = 0
+        for hi in trace_stretches(spans):
+            tid = spans[lo].trace_id
+            st = traces.get(tid)
+            if st is None:
+                st = self._state(tid)
+            if st.ruleset.bindings:
+                self._observe_one_by_one(st, spans, lo, hi)
+                lo = hi
+                continue
+            found = []
+            for check, state in st.watching:
+                try:
+                    first = check.observe_spans(state, spans, lo, hi)
+                except Exception:
+                    self._failed(check, "observe", tid)
+                    continue
+                if first is not None:
+                    found.append((first[0], first[1], check))
+            if len(found) > 1:
+                found.sort(key=_FIRST)  # stable: at one span, in check order
+            for i, reason, check in found:
+                self._early(st, check, reason, spans[i], "")
+            lo = hi
+
+    def _observe_one_by_one(self, st: _TraceState, spans: list[SpanRecord], lo: int, hi: int) -> None:
+        tid = spans[lo].trace_id
+        for i in range(lo, hi):
+            span = spans[i]
+            for check, state in st.watching:
                 try:
                     reason = check.observe(state, span)
                 except Exception:
@@ -166,8 +195,7 @@ class Evaluator:
                     continue
                 if reason:
                     self._early(st, check, reason, span, "")
-            if bound:
-                self._observe_bound(st, span)
+            self._observe_bound(st, span)
 
     def _observe_bound(self, st: _TraceState, span: SpanRecord) -> None:
         """The checks bound to the span's agent observe it, each with its own state."""

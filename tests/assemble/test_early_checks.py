@@ -12,7 +12,7 @@ from faultgate_stream.checks.base import Check
 from faultgate_stream.model.clock import ManualClock
 from faultgate_stream.model.verdict import CheckResult
 from faultgate_stream.pipeline import VerdictList
-from faultgate_stream.testing import agent, tool, trace_id
+from faultgate_stream.testing import agent, span, tool, trace_id
 from faultgate_stream.verdict.evaluate import Evaluator
 from faultgate_stream.verdict.ruleset import Binding, Ruleset
 
@@ -117,3 +117,53 @@ def test_without_early_findings_no_span_is_observed_and_every_result_is_the_same
             assert b.early == ()
             fired_early += bool(a.early)
     assert fired_early >= 3  # _traces' runs: Watching fires on their `boom` call
+
+
+def _firing_traces(n: int) -> list:
+    """Runs where the default checks that observe spans fire early: a denied argument
+    (policy), a provider's context-limit error (context_overflow), both on one span, or
+    each on its own span in either order."""
+    out = []
+    denied, overflow = {"path": "../../etc/passwd"}, "This model's maximum context length is 8192 tokens"
+    for i in range(n):
+        t = trace_id()
+        root = agent(t, answer="done")
+        shape = i % 4
+        out += [root, tool(t, root.span_id, "read_file", denied if shape in (0, 1) else {}, "", start_s=1)]
+        if shape in (1, 2):
+            out.append(span(t, "chat", parent=root.span_id, start_s=2, status=2, message=overflow))
+        if shape == 2:
+            out.append(tool(t, root.span_id, "read_file", denied, "", start_s=3))
+        if shape == 3:
+            out.append(tool(t, root.span_id, "read_file", denied, "", start_s=2, status=2)._replace(
+                status_message=overflow))
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(rnd=st.randoms(use_true_random=False), cut=st.integers(1, 12))
+def test_the_default_checks_find_early_what_observing_each_span_finds(rnd, cut):
+    """The default checks observe a batch a trace's stretch at a time, each with one compiled
+    call (``observe_spans``): the findings, their reasons and their order are what calling
+    each check's ``observe`` on every span in arrival order finds, first finding per trace
+    and check."""
+    from faultgate_stream.checks.registry import select
+
+    spans = _firing_traces(8)
+    rnd.shuffle(spans)
+    checks = tuple(select())
+    watching = [c for c in checks if type(c).observe is not Check.observe]
+    assert {c.name for c in watching} >= {"policy", "context_overflow"}
+    want, states = [], {}
+    for s in spans:
+        for c in watching:
+            state = states.setdefault((s.trace_id, c.name), c.start())
+            reason = c.observe(state, s)
+            if reason and not any(w[0] == s.trace_id and w[2] == c.name for w in want):
+                want.append((s.trace_id, s.span_id, c.name, reason))
+    assert {w[2] for w in want} == {"policy", "context_overflow"}
+    sink = VerdictList()
+    asm = Assembler(Evaluator(Ruleset(checks), sink), ManualClock(10**18), AssembleConfig())
+    for i in range(0, len(spans), cut):
+        asm.add(spans[i:i + cut])
+    assert [(f.trace_id, f.span_id, f.check, f.reason) for f in sink.findings] == want

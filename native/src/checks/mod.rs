@@ -21,8 +21,9 @@ mod search_loop;
 mod unrecovered_tool_error;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::run::record;
 use outcome::Outcomes;
 
 /// Runs `f`; a panic is a RuntimeError the evaluator reports for the check (python/guard.rs).
@@ -61,6 +62,72 @@ fn context_overflow_finish(py: Python<'_>, run: Bound<'_, PyAny>, outcomes: PyRe
 fn context_overflow_observe<'py>(py: Python<'py>, _state: Bound<'py, PyAny>, span: Bound<'py, PyTuple>)
                                  -> PyResult<Option<Bound<'py, PyString>>> {
     guarded(|| context_overflow::observe(py, &span))
+}
+
+// ------------------------------------------------ a batch's spans, one trace's stretch at a time
+// The evaluator observes a batch's spans a trace at a time (a batch's spans mostly come a
+// trace at a time): per check one call over the stretch, not one per span, each of which
+// was a Python loop turn and a call (verdict/evaluate.py, ``Check.observe_spans``).
+
+/// Where each stretch of spans of one trace ends: ``[end, ...]``, each an index into
+/// ``spans`` (a list or tuple of records), the last ``len(spans)``.
+#[pyfunction]
+fn trace_stretches(spans: Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    guarded(|| {
+        let n = spans.len()?;
+        let mut ends = Vec::new();
+        let mut tid: Option<Bound<'_, PyAny>> = None;
+        for i in 0..n {
+            let t = record::item(&nth(&spans, i)?, record::TRACE_ID)?;
+            if let Some(prev) = &tid {
+                if prev.is(&t) || prev.eq(&t)? {
+                    continue;
+                }
+                ends.push(i);
+            }
+            tid = Some(t);
+        }
+        if n > 0 {
+            ends.push(n);
+        }
+        Ok(ends)
+    })
+}
+
+fn nth<'py>(spans: &Bound<'py, PyAny>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
+    let item = match spans.downcast::<PyList>() {
+        Ok(l) => l.get_item(i)?,
+        Err(_) => spans.downcast::<PyTuple>()?.get_item(i)?,
+    };
+    Ok(item.downcast_into::<PyTuple>()?)
+}
+
+/// ``observe`` over ``spans[lo:hi]``, every span in order: the first that fired, as
+/// (index, reason), or None.
+fn observe_stretch<'py>(spans: &Bound<'py, PyAny>, lo: usize, hi: usize,
+                        mut observe: impl FnMut(&Bound<'py, PyTuple>) -> PyResult<Option<Bound<'py, PyString>>>)
+                        -> PyResult<Option<(usize, Bound<'py, PyString>)>> {
+    let mut first = None;
+    for i in lo..hi {
+        if let Some(reason) = observe(&nth(spans, i)?)? {
+            first = first.or(Some((i, reason)));
+        }
+    }
+    Ok(first)
+}
+
+/// `ContextOverflow.observe_spans(state, spans, lo, hi)`.
+#[pyfunction]
+fn context_overflow_observe_spans<'py>(py: Python<'py>, _state: Bound<'py, PyAny>, spans: Bound<'py, PyAny>,
+                                       lo: usize, hi: usize) -> PyResult<Option<(usize, Bound<'py, PyString>)>> {
+    guarded(|| observe_stretch(&spans, lo, hi, |span| context_overflow::observe(py, span)))
+}
+
+/// `PolicyCheck.observe_spans` without a policy file.
+#[pyfunction]
+fn deny_only_observe_spans<'py>(py: Python<'py>, state: Bound<'py, policy_deny::DenyMemo>, spans: Bound<'py, PyAny>,
+                                lo: usize, hi: usize) -> PyResult<Option<(usize, Bound<'py, PyString>)>> {
+    guarded(|| observe_stretch(&spans, lo, hi, |span| policy_deny::observe(py, state.get(), span)))
 }
 
 /// The phrase abstention's pattern finds in a text (`m.group(0)`), or None: for the tests
@@ -105,6 +172,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unrecovered_tool_error_finish, m)?)?;
     m.add_function(wrap_pyfunction!(context_overflow_finish, m)?)?;
     m.add_function(wrap_pyfunction!(context_overflow_observe, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_stretches, m)?)?;
+    m.add_function(wrap_pyfunction!(context_overflow_observe_spans, m)?)?;
+    m.add_function(wrap_pyfunction!(deny_only_observe_spans, m)?)?;
     m.add_function(wrap_pyfunction!(abstention_phrase, m)?)?;
     m.add_function(wrap_pyfunction!(overflow_phrase, m)?)?;
     m.add_function(wrap_pyfunction!(lower_matches, m)?)?;

@@ -10,6 +10,7 @@ use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 // SpanRecord
+pub const TRACE_ID: usize = 0;
 pub const SPAN_ID: usize = 1;
 pub const PARENT_ID: usize = 2;
 pub const NAME: usize = 3;
