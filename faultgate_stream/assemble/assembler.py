@@ -253,13 +253,19 @@ class Assembler:
         the traces that are due are looked at (the table keeps them by deadline)."""
         now = self._clock.now_ns()
         done = 0
-        for tid, due in self._table.due(now):
+        table, run_completed = self._table, self._next.run_completed
+        grace_before = now - self._grace_ns
+        for tid, due in table.due(now):
             completion = _DUE[due]
-            if completion is Completion.GRACE:
-                done += self._hand_on(self._take(tid, completion, now - self._grace_ns), completion)
+            if completion is Completion.GRACE:  # most runs: ``_hand_on`` inlined, counted once below
+                runs = self._runs(tid, table.take(tid, grace_before), completion)
+                done += len(runs)
+                for r in runs:
+                    run_completed(r)
             else:
                 done += self._close_trace(tid, completion)
-        self.due_ns = self._table.next_due()
+        self._counted()
+        self.due_ns = table.next_due()
         return done
 
     def close_all(self, completion: Completion = Completion.COMPLETE, *, remember: bool = True) -> int:
@@ -300,17 +306,18 @@ class Assembler:
         now = self._clock.now_ns()
         orphan = Completion.ORPHAN if completion in (Completion.GRACE, Completion.COMPLETE) else completion
         runs = []
-        for root_id, members, root, arrived, merges, outside in taken:
-            if merges is not None:
+        for root_id, members, root, arrived, merges, outside, ordered in taken:
+            if merges is not None:  # a content record joins its span: its times and id stay
                 for i, held in merges:
                     merged = merge(members[i], held)
                     if members[i] is root:
                         root = merged
                     members[i] = merged
             if root is None:
-                run = Run(RunKey(tid, ""), members, None, orphan, closed_ns=now)
+                run = Run(RunKey(tid, ""), members, None, orphan, closed_ns=now, ordered=ordered)
             else:
-                run = Run(RunKey(tid, root_id), members, root, completion, root_arrival_ns=arrived, closed_ns=now)
+                run = Run(RunKey(tid, root_id), members, root, completion, root_arrival_ns=arrived, closed_ns=now,
+                          ordered=ordered)
             if outside is not None:
                 run.outside_span_ids = outside
             runs.append(run)

@@ -43,9 +43,11 @@ class Run:
     without one, its parentless span); ``None`` for an orphan fragment."""
 
     def __init__(self, key: RunKey, spans: list[SpanRecord], root: SpanRecord | None,
-                 completion: Completion, *, root_arrival_ns: int = 0, closed_ns: int = 0) -> None:
+                 completion: Completion, *, root_arrival_ns: int = 0, closed_ns: int = 0,
+                 ordered: bool = False) -> None:
         self.key = key
-        self.spans: tuple[SpanRecord, ...] = tuple(sorted(spans, key=span_order))
+        # ``ordered``: the caller sorted them already (the assembler's table does)
+        self.spans: tuple[SpanRecord, ...] = tuple(spans) if ordered else tuple(sorted(spans, key=span_order))
         self.root = root
         self.completion = completion
         self.root_arrival_ns = root_arrival_ns  # on the assembler's clock; 0 when no root arrived
