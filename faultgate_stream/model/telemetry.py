@@ -164,7 +164,7 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_amend_store_evictions", "counter",
                "Decided runs the amendment store let go of, by the bound that made room (amend.max_runs, "
                "amend.max_bytes, amend.max_age, amend.max_run_spans).", ("reason",), "verdict",
-               values=(("reason", AMEND_EVICTION_REASONS),)),
+               values=(("reason", AMEND_EVICTION_REASONS),), external=True),
     MetricSpec("faultgate_amend_store_runs", "gauge", "Decided runs kept so that late spans can amend them.",
                (), "verdict", external=True),
     MetricSpec("faultgate_amend_store_bytes", "gauge", "Approximate bytes the amendment store holds.",

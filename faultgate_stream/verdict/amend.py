@@ -123,11 +123,9 @@ class DecidedRuns:
         self._runs: OrderedDict[RunKey, Decided] = OrderedDict()
         self.lock = threading.RLock()
         self.bytes = 0
+        # by reason; ``faultgate_amend_store_evictions_total`` is read from it at scrape time:
+        # a full store evicts a run for each one it keeps, and a counter's ``inc`` took a lock
         self.evictions = dict.fromkeys(EVICTION_REASONS, 0)
-        self._evicted_counter = telemetry["faultgate_amend_store_evictions"] if telemetry is not None else None
-        # reason -> its labelled counter, looked up once: a full store evicts a run for each
-        # one it keeps, and ``labels()`` took a lock and validated the labels every time
-        self._evicted: dict[str, object] = {}
         if telemetry is not None:
             _register_gauges(self, telemetry)
 
@@ -188,11 +186,6 @@ class DecidedRuns:
 
     def _count(self, reason: str) -> None:
         self.evictions[reason] += 1
-        if self._evicted_counter is not None:
-            counter = self._evicted.get(reason)
-            if counter is None:
-                counter = self._evicted[reason] = self._evicted_counter.labels(reason)
-            counter.inc()
 
     def _drop(self, key: RunKey, reason: str) -> None:
         entry = self._runs.pop(key, None)
@@ -221,8 +214,8 @@ class DecidedRuns:
 
 
 def _register_gauges(store: DecidedRuns, telemetry: Telemetry) -> None:
-    """What the store holds right now, read at scrape time."""
-    from prometheus_client.core import GaugeMetricFamily
+    """What the store holds right now and what it evicted, read at scrape time."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
     from prometheus_client.registry import Collector
 
     from faultgate_stream.model.telemetry import describe
@@ -234,5 +227,10 @@ def _register_gauges(store: DecidedRuns, telemetry: Telemetry) -> None:
                 g = GaugeMetricFamily(name, describe(name))
                 g.add_metric([], value)
                 yield g
+            evicted = CounterMetricFamily("faultgate_amend_store_evictions", describe("faultgate_amend_store_evictions"),
+                                          labels=("reason",))
+            for reason, n in list(store.evictions.items()):
+                evicted.add_metric([reason], n)
+            yield evicted
 
     telemetry.registry.register(StoreGauges())
