@@ -148,3 +148,14 @@ def test_spans_out_of_order_or_past_the_end_are_refused_not_guessed():
         _native.cut(data, [1])
     with pytest.raises(ValueError, match="holds 1 spans"):
         _native.spans_at(data, [3])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("invoke_agent", "chat", "execute_tool", "", "invoke_agent ")),
+                          st.sampled_from((None, "", "00f067aa0ba902b7", "x"))), max_size=12))
+def test_the_roots_held_are_the_invoke_agent_spans_and_those_without_a_parent(shapes):
+    from faultgate_stream.testing import span, trace_id
+
+    t = trace_id()
+    spans = [span(t, "s", parent=parent)._replace(operation=op) for op, parent in shapes]
+    assert _native.root_candidates(spans) == [i for i, s in enumerate(spans) if s.is_agent or not s.parent_id]

@@ -19,7 +19,7 @@ from faultgate_stream.export.spans.queue import Item
 from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.spans.split import chunks
 from faultgate_stream.model.consumers import SpanConsumer
-from faultgate_stream.model.records import INVOKE_AGENT, SpanRecord
+from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.verdict import RunVerdict
 from faultgate_stream.read.otlp_proto import Received
 
@@ -63,7 +63,7 @@ class Forwarder:
         records. False, having changed nothing, when the records are not the request's spans
         in order (the reader rejected some), or a root came after its run's verdict (it is
         written on: the span-by-span path does that)."""
-        roots = [i for i, s in enumerate(spans) if s.operation == INVOKE_AGENT or not s.parent_id]
+        roots = _native.root_candidates(spans)
         total, pieces = _native.spans_at(body, roots)
         if total != len(spans):
             return False

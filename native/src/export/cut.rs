@@ -22,18 +22,19 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::python::guard::guarded;
+use crate::run::record;
 use crate::wire::{put_len_field, utf8, Fields, Result, Value};
 
-const REQUEST_RESOURCE_SPANS: u64 = 1;
-const RESOURCE_SPANS_RESOURCE: u64 = 1;
-const RESOURCE_SPANS_SCOPE_SPANS: u64 = 2;
-const RESOURCE_SPANS_SCHEMA_URL: u64 = 3;
-const SCOPE_SPANS_SCOPE: u64 = 1;
-const SCOPE_SPANS_SPANS: u64 = 2;
-const SCOPE_SPANS_SCHEMA_URL: u64 = 3;
+pub(super) const REQUEST_RESOURCE_SPANS: u64 = 1;
+pub(super) const RESOURCE_SPANS_RESOURCE: u64 = 1;
+pub(super) const RESOURCE_SPANS_SCOPE_SPANS: u64 = 2;
+pub(super) const RESOURCE_SPANS_SCHEMA_URL: u64 = 3;
+pub(super) const SCOPE_SPANS_SCOPE: u64 = 1;
+pub(super) const SCOPE_SPANS_SPANS: u64 = 2;
+pub(super) const SCOPE_SPANS_SCHEMA_URL: u64 = 3;
 const SPAN_TRACE_ID: u64 = 1;
 const SPAN_SPAN_ID: u64 = 2;
 const SPAN_END_TIME: u64 = 8;
@@ -175,6 +176,24 @@ fn framing(msg: &[u8], number: u64, schema: u64) -> Result<(Vec<u8>, &str)> {
     Ok((body, utf8(url)?))
 }
 
+/// ``root_candidates(spans) -> [index]``: the records span export holds for their run's
+/// verdict, a run's root or a nested agent (``invoke_agent``) and any span without a parent,
+/// by their place among ``spans`` (a request's records, in its order).
+#[pyfunction]
+fn root_candidates(spans: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<usize>> {
+    guarded("span export's root_candidates", || {
+        let mut out = Vec::new();
+        for (i, s) in spans.iter().enumerate() {
+            let parent = s.get_item(record::PARENT_ID)?;
+            if parent.is_none() || !parent.is_truthy()?
+                || s.get_item(record::OPERATION)?.downcast_into::<PyString>()?.to_str()? == record::INVOKE_AGENT {
+                out.push(i);
+            }
+        }
+        Ok(out)
+    })
+}
+
 /// ``spans_at(data, at) -> (spans, [(resource, resource_schema, scope, scope_schema, span,
 /// end_ns, trace_id, span_id)])``: how many spans the request holds, and the spans numbered
 /// ``at`` (ascending) with what a held span keeps.
@@ -241,5 +260,6 @@ fn span_keys(span: &[u8]) -> Result<(&[u8], &[u8], u64)> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cut, m)?)?;
+    m.add_function(wrap_pyfunction!(root_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(spans_at, m)?)
 }

@@ -8,18 +8,11 @@
 //! Once per decided run; the framing written in Python cost a dozen calls and allocations
 //! per run (varints, the pieces, their join) where this is one pass into one `bytes`.
 
+use super::cut::{REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL, RESOURCE_SPANS_SCOPE_SPANS,
+                 SCOPE_SPANS_SCHEMA_URL, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SPANS};
 use crate::wire::{put_len_field, put_len_head};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-
-// Field numbers of opentelemetry/proto/trace/v1/trace.proto and trace_service.proto.
-const REQUEST_RESOURCE_SPANS: u64 = 1;
-const RESOURCE_SPANS_RESOURCE: u64 = 1;
-const RESOURCE_SPANS_SCOPE_SPANS: u64 = 2;
-const RESOURCE_SPANS_SCHEMA_URL: u64 = 3;
-const SCOPE_SPANS_SCOPE: u64 = 1;
-const SCOPE_SPANS_SPANS: u64 = 2;
-const SCOPE_SPANS_SCHEMA_URL: u64 = 3;
 
 fn varint_len(mut n: u64) -> usize {
     let mut len = 1;
