@@ -119,12 +119,15 @@ class Run:
 
     @cached_property
     def scenario(self) -> str:
-        """Stable across runs of the same task, and equal to faultgate's key for the same trace."""
+        """Stable across runs of the same task, and equal to faultgate's key for the same trace.
+        A prompt holding a lone surrogate (a JSON ``\\ud800`` escape in its messages) is
+        hashed as its surrogates encode with ``surrogatepass``: it made no verdict at all
+        before (``UnicodeEncodeError``); every other prompt's bytes are its UTF-8."""
         for name in SCENARIO_ATTRS:
             v = self._root_attr(name)
             if v:
                 return str(v)
-        return "p-" + hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()[:12]
+        return "p-" + hashlib.sha256(self.prompt.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
     def steps_not_captured(self, flags: int) -> str:
         """Why some steps' arguments or results (``flags``) cannot be read; "" when all can."""

@@ -468,4 +468,5 @@ def safe_key(key: str, redactor: Callable[[str], str] | None) -> str:
     masked = redactor(key)
     if masked == key:
         return key
-    return f"{masked}#{hashlib.sha256(key.encode('utf-8')).hexdigest()[:8]}"
+    # surrogatepass: a key read from OTLP/JSON may hold a lone surrogate (a ``\\ud800`` escape)
+    return f"{masked}#{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"

@@ -4,6 +4,8 @@ nested agents, early findings, spans above the run and setup-only traces, with a
 without per-agent bindings."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from faultgate_stream.assemble.assembler import Assembler
@@ -97,3 +99,29 @@ def test_nested_agents_early_findings_outside_spans_and_setup_only_traces_are_th
         vs = _verdicts([spans, setup_spans], ruleset)
         seen |= {(v.setup_only, bool(v.early), len(v.released_span_ids) > v.spans) for v in vs}
     assert (True, False, False) in seen and (False, True, True) in seen
+
+
+def test_a_prompt_with_a_lone_surrogate_gets_a_verdict_keyed_by_its_surrogatepass_hash():
+    """A JSON ``\\ud800`` escape in the prompt's messages reads as a lone surrogate, which
+    plain UTF-8 cannot encode: the scenario key hashed it and raised, and the run got no
+    verdict (PARITY_DEVIATIONS.md). Any other prompt keeps faultgate's key."""
+    import hashlib
+
+    from faultgate_stream.pipeline import check_spans
+    from faultgate_stream.testing import agent, trace_id
+    from faultgate_stream.verdict.redact import get_redactor, safe_key
+
+    def run(text: str):
+        messages = [{"role": "user", "parts": [{"type": "text", "content": text}]}]
+        root = agent(trace_id(), answer="done", **{"gen_ai.input.messages": json.dumps(messages)})
+        (v,) = check_spans([[root]], list(select()))
+        return root, v
+
+    root, v = run("\ud800 hi")
+    assert root.prompt == "\ud800 hi" and v.results
+    assert v.scenario == "p-" + hashlib.sha256(b"\xed\xa0\x80 hi").hexdigest()[:12]
+    _, plain = run("hi")
+    assert plain.scenario == "p-" + hashlib.sha256(b"hi").hexdigest()[:12]
+    key = "\ud800 mail a@b.example"
+    assert safe_key(key, get_redactor("builtin")).endswith(
+        "#" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:8])
