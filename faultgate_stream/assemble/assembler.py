@@ -258,7 +258,7 @@ class Assembler:
         for tid, due in table.due(now):
             completion = _DUE[due]
             if completion is Completion.GRACE:  # most runs: ``_hand_on`` inlined, counted once below
-                runs = self._runs(tid, table.take(tid, grace_before), completion)
+                runs = self._take(tid, completion, grace_before)
                 done += len(runs)
                 for r in runs:
                     run_completed(r)
