@@ -110,6 +110,10 @@ class Run:
     # span recorded none (instrumentation with content off): the calls it made are unseen.
     calls_not_captured: str = _native.RunFact("calls_not_captured")
 
+    # ------------------------------------------------------------ what the verdict records
+    last_end_ns: int = _native.RunFact("last_end_ns")  # the latest end_ns of its spans; 0 without spans
+    span_ids: frozenset[str] = _native.RunFact("span_ids")  # its members' span ids
+
     @cached_property
     def answer_folded(self) -> str:
         """The answer stripped and lower-cased, as the golden checks compare it: worked out

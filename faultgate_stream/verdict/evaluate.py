@@ -30,7 +30,6 @@ from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
-_SPAN_ID, _END_NS = (itemgetter(SpanRecord._fields.index(f)) for f in ("span_id", "end_ns"))
 _FIRST = itemgetter(0)
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
@@ -243,7 +242,7 @@ class Evaluator:
             s.operation == CREATE_AGENT for s in spans)
         results = () if setup_only else self._results(st, run) + judged
         rs = st.ruleset
-        members = frozenset(map(_SPAN_ID, spans))
+        members = run.span_ids
         outside = run.outside_span_ids
         early = st.early
         # by position, in the fields' order: with keywords a NamedTuple's generated ``__new__``
@@ -253,7 +252,7 @@ class Evaluator:
             len(spans),
             spans[0].start_ns if spans else 0,  # first_start_ns: Run.spans are in start order
             setup_only,
-            max(map(_END_NS, spans), default=0),  # last_end_ns
+            run.last_end_ns,
             run.root_arrival_ns,
             run.closed_ns,  # decided_ns
             run.root.span_id if run.root is not None else "",  # root_span_id
@@ -263,7 +262,7 @@ class Evaluator:
             # rule_digests: without bindings every result comes from the every-run checks (``digest_of``)
             ((rs.digest,) * len(results) if not rs.bindings else
              tuple(rs.digest_of(r.check, r.agent or run.agent) for r in results)),
-            self._shadow(rs, run) if rs.has_shadow and not setup_only else (),  # shadow
+            self._shadow(rs, run) if rs.bindings and rs.has_shadow and not setup_only else (),  # shadow
         )
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:

@@ -133,7 +133,7 @@ class OracleRun:
             v = self._root_attr(name)
             if v:
                 return str(v)
-        return "p-" + hashlib.sha256(self.prompt.encode("utf-8")).hexdigest()[:12]
+        return "p-" + hashlib.sha256(self.prompt.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
     @cached_property
     def termination(self) -> str:
@@ -243,6 +243,14 @@ class OracleRun:
         for s in self.spans:
             out |= s.missing
         return out
+
+    @cached_property
+    def last_end_ns(self) -> int:
+        return max((s.end_ns for s in self.spans), default=0)
+
+    @cached_property
+    def span_ids(self) -> frozenset[str]:
+        return frozenset(s.span_id for s in self.spans)
 
     @cached_property
     def answer_not_captured(self) -> str:

@@ -18,7 +18,8 @@ from tests.model.native_inputs import both, recorded_runs, runs
 from tests.model.run_oracle import OracleRun
 
 FACTS = ("steps", "prompt", "answer", "agent", "agent_version", "termination", "scenario", "usage_tokens",
-         "latency_ms", "cost_usd", "missing", "has_content", "answer_not_captured", "calls_not_captured")
+         "latency_ms", "cost_usd", "missing", "has_content", "answer_not_captured", "calls_not_captured", "last_end_ns",
+         "span_ids")
 FLAGS = (MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT,
          MISSING_INPUT | MISSING_OUTPUT | MISSING_FINISH, 31)
 

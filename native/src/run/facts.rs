@@ -5,12 +5,13 @@
 //! The facts, as model/run.py documents them: `steps` (tool spans, or the model's calls in
 //! a chat-only run), `prompt`, `answer` (not counting what a failed nested agent said),
 //! `agent`, `agent_version`, `termination`, `usage_tokens`, `latency_ms`, `cost_usd`,
-//! `missing`, `has_content`, `answer_not_captured`, `calls_not_captured`. A fact already
+//! `missing`, `has_content`, `answer_not_captured`, `calls_not_captured`, `last_end_ns`,
+//! `span_ids`. A fact already
 //! in the run's `__dict__` is kept (a test may set `steps` by hand).
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::record::*;
@@ -492,6 +493,23 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
         String::new()
     };
 
+    // the last end (max's: the first of the largest) and the members' ids, which the verdict
+    // records: read here, in the pass over every span, not by a Python loop per run
+    let mut last_end: Option<Bound<'_, PyAny>> = None;
+    let mut span_ids = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let end = item(r, END_NS)?;
+        if last_end.as_ref().map_or(Ok(true), |m| end.gt(m))? {
+            last_end = Some(end);
+        }
+        span_ids.push(item(r, SPAN_ID)?);
+    }
+    let last_end_ns = match last_end {
+        Some(e) => e,
+        None => 0i64.into_pyobject(py)?.into_any(),
+    };
+    let span_ids = PyFrozenSet::new(py, span_ids.iter())?;
+
     // into the run's __dict__, each fact unless one is there already (a test may set steps)
     let dict = run.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
     let steps_set_by_hand = dict.contains(intern!(py, "steps"))?;
@@ -516,6 +534,8 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
     put(intern!(py, "has_content"), PyBool::new(py, has_content).to_owned().into_any())?;
     put(intern!(py, "answer_not_captured"), PyString::new(py, &answer_not_captured).into_any())?;
     put(intern!(py, "calls_not_captured"), PyString::new(py, &calls_not_captured).into_any())?;
+    put(intern!(py, "last_end_ns"), last_end_ns)?;
+    put(intern!(py, "span_ids"), span_ids.into_any())?;
     if !steps_set_by_hand {
         StepsView::keep(py, &derived, StepsView::new(py, steps.unbind(), items, Some(span_items)))?;
     }
