@@ -8,7 +8,6 @@ them without a call.
 """
 from __future__ import annotations
 
-import hashlib
 from functools import cached_property
 from operator import attrgetter
 from typing import Any
@@ -64,9 +63,6 @@ class Run:
     def trace_id(self) -> str:
         return self.key.trace_id
 
-    def _root_attr(self, name: str) -> object:
-        return self.root.attrs.get(name) if self.root is not None else None
-
     # ------------------------------------------------------------------ the facts
     # The user's request: the root's, else the first span's that has one.
     prompt: str = _native.RunFact("prompt")
@@ -79,6 +75,12 @@ class Run:
     agent: str = _native.RunFact("agent")
     # ``gen_ai.agent.version`` on the root, else the root's resource ``service.version``.
     agent_version: str = _native.RunFact("agent_version")
+    # Stable across runs of the same task, and equal to faultgate's key for the same trace:
+    # the root's ``faultgate.scenario``, else its ``gen_ai.agent.id``, else "p-" and 12 hex
+    # digits of the prompt's SHA-256. A prompt holding a lone surrogate (a JSON ``\ud800``
+    # escape in its messages) is hashed as ``surrogatepass`` encodes it: plain UTF-8 raised,
+    # and the run got no verdict (PARITY_DEVIATIONS.md); any other prompt's bytes are its UTF-8.
+    scenario: str = _native.RunFact("scenario")
     termination: str = _native.RunFact("termination")  # the root's faultgate.termination
     # Tool calls in start order. A run with tool spans has one step per tool span: a call
     # that a model's output names and no tool span executed was never run (a budget ended
@@ -120,18 +122,6 @@ class Run:
         once for the run, not by each of them (long answers, outside ASCII, were the most
         of their time)."""
         return self.answer.strip().lower()
-
-    @cached_property
-    def scenario(self) -> str:
-        """Stable across runs of the same task, and equal to faultgate's key for the same trace.
-        A prompt holding a lone surrogate (a JSON ``\\ud800`` escape in its messages) is
-        hashed as its surrogates encode with ``surrogatepass``: it made no verdict at all
-        before (``UnicodeEncodeError``); every other prompt's bytes are its UTF-8."""
-        for name in SCENARIO_ATTRS:
-            v = self._root_attr(name)
-            if v:
-                return str(v)
-        return "p-" + hashlib.sha256(self.prompt.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
     def steps_not_captured(self, flags: int) -> str:
         """Why some steps' arguments or results (``flags``) cannot be read; "" when all can."""

@@ -4,7 +4,7 @@
 //!
 //! The facts, as model/run.py documents them: `steps` (tool spans, or the model's calls in
 //! a chat-only run), `prompt`, `answer` (not counting what a failed nested agent said),
-//! `agent`, `agent_version`, `termination`, `usage_tokens`, `latency_ms`, `cost_usd`,
+//! `agent`, `agent_version`, `scenario`, `termination`, `usage_tokens`, `latency_ms`, `cost_usd`,
 //! `missing`, `has_content`, `answer_not_captured`, `calls_not_captured`, `last_end_ns`,
 //! `span_ids`. A fact already
 //! in the run's `__dict__` is kept (a test may set `steps` by hand).
@@ -364,6 +364,24 @@ fn root_attr<'py>(root: Option<&Bound<'py, PyTuple>>, key: &Bound<'py, PyString>
     }
 }
 
+/// `Run.scenario`: the root's explicit scenario, else its agent id, else "p-" and 12 hex
+/// digits of the prompt's SHA-256 (faultgate's key), a lone surrogate encoded with
+/// ``surrogatepass`` (plain UTF-8 refuses it, and the run got no verdict).
+fn scenario<'py>(py: Python<'py>, root: Option<&Bound<'py, PyTuple>>, prompt: &Bound<'py, PyString>)
+    -> PyResult<Bound<'py, PyString>> {
+    for key in [intern!(py, "faultgate.scenario"), intern!(py, "gen_ai.agent.id")] {
+        if let Some(v) = root_attr(root, key)? {
+            if v.is_truthy()? {
+                return py_str(&v);
+            }
+        }
+    }
+    let bytes = prompt.call_method1(intern!(py, "encode"), ("utf-8", "surrogatepass"))?;
+    let hex: String = py.import("hashlib")?.call_method1(intern!(py, "sha256"), (bytes,))?
+        .call_method0(intern!(py, "hexdigest"))?.extract()?;
+    Ok(PyString::new(py, &format!("p-{}", &hex[..12])))
+}
+
 /// Every fact of the run, into its `__dict__`.
 pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = run.py();
@@ -399,6 +417,7 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
         }
     }
     let prompt = prompt.unwrap_or_else(|| PyString::new(py, ""));
+    let scenario = scenario(py, root.as_ref(), &prompt)?;
     let answer = answer(py, &rows, &spans, root.as_ref())?;
 
     // agent: the root's name attribute, else the first span's, else the root span's name
@@ -525,6 +544,7 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
     put(intern!(py, "prompt"), prompt.into_any())?;
     put(intern!(py, "answer"), answer.into_any())?;
     put(intern!(py, "agent"), agent.into_any())?;
+    put(intern!(py, "scenario"), scenario.into_any())?;
     put(intern!(py, "agent_version"), agent_version.into_any())?;
     put(intern!(py, "termination"), termination.into_any())?;
     put(intern!(py, "usage_tokens"), usage_tokens.into_pyobject(py)?.into_any())?;
