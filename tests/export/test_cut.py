@@ -151,7 +151,7 @@ def test_spans_out_of_order_or_past_the_end_are_refused_not_guessed():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(("invoke_agent", "chat", "execute_tool", "", "invoke_agent ")),
+@given(st.lists(st.tuples(st.sampled_from(("invoke_agent", "chat", "execute_tool", "", "invoke_agent ", None)),
                           st.sampled_from((None, "", "00f067aa0ba902b7", "x"))), max_size=12))
 def test_the_roots_held_are_the_invoke_agent_spans_and_those_without_a_parent(shapes):
     from faultgate_stream.testing import span, trace_id

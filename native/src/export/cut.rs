@@ -22,7 +22,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyTuple};
 
 use crate::python::guard::guarded;
 use crate::run::record;
@@ -185,8 +185,8 @@ fn root_candidates(spans: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<usize>> {
         let mut out = Vec::new();
         for (i, s) in spans.iter().enumerate() {
             let parent = s.get_item(record::PARENT_ID)?;
-            if parent.is_none() || !parent.is_truthy()?
-                || s.get_item(record::OPERATION)?.downcast_into::<PyString>()?.to_str()? == record::INVOKE_AGENT {
+            // the operation compared as Python compares it: a record may carry None there
+            if parent.is_none() || !parent.is_truthy()? || s.get_item(record::OPERATION)?.eq(record::INVOKE_AGENT)? {
                 out.push(i);
             }
         }
