@@ -252,7 +252,7 @@ class Evaluator:
             len(spans),
             spans[0].start_ns if spans else 0,  # first_start_ns: Run.spans are in start order
             setup_only,
-            run.last_end_ns,
+            run.last_end_ns,  # last_end_ns
             run.root_arrival_ns,
             run.closed_ns,  # decided_ns
             run.root.span_id if run.root is not None else "",  # root_span_id
@@ -262,7 +262,7 @@ class Evaluator:
             # rule_digests: without bindings every result comes from the every-run checks (``digest_of``)
             ((rs.digest,) * len(results) if not rs.bindings else
              tuple(rs.digest_of(r.check, r.agent or run.agent) for r in results)),
-            self._shadow(rs, run) if rs.bindings and rs.has_shadow and not setup_only else (),  # shadow
+            self._shadow(rs, run) if rs.has_shadow and not setup_only else (),  # shadow
         )
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:

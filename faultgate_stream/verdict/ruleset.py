@@ -48,7 +48,7 @@ class Binding(NamedTuple):
 
 
 class Ruleset:
-    __slots__ = ("checks", "bindings", "generation", "digest", "_cache")
+    __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "_cache")
 
     def __init__(self, checks: tuple[Check, ...], bindings: tuple[Binding, ...] = (), generation: int = 0,
                  digest: str = "") -> None:
@@ -56,6 +56,8 @@ class Ruleset:
         self.bindings = bindings
         self.generation = generation
         self.digest = digest  # of the every-run checks' names and files
+        # read for every verdict: worked out once, not a scan of the bindings per run
+        self.has_shadow = any(b.shadow for b in bindings)
         self._cache: dict[str, tuple[Check, ...]] = {}  # agent name -> its bound checks
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:
@@ -86,10 +88,6 @@ class Ruleset:
     def judged(self, agent: str) -> tuple[str, ...]:
         """The judge checks the spec of the binding that holds ``agent`` names."""
         return next((b.judge for b in self.bindings if b.matches(agent)), ())
-
-    @property
-    def has_shadow(self) -> bool:
-        return any(b.shadow for b in self.bindings)
 
     @property
     def attributes(self) -> frozenset[str]:
