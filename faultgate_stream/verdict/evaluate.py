@@ -75,6 +75,7 @@ class Evaluator:
         self._traces: dict[str, _TraceState] = {}
         self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None]] | None = None
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
+        self._internal = telemetry["faultgate_internal_errors"] if telemetry is not None else None
         self.decided = decided
         self._unamendable = telemetry["faultgate_late_spans_unamendable"] if telemetry is not None else None
         self._publish = threading.Lock()
@@ -102,9 +103,32 @@ class Evaluator:
 
     def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
         self._failed(check, "finish", run.key)
+        # undecided, not passed: a check that could not judge the run never makes it clean
         return CheckResult(check.name, False, 0.0,
                            f"undecided: the check failed on this run ({type(e).__name__}, an internal error)",
-                           check.severity, check.kind)
+                           check.severity, check.kind, undecided=True)
+
+    def _internal_error(self, where: str, run: Run) -> None:
+        _log().exception("verdict_failed", stage=where, run=str(run.key))
+        if self._internal is not None:
+            self._internal.labels(f"verdict_{where}").inc()
+
+    def _undecided(self, rs: Ruleset, run: Run, e: Exception) -> RunVerdict:
+        """The verdict of a run whose verdict could not be worked out (a bug outside any one
+        check's ``finish``: a shadow check, the run's facts): every check undecided. It is
+        still published, so the run is counted and its held spans leave; it reads nothing
+        of the run but its spans, which is what may have raised."""
+        self._internal_error("evaluate", run)
+        reason = f"undecided: the run's verdict could not be worked out ({type(e).__name__}, an internal error)"
+        results = tuple(CheckResult(c.name, False, 0.0, reason, c.severity, c.kind, undecided=True)
+                        for c in rs.checks)
+        spans = run.spans
+        return RunVerdict(
+            run.key, "", "", "", run.completion, results, 0, len(spans),
+            spans[0].start_ns if spans else 0, False, max((s.end_ns for s in spans), default=0),
+            run.root_arrival_ns, run.closed_ns, run.root.span_id if run.root is not None else "",
+            frozenset(s.span_id for s in spans) | run.outside_span_ids,
+            rule_digests=(rs.digest,) * len(results))
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -229,10 +253,17 @@ class Evaluator:
         st = self._traces.pop(run.trace_id, None)
         if st is None:
             st = self._fresh(self.ruleset)
-        v = self._verdict(st, run)
+        # Whatever raises in here, the run still gets a verdict: otherwise the scan lost the
+        # trace's other runs, and the held spans of them all were never released.
+        try:
+            v = self._verdict(st, run)
+        except Exception as e:
+            v = self._undecided(st.ruleset, run, e)
         if self.decided is not None and not v.setup_only:
-            # kept before it is published: the judge stage may look the run up at once
-            self.decided.keep(run, v, st.ruleset)
+            try:  # kept before it is published: the judge stage may look the run up at once
+                self.decided.keep(run, v, st.ruleset)
+            except Exception:  # it will not be amended; its verdict stands
+                self._internal_error("keep", run)
         with self._publish:
             self._next.verdict(v)
 
@@ -282,10 +313,7 @@ class Evaluator:
         multi = len(views) > 1
         for agent, view in views:
             for check in rs.bound(agent):
-                state = check.start()
-                for s in view.spans:
-                    self._observe(check, state, s)
-                r = self._finish(check, state, view)
+                r = self._judge_view(check, view)
                 results.append(r._replace(agent=agent) if multi else r)
         return tuple(results)
 
@@ -297,12 +325,17 @@ class Evaluator:
         out = []
         for agent, view in views:
             for check in rs.shadow_bound(agent):
-                state = check.start()
-                for s in view.spans:
-                    check.observe(state, s)
-                r = check.finish(state, view)
+                r = self._judge_view(check, view)
                 out.append(r._replace(agent=agent) if multi else r)
         return tuple(out)
+
+    def _judge_view(self, check: Check, view: Run) -> CheckResult:
+        """A bound or shadow check's result on an agent's view, replayed in start order; a
+        check that raises gets an undecided result, as an every-run check does."""
+        state = check.start()
+        for s in view.spans:
+            self._observe(check, state, s)
+        return self._finish(check, state, view)
 
     def span_late(self, span: SpanRecord, decided: RunKey) -> None:
         """Late spans are counted by the assembler; with a store of decided runs, one that

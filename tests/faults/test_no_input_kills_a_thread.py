@@ -83,10 +83,102 @@ def test_a_check_that_raises_on_one_run_gives_it_an_error_result_and_the_other_r
     bad = next(v for v in sink.verdicts if "boom" in str(v.results) or v.results[0].confidence == 0)
     err = bad.results[0]
     assert err.check == "raises" and not err.fired and err.confidence == 0.0 and "TypeError" in err.reason
+    assert err.undecided and bad.verdict == "undecided"  # never clean: the check could not judge it
     assert len(bad.results) == len(checks)  # the other checks still judged that run
     good = next(v for v in sink.verdicts if v is not bad)
     assert good.results[0].reason == "fine"
     assert telemetry.registry.get_sample_value("faultgate_check_errors_total", {"check": "raises"}) == 1
+
+
+class _ShadowRaises(Check):
+    name = "shadow_raises"
+    description = "a shadow check with a bug"
+
+    def finish(self, state, run):
+        raise KeyError("a bug in a shadow check")
+
+
+class _ReturnsNothing(Check):
+    name = "returns_nothing"
+    description = "a bound check whose finish forgets to return its result"
+
+    def finish(self, state, run):
+        return None
+
+
+def _two_runs_of_one_trace() -> list:
+    t = trace_id()
+    # two top-level agents in one trace: two runs, completed by one scan of the trace
+    return (simple_run([("search", {"q": "x"}, "r")], prompt="first", name="a", trace=t)
+            + simple_run([("search", {"q": "y"}, "r")], prompt="second", name="b", trace=t))
+
+
+def test_a_shadow_check_that_raises_gives_an_undecided_shadow_result_and_the_verdict_stands():
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.verdict.ruleset import Binding, Ruleset
+    telemetry = Telemetry()
+    sink = VerdictList()
+    checks = tuple(select(None))
+    rs = Ruleset(checks, (Binding(("*",), checks, shadow=(_ShadowRaises(),)),))
+    asm = Assembler(Evaluator(rs, sink, telemetry=telemetry), ManualClock(), AssembleConfig())
+    asm.add(_two_runs_of_one_trace())
+    asm.close_all(Completion.COMPLETE)
+    assert len(sink.verdicts) == 2
+    for v in sink.verdicts:
+        assert [r.check for r in v.results] == [c.name for c in checks]
+        assert not any(r.undecided for r in v.results)
+        (shadow,) = v.shadow
+        assert shadow.check == "shadow_raises" and shadow.undecided and "KeyError" in shadow.reason
+    assert telemetry.registry.get_sample_value("faultgate_check_errors_total", {"check": "shadow_raises"}) == 2
+
+
+def test_a_verdict_that_cannot_be_worked_out_is_published_undecided_and_the_traces_other_run_still_gets_its_own():
+    """A bug outside every check's ``finish`` (here a bound check's result that is not a
+    result) used to leave the completion scan: the trace's runs after it got no verdict
+    and their held spans were never released."""
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.verdict.ruleset import Binding, Ruleset
+    telemetry = Telemetry()
+    sink = VerdictList()
+    checks = tuple(select(None))
+    rs = Ruleset(checks, (Binding(("a",), (_ReturnsNothing(),)),))
+    asm = Assembler(Evaluator(rs, sink, telemetry=telemetry), ManualClock(), AssembleConfig())
+    spans = _two_runs_of_one_trace()
+    asm.add(spans)
+    asm.close_all(Completion.COMPLETE)
+    assert len(sink.verdicts) == 2
+    broken, fine = sorted(sink.verdicts, key=lambda v: v.agent)  # the broken one names no agent
+    assert broken.agent == "" and fine.agent == "b"
+    assert broken.verdict == "undecided" and len(broken.results) == len(checks)
+    assert all(r.undecided and "AttributeError" in r.reason for r in broken.results)
+    # every span of the run is released with it, root included, as a worked-out verdict's
+    first = [s for s in spans if s.attrs.get("gen_ai.agent.name") == "a" or s.parent_id == spans[0].span_id]
+    assert broken.root_span_id == spans[0].span_id
+    assert broken.released_span_ids == {s.span_id for s in first}
+    assert broken.spans == len(first) and broken.key == fine.key._replace(root_span_id=spans[0].span_id)
+    assert fine.verdict == "clean" and not any(r.undecided for r in fine.results)
+    assert telemetry.registry.get_sample_value("faultgate_internal_errors_total",
+                                               {"stage": "verdict_evaluate"}) == 1
+
+
+def test_a_store_that_fails_to_keep_a_run_still_lets_its_verdict_out():
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.verdict.amend import DecidedRuns
+    from faultgate_stream.verdict.config import AmendConfig
+
+    class _Broken(DecidedRuns):
+        def keep(self, run, verdict, ruleset):
+            raise RuntimeError("a bug in the store")
+
+    telemetry = Telemetry()
+    sink = VerdictList()
+    clock = ManualClock()
+    asm = Assembler(Evaluator(list(select(None)), sink, telemetry=telemetry,
+                              decided=_Broken(AmendConfig(), clock)), clock, AssembleConfig())
+    asm.add(_two_runs_of_one_trace())
+    asm.close_all(Completion.COMPLETE)
+    assert len(sink.verdicts) == 2 and all(v.clean for v in sink.verdicts)
+    assert telemetry.registry.get_sample_value("faultgate_internal_errors_total", {"stage": "verdict_keep"}) == 2
 
 
 class _Fatal(BaseException):
