@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 
+import grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.registry import select
 from faultgate_stream.cli.replay import GrpcSender, replay
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import read_file
+from faultgate_stream.verdict.ruleset import Binding, Ruleset
 from tests.conftest import CORPUS
-from tests.e2e.downstream import attrs, downstream_config, read_logs, read_spans
+from tests.e2e.downstream import agent_run_request, attrs, downstream_config, read_logs, read_spans, span_keys
 from tests.live_service import make_config
 from tests.peers import eventually, free_port, running_collector
 
@@ -128,3 +133,42 @@ def test_a_root_retried_after_its_verdict_goes_out_at_once_carrying_that_verdict
     assert [attrs(s)["faultgate.verdict"] for s in spans] == ["clean", "clean"]
     assert live.sample("faultgate_exporter_held_spans") == 0
     assert live.sample("faultgate_exporter_queue_spans") == 0
+
+
+class _ReturnsNothing(Check):
+    name = "returns_nothing"
+    description = "a bound check whose finish forgets to return its result (a bug)"
+
+    def finish(self, state, run):
+        return None
+
+
+def test_a_run_whose_verdict_cannot_be_worked_out_still_sends_its_root_downstream_marked_undecided(
+        live_service, tmp_path):
+    """A bug outside every check's ``finish`` used to leave the completion scan: the run got
+    no verdict and its held root never left, its room in the export queue never given back."""
+    port, out = free_port(), tmp_path / "out"
+    out.mkdir()
+    with running_collector(downstream_config(port, out), tmp_path):
+        live = live_service(dataclasses.replace(make_config(root_grace=0.2), export=_export_config(port)))
+        checks = tuple(select())
+        # rules as a reload would swap them in: a binding for the runs' agent with the bug
+        live.service.evaluator.reload(Ruleset(checks, (Binding(("steady",), (_ReturnsNothing(),)),)))
+        channel = grpc.insecure_channel(live.grpc)
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        sent = set()
+        for run in range(1, 4):
+            req = agent_run_request(run)
+            sent |= span_keys(req)
+            stub.Export(req, timeout=5)
+        channel.close()
+        verdicts = live.sink.wait_for(3)
+        spans = eventually(lambda: (s := read_spans(out)) and len(s) >= len(sent) and s, timeout=30,
+                           what="every span downstream, the held roots too")
+    assert {(s["traceId"], s["spanId"]) for s in spans} == sent and len(spans) == len(sent)
+    roots = [attrs(s) for s in spans if s["name"] == "invoke_agent steady"]
+    assert len(roots) == 3 and all(a["faultgate.verdict"] == "undecided" for a in roots)
+    assert all(v.verdict == "undecided" and all(r.undecided for r in v.results) for v in verdicts)
+    assert live.sample("faultgate_internal_errors_total", stage="verdict_evaluate") == 3
+    assert live.sample("faultgate_exporter_queue_spans") == 0
+    assert live.sample("faultgate_receiver_accepted_spans_total") == live.sample("faultgate_exporter_sent_spans_total")
