@@ -113,21 +113,25 @@ class Evaluator:
         if self._internal is not None:
             self._internal.labels(f"verdict_{where}").inc()
 
-    def _undecided(self, rs: Ruleset, run: Run, e: Exception) -> RunVerdict:
+    def _undecided(self, st: _TraceState, run: Run, e: Exception) -> RunVerdict:
         """The verdict of a run whose verdict could not be worked out (a bug outside any one
-        check's ``finish``: a shadow check, the run's facts): every check undecided. It is
-        still published, so the run is counted and its held spans leave; it reads nothing
-        of the run but its spans, which is what may have raised."""
+        check's ``finish``: a bound check's result that is not one, the run's facts): every
+        check undecided. It is still published, so the run is counted and its held spans
+        leave. It reads the run's plain fields only, none of its computed facts (``Run``'s
+        ``RunFact``s), since those may be what raised."""
         self._internal_error("evaluate", run)
+        rs = st.ruleset
         reason = f"undecided: the run's verdict could not be worked out ({type(e).__name__}, an internal error)"
         results = tuple(CheckResult(c.name, False, 0.0, reason, c.severity, c.kind, undecided=True)
                         for c in rs.checks)
         spans = run.spans
+        members = frozenset(s.span_id for s in spans)
         return RunVerdict(
             run.key, "", "", "", run.completion, results, 0, len(spans),
             spans[0].start_ns if spans else 0, False, max((s.end_ns for s in spans), default=0),
             run.root_arrival_ns, run.closed_ns, run.root.span_id if run.root is not None else "",
-            frozenset(s.span_id for s in spans) | run.outside_span_ids,
+            members | run.outside_span_ids,
+            tuple(f for f in st.early if f.span_id in members),  # already reported: the verdict still names them
             rule_digests=(rs.digest,) * len(results))
 
     @property
@@ -258,7 +262,7 @@ class Evaluator:
         try:
             v = self._verdict(st, run)
         except Exception as e:
-            v = self._undecided(st.ruleset, run, e)
+            v = self._undecided(st, run, e)
         if self.decided is not None and not v.setup_only:
             try:  # kept before it is published: the judge stage may look the run up at once
                 self.decided.keep(run, v, st.ruleset)
@@ -355,7 +359,12 @@ class Evaluator:
             for s in run.spans:  # in start order, as a run decided whole would have been
                 for i in st.observing:
                     self._observe(rs.checks[i], st.states[i], s)
-            self._amend(entry, self._verdict(st, run, entry.judged), span.span_id)
+            try:
+                again = self._verdict(st, run, entry.judged)
+            except Exception:  # the published verdict stands; the late span was counted as arrived
+                self._internal_error("amend", run)
+                return
+            self._amend(entry, again, span.span_id)
 
     def amend_judged(self, key: RunKey, judged: tuple[CheckResult, ...], by: str) -> bool | None:
         """Merge judge results into a kept run's verdict (a result for the same check

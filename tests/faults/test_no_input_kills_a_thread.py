@@ -181,6 +181,36 @@ def test_a_store_that_fails_to_keep_a_run_still_lets_its_verdict_out():
     assert telemetry.registry.get_sample_value("faultgate_internal_errors_total", {"stage": "verdict_keep"}) == 2
 
 
+class _RaisesOnceGrown(Check):
+    name = "raises_once_grown"
+    description = "a bound check whose finish breaks on runs of more than two spans"
+
+    def finish(self, state, run):
+        return self.result(False, "fine") if len(run.spans) <= 2 else None
+
+
+def test_a_late_span_whose_run_cannot_be_evaluated_again_leaves_the_published_verdict_standing():
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.verdict.amend import DecidedRuns
+    from faultgate_stream.verdict.config import AmendConfig
+    from faultgate_stream.verdict.ruleset import Binding, Ruleset
+    telemetry = Telemetry()
+    sink = VerdictList()
+    clock = ManualClock(10**18)
+    rs = Ruleset(tuple(select(None)), (Binding(("a",), (_RaisesOnceGrown(),)),))
+    asm = Assembler(Evaluator(rs, sink, telemetry=telemetry, decided=DecidedRuns(AmendConfig(), clock)), clock,
+                    AssembleConfig(root_grace=0.1))
+    spans = simple_run([("search", {"q": "x"}, "r"), ("search", {"q": "y"}, "r")], name="a")
+    asm.add([spans[0], spans[1]])
+    clock.advance(1)
+    asm.advance()
+    (first,) = sink.verdicts
+    assert any(r.check == "raises_once_grown" and r.reason == "fine" for r in first.results)
+    asm.add([spans[2]])  # late: the kept run grows to three spans, and evaluating it again raises
+    assert sink.verdicts == [first]  # no amendment, and no exception out of ``add``
+    assert telemetry.registry.get_sample_value("faultgate_internal_errors_total", {"stage": "verdict_amend"}) == 1
+
+
 class _Fatal(BaseException):
     """Not an ``Exception``: what no handler in the loop is meant to swallow."""
 
