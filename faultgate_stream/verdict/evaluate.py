@@ -186,8 +186,9 @@ class Evaluator:
         compiled call, where a Python loop turn and a call per span and check were ~4% of a
         live span's CPU), and its findings passed on in the order observing the spans one
         at a time finds them (by span, then by check). A check that raises is counted once
-        for the stretch and observes no more of it. With checks bound to agents, a stretch
-        is observed span by span, each span by the every-run checks, then by its agent's."""
+        for the stretch and observes no more of it. Checks bound to agents then observe the
+        stretch span by span (each span's agent is known only once its ancestors were
+        added); at one span their findings come after the every-run checks'."""
         if not self._watch:
             return
         traces = self._traces
@@ -197,10 +198,6 @@ class Evaluator:
             st = traces.get(tid)
             if st is None:
                 st = self._state(tid)
-            if st.ruleset.bindings:
-                self._observe_one_by_one(st, spans, lo, hi)
-                lo = hi
-                continue
             found = []
             for check, state in st.watching:
                 try:
@@ -209,29 +206,19 @@ class Evaluator:
                     self._failed(check, "observe", tid)
                     continue
                 if first is not None:
-                    found.append((first[0], first[1], check))
+                    found.append((first[0], first[1], check, ""))
+            if st.agents is not None:  # the ruleset binds agents
+                for i in range(lo, hi):
+                    self._observe_bound(st, spans[i], i, found)
             if len(found) > 1:
-                found.sort(key=_FIRST)  # stable: at one span, in check order
-            for i, reason, check in found:
-                self._early(st, check, reason, spans[i], "")
+                found.sort(key=_FIRST)  # stable: at one span, the every-run checks in order, then the bound
+            for i, reason, check, agent in found:
+                self._early(st, check, reason, spans[i], agent)
             lo = hi
 
-    def _observe_one_by_one(self, st: _TraceState, spans: list[SpanRecord], lo: int, hi: int) -> None:
-        tid = spans[lo].trace_id
-        for i in range(lo, hi):
-            span = spans[i]
-            for check, state in st.watching:
-                try:
-                    reason = check.observe(state, span)
-                except Exception:
-                    self._failed(check, "observe", tid)
-                    continue
-                if reason:
-                    self._early(st, check, reason, span, "")
-            self._observe_bound(st, span)
-
-    def _observe_bound(self, st: _TraceState, span: SpanRecord) -> None:
-        """The checks bound to the span's agent observe it, each with its own state."""
+    def _observe_bound(self, st: _TraceState, span: SpanRecord, at: int, found: list) -> None:
+        """The checks bound to the span's agent observe it, each with its own state; what
+        they find is added to ``found`` as (``at``, reason, check, agent)."""
         st.agents.add(span.span_id, span.parent_id,
                       str(span.attrs.get(AGENT_NAME) or span.name) if span.is_agent else None)
         agent = self._agent(st, span)
@@ -239,7 +226,9 @@ class Evaluator:
             state = st.bound_states.get(id(check))
             if state is None:
                 state = st.bound_states[id(check)] = check.start()
-            self._early(st, check, self._observe(check, state, span), span, agent or "")
+            reason = self._observe(check, state, span)
+            if reason:
+                found.append((at, reason, check, agent or ""))
 
     def _early(self, st: _TraceState, check: Check, reason: str | None, span: SpanRecord, agent: str) -> None:
         if not reason or check.name in st.fired_early:

@@ -59,6 +59,9 @@ def test_a_batch_is_observed_as_its_spans_were_one_at_a_time(rnd, cut, bound):
     def run(batched: bool):
         check = Watching()
         bound_check = Watching()
+        # a name of its own: both fire at the same span (`boom`), so the findings show the
+        # order at one span too (every-run checks first), not only the first of one name
+        bound_check.name = "watching_bound"
         rules = Ruleset((check,), (Binding(("a1",), (bound_check,), "t"),) if bound else ())
         sink = VerdictList()
         ev = Evaluator(rules, sink)
@@ -78,6 +81,24 @@ def test_a_batch_is_observed_as_its_spans_were_one_at_a_time(rnd, cut, bound):
     batched, one_by_one = run(True), run(False)
     assert batched[:3] == one_by_one[:3]
     assert all(len(traces) == 1 for traces in batched[3].values())  # each state saw one trace only
+
+
+def test_at_one_span_the_every_run_checks_findings_come_before_the_bound_checks():
+    t = trace_id()
+    root = agent(t, name="a1")
+    spans = [root] + [tool(t, root.span_id, name, start_s=j) for j, name in enumerate(("x", "boom", "x"))]
+    boom = spans[2].span_id
+    for batch in (spans, spans[:2], spans[:1]):  # the boom span in the batch, or after it in its own
+        bound_check = Watching()
+        bound_check.name = "watching_bound"
+        sink = VerdictList()
+        asm = Assembler(Evaluator(Ruleset((Watching(),), (Binding(("a1",), (bound_check,), "t"),)), sink),
+                        ManualClock(10**18), AssembleConfig())
+        asm.add(batch)
+        if len(batch) < len(spans):
+            asm.add(spans[len(batch):])
+        assert [(f.span_id, f.check, f.agent) for f in sink.findings] == [
+            (boom, "watching", ""), (boom, "watching_bound", "a1")]
 
 
 def test_the_agent_index_is_built_only_for_a_ruleset_that_binds_checks_to_agents():
