@@ -104,9 +104,7 @@ class Evaluator:
     def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
         self._failed(check, "finish", run.key)
         # undecided, not passed: a check that could not judge the run never makes it clean
-        return CheckResult(check.name, False, 0.0,
-                           f"undecided: the check failed on this run ({type(e).__name__}, an internal error)",
-                           check.severity, check.kind, undecided=True)
+        return check.undecided(f"the check failed on this run ({type(e).__name__}, an internal error)")
 
     def _internal_error(self, where: str, run: Run) -> None:
         _log().exception("verdict_failed", stage=where, run=str(run.key))
@@ -121,17 +119,18 @@ class Evaluator:
         ``RunFact``s), since those may be what raised."""
         self._internal_error("evaluate", run)
         rs = st.ruleset
-        reason = f"undecided: the run's verdict could not be worked out ({type(e).__name__}, an internal error)"
-        results = tuple(CheckResult(c.name, False, 0.0, reason, c.severity, c.kind, undecided=True)
-                        for c in rs.checks)
+        missing = f"the run's verdict could not be worked out ({type(e).__name__}, an internal error)"
+        results = tuple(c.undecided(missing) for c in rs.checks)
         spans = run.spans
         members = frozenset(s.span_id for s in spans)
+        # by keyword: a cold path, unlike ``_verdict``'s positional build
         return RunVerdict(
-            run.key, "", "", "", run.completion, results, 0, len(spans),
-            spans[0].start_ns if spans else 0, False, max((s.end_ns for s in spans), default=0),
-            run.root_arrival_ns, run.closed_ns, run.root.span_id if run.root is not None else "",
-            members | run.outside_span_ids,
-            tuple(f for f in st.early if f.span_id in members),  # already reported: the verdict still names them
+            key=run.key, scenario="", agent="", agent_version="", completion=run.completion, results=results,
+            steps=0, spans=len(spans), first_start_ns=spans[0].start_ns if spans else 0,
+            last_end_ns=max((s.end_ns for s in spans), default=0), root_arrival_ns=run.root_arrival_ns,
+            decided_ns=run.closed_ns, root_span_id=run.root.span_id if run.root is not None else "",
+            released_span_ids=members | run.outside_span_ids,
+            early=tuple(f for f in st.early if f.span_id in members),  # already reported: the verdict still names them
             rule_digests=(rs.digest,) * len(results))
 
     @property
