@@ -663,6 +663,7 @@ class Window:
     sent_ok: int = 0          # spans acknowledged over the whole round (warm-up included)
     refused: int = 0          # spans of calls that failed, by any status
     errors: dict[str, int] = field(default_factory=dict)
+    first_error: str = ""     # the first failed call's status, message and the seconds into the load it came
     steal: float = 0.0        # share of the server's core (of all cores, unpinned) stolen by the hypervisor
 
     @property
@@ -683,6 +684,7 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
     ok = 0
     failed = 0
     errors: dict[str, int] = {}
+    first_error = ""
     start = loop.time()
     end = start + warmup + seconds
     max_calls = 1_000_000  # a bound on count as well as time: ~1000x what a window can send
@@ -690,7 +692,7 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
     next_at = start
 
     async def worker() -> None:
-        nonlocal ok, failed, next_at
+        nonlocal ok, failed, next_at, first_error
         for _ in range(max_calls):
             if interval:
                 now = loop.time()
@@ -704,6 +706,8 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
             except grpc.aio.AioRpcError as e:
                 failed += 1
                 errors[e.code().name] = errors.get(e.code().name, 0) + 1
+                if not first_error:  # which bound, or which transport failure: the code alone does not say
+                    first_error = f"{e.code().name} {e.details()!r} at {loop.time() - start:.2f}s"
                 await asyncio.sleep(0.05)  # a refused call is retried by a real sender; here: no spinning
                 continue
             ok += 1
@@ -731,6 +735,7 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
     return Window(spans_per_s=spans / wall, server_cpu_s=s1 - s0, spans=spans, server_util=(s1 - s0) / wall,
                   client_util=(c1 - c0) / wall, downstream_cpu_s=(d1 - d0) if downstream is not None else None,
                   sent_ok=ok * spans_per_request, refused=failed * spans_per_request, errors=errors,
+                  first_error=first_error,
                   steal=(st1 - st0) / wall / (1 if server.core is not None else os.cpu_count() or 1))
 
 
@@ -847,7 +852,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
                     note = "PROBLEM: " + "; ".join(dr.problems)
                     problems += [f"round {rnd} {name}: {p}" for p in dr.problems]
             if w.refused:
-                problems.append(f"round {rnd} {name}: {w.refused} spans refused ({w.errors})")
+                problems.append(f"round {rnd} {name}: {w.refused} spans refused ({w.errors}; first: {w.first_error})")
                 note += f"; refused {w.refused} spans {w.errors}"
             print(f"{rnd:>5} {name:<8} {w.spans_per_s:>10,.0f} {w.cpu_us_per_span:>16.2f} {w.server_util * 100:>7.0f}%"
                   f" {w.client_util * 100:>10.0f}% {w.steal * 100:>5.1f}% {decided:>10}  {note}", flush=True)

@@ -107,7 +107,13 @@ class GrpcReceiver:
             interceptors=(ArrivalDeadline(self._watchdog), *interceptors),
             options=[("grpc.max_receive_message_length", max_request_bytes),
                      ("grpc.max_concurrent_streams", max_streams_per_connection),
-                     ("grpc.so_reuseport", 0)],  # one process per port: SO_REUSEPORT would split traces
+                     ("grpc.so_reuseport", 0),  # one process per port: SO_REUSEPORT would split traces
+                     # An answered call stops counting against max_concurrent_streams when its
+                     # stream closes, not when Python frees the call: freeing it takes gRPC's
+                     # poller thread, which takes the GIL, so while a scan or a collection held
+                     # the GIL a sender's next calls were refused (REFUSED_STREAM) before any
+                     # handler of ours could count them (tests/receive/test_slow_grpc_senders.py).
+                     ("grpc.http.overload_protection", 0)],
         )
         handler = grpc.unary_unary_rpc_method_handler(TraceExport(consumer, telemetry, reader or decode.Reader()),
                                                       request_deserializer=None, response_serializer=None)
