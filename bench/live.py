@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/live.py [--rounds N] [--seconds S] [--warmup W] [--inflight K]
     .venv/bin/python bench/live.py --profile S [--profile-export]   # where the service's time goes
+    .venv/bin/python bench/live.py --instructions 30                # instructions a span, live (callgrind)
 
 Three servers, each its own process pinned to CPU 0 (see bench/README.md for the output):
 
@@ -374,11 +375,11 @@ def spawn(name: str, argv: list[str], workdir: Path, cpu: int | None) -> Child:
     return Child(name, proc, log, core=cpu)
 
 
-def wait_started(child: Child) -> None:
+def wait_started(child: Child, timeout: float = START_TIMEOUT_S) -> None:
     """Wait for the child's ``started`` JSON line (the service's own log line, which names
     the ports it bound; the null receiver prints the same shape)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    for _ in range(int(START_TIMEOUT_S / POLL_S) + 1):
+    deadline = time.monotonic() + timeout
+    for _ in range(int(timeout / POLL_S) + 1):
         if time.monotonic() > deadline:
             break
         if child.proc.poll() is not None:
@@ -399,16 +400,16 @@ def wait_started(child: Child) -> None:
                 child.ports = {k: int(v) for k, v in doc["endpoints"].items()}
                 return
         time.sleep(POLL_S)
-    die(f"{child.name} did not start within {START_TIMEOUT_S:.0f}s; its output:\n{child.tail()}")
+    die(f"{child.name} did not start within {timeout:.0f}s; its output:\n{child.tail()}")
 
 
-def stop(children: list[Child]) -> None:
+def stop(children: list[Child], timeout: float = 10.0) -> None:
     """SIGTERM (the service then refuses, decides runs as shutdown and exits), SIGKILL after
     a bounded wait: children never outlive the bench."""
     for c in children:
         if c.proc.poll() is None:
             c.proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + timeout
     for c in children:
         try:
             c.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -1070,6 +1071,73 @@ async def profile_load(args: argparse.Namespace, child: Child, template: tuple[b
     return await wait_decided(child, before, w.sent_ok, export=export), w
 
 
+# --------------------------------------------------------------------------- --instructions
+
+# Two paced windows of the same length, the second at three times the first's rate: their
+# difference in instructions, over the difference in spans, is what a span costs live, with
+# what the service spends per second whatever its load (the ticker, gRPC's timers) cancelled
+# out. Under callgrind the service runs ~50x slower, so the rates are low; the bench's
+# workload and the service's threads are the live ones.
+INSTRUCTION_RATES = (512.0, 1536.0)
+VALGRIND_START_S = 300.0      # imports run ~50x slower under callgrind
+
+
+async def paced_window(child: Child, template: tuple[bytes, list[int], int], rate: float, seconds: float) -> Drain:
+    import grpc
+
+    body, offsets, spans_per_request = template
+    requests = Requests(body, offsets, first_seq=time.time_ns())
+    ch = grpc.aio.insecure_channel(f"127.0.0.1:{child.ports['grpc']}",
+                                   options=[("grpc.max_send_message_length", MAX_MESSAGE)])
+    await asyncio.wait_for(ch.channel_ready(), timeout=VALGRIND_START_S)
+    call = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+    before = counters(child.ports["metrics"])
+    w = await drive(call, requests, spans_per_request, 0.0, seconds, 2, child, None, rate=rate)
+    await ch.close()
+    dr = await wait_decided(child, before, w.sent_ok, export=True)
+    if w.refused:
+        dr.problems.append(f"{w.refused} spans refused ({w.first_error})")
+    return dr
+
+
+def live_instructions(args: argparse.Namespace, workdir: Path, downstream: Child, server_cpu: int | None,
+                      template: tuple[bytes, list[int], int]) -> int:
+    """Instructions a span of the export-on service, live: its threads, gRPC both ways, the
+    GIL's hand-offs, all counted by callgrind (which runs the threads one at a time, so waits
+    cost nothing). Unlike CPU time it does not move with this machine's load; set beside
+    ``hot_path.py --instructions`` (the same stages in one thread) it says how much of the
+    live service's extra time is extra work, and how much is the same work run slower."""
+    if shutil.which("valgrind") is None:
+        die("--instructions needs valgrind on PATH (apt-get install valgrind)")
+    counts = []
+    for rate in INSTRUCTION_RATES:
+        out = workdir / f"callgrind-{rate:.0f}.out"
+        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                *serve_argv(service_config(workdir, f"counted-{rate:.0f}", downstream.ports["grpc"]))]
+        child = spawn(f"counted-{rate:.0f}", argv, workdir, server_cpu)
+        try:
+            wait_started(child, VALGRIND_START_S)
+            dr = asyncio.run(paced_window(child, template, rate, args.instructions))
+        finally:
+            stop([child], VALGRIND_START_S)  # callgrind writes its count only at a clean exit
+        m = re.search(r"Collected : (\d+)", child.log.read_text(errors="replace"))
+        if m is None:
+            die(f"callgrind reported no count; the service's output:\n{child.tail()}")
+        if dr.problems:
+            die(f"the service under callgrind at {rate:.0f} spans/s: " + "; ".join(dr.problems))
+        counts.append((int(m.group(1)), dr.accepted))
+        print(f"{rate:>8,.0f} spans/s offered for {args.instructions:.0f}s: {dr.accepted:,} spans decided and exported, "
+              f"{int(m.group(1)):,} instructions", flush=True)
+    (low, low_spans), (high, high_spans) = counts
+    if high_spans <= low_spans:
+        die("the faster window decided no more spans than the slower one; raise --instructions")
+    per_span = (high - low) // (high_spans - low_spans)
+    print(f"export on, live: {per_span:,} instructions a span (the second window less the first; compare "
+          f"hot_path.py --instructions)")
+    print(f"RESULT live_instructions_per_span={per_span}")
+    return 0
+
+
 # Frames where a thread waits rather than works (idle pool workers, grpc's polling loop,
 # the ticker's sleep, the metrics thread's event loop): wall-clock profiles charge them
 # with idle time, so they are left out of the self-time list.
@@ -1147,6 +1215,8 @@ def main() -> int:
                    "bound per-run policy, and with windowed budgets added to it (issue 13)")
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
                                                            "groupbytrace (the peers)")
+    p.add_argument("--instructions", type=float, metavar="S", help="no comparison: instructions a span of the "
+                   "export-on service by callgrind, from two paced windows of S seconds (30 is enough; ~4 min)")
     p.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     p.add_argument("--profiled-serve", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -1203,6 +1273,15 @@ def main() -> int:
                 die(f"the profiled service wrote no profile; its output:\n{svc.tail()}")
             print_profile(out, drain.accepted, window.cpu_us_per_span)
             return 1 if drain.problems else 0
+
+        if args.instructions is not None:
+            if not 5 <= args.instructions <= 300:
+                die("--instructions 5..300 seconds")
+            downstream = spawn("downstream", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"],
+                               workdir, client_cpu)
+            children.append(downstream)
+            wait_started(downstream)
+            return live_instructions(args, workdir, downstream, server_cpu, template)
 
         null = spawn("null", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"], workdir, server_cpu)
         # the export target is the other side of the wire, like the load generator: on CPU 1,
