@@ -1007,17 +1007,23 @@ async def paced(call, child: Child, requests: Requests, spans_per_request: int, 
             "spans_in_flight": med([n for _, n in held]) if held else 0.0}
 
 
+async def export_call(child: Child, timeout: float):
+    """A channel to ``child`` once it is connected, and its Export call with identity
+    serializers (the pre-encoded requests go out as they are)."""
+    import grpc
+
+    ch = grpc.aio.insecure_channel(f"127.0.0.1:{child.ports['grpc']}",
+                                   options=[("grpc.max_send_message_length", MAX_MESSAGE)])
+    await asyncio.wait_for(ch.channel_ready(), timeout=timeout)
+    return ch, ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+
+
 async def latency_and_soak(args: argparse.Namespace, export: Child, template: tuple[bytes, list[int], int],
                            max_rate: float) -> tuple[list[str], list[str]]:
     """Verdict delay and memory at half ``max_rate``; with --soak, one such window a minute."""
-    import grpc
-
     body, offsets, spans_per_request = template
     requests = Requests(body, offsets, first_seq=time.time_ns() + (1 << 40))
-    ch = grpc.aio.insecure_channel(f"127.0.0.1:{export.ports['grpc']}",
-                                   options=[("grpc.max_send_message_length", MAX_MESSAGE)])
-    await asyncio.wait_for(ch.channel_ready(), timeout=START_TIMEOUT_S)
-    call = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+    ch, call = await export_call(export, START_TIMEOUT_S)
     rate = args.rate or max_rate / 2
     wire = len(body) / spans_per_request
     out: list[str] = []
@@ -1054,15 +1060,10 @@ async def latency_and_soak(args: argparse.Namespace, export: Child, template: tu
 
 async def profile_load(args: argparse.Namespace, child: Child, template: tuple[bytes, list[int], int],
                        export: bool) -> tuple[Drain, Window]:
-    import grpc
-
     on_sigterm_cancel()
     body, offsets, spans_per_request = template
     requests = Requests(body, offsets, first_seq=time.time_ns())
-    ch = grpc.aio.insecure_channel(f"127.0.0.1:{child.ports['grpc']}",
-                                   options=[("grpc.max_send_message_length", MAX_MESSAGE)])
-    await asyncio.wait_for(ch.channel_ready(), timeout=START_TIMEOUT_S)
-    call = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+    ch, call = await export_call(child, START_TIMEOUT_S)
     before = counters(child.ports["metrics"])
     w = await drive(call, requests, spans_per_request, 0.0, args.profile, args.inflight, child, None)
     await ch.close()
@@ -1083,14 +1084,9 @@ VALGRIND_START_S = 300.0      # imports run ~50x slower under callgrind
 
 
 async def paced_window(child: Child, template: tuple[bytes, list[int], int], rate: float, seconds: float) -> Drain:
-    import grpc
-
     body, offsets, spans_per_request = template
     requests = Requests(body, offsets, first_seq=time.time_ns())
-    ch = grpc.aio.insecure_channel(f"127.0.0.1:{child.ports['grpc']}",
-                                   options=[("grpc.max_send_message_length", MAX_MESSAGE)])
-    await asyncio.wait_for(ch.channel_ready(), timeout=VALGRIND_START_S)
-    call = ch.unary_unary(METHOD, request_serializer=None, response_deserializer=None)
+    ch, call = await export_call(child, VALGRIND_START_S)
     before = counters(child.ports["metrics"])
     w = await drive(call, requests, spans_per_request, 0.0, seconds, 2, child, None, rate=rate)
     await ch.close()

@@ -8,11 +8,11 @@ still frees it, the collector just no longer looks. Long-lived run state is kept
 the collector's reach by its shape instead: the decision cache is compiled
 (``native/src/assemble/decided.rs``: Rust values the collector never sees), the decided
 verdicts untracked (``untrack_acyclic``, ``native/src/python/collector.rs``: the export's
-verdict cache and the amendment store keep the same objects), the amendment store's spans
-one ``bytes`` per kept run (``native/src/assemble/packed.rs``), held roots bytes, and the
+verdict cache and the amendment store keep the same objects), held roots bytes, and the
 records of the spans in flight are made untracked by the reader (``untracked`` in
 ``native/src/read/conventions.rs``: at the maximum rate every young and middle collection
-walked them, 17% of the CPU). A tuple subclass, a dataclass or a tuple holding a dict
+walked them, 17% of the CPU); the amendment store keeps those same records, and untracks
+any built in Python (``verdict/amend.py``). A tuple subclass, a dataclass or a tuple holding a dict
 stays tracked for good; these do not, so
 full collections stay as cheap when the caches are full as when empty (issue 12: ~190,000
 tracked objects at half load became ~50,000, and full collections of 100-230 ms, ~40 ms);

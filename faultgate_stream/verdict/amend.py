@@ -15,15 +15,17 @@ of its whole run). A late span whose run is no longer kept is counted as unamend
 (``faultgate_late_spans_unamendable_total``), never dropped silently; it is still
 counted late and still carries the verdict its run last got.
 
-A kept run's spans are one ``bytes`` (``_native.RecordPacker``, native/src/assemble/packed.rs),
-not ``SpanRecord``s: the garbage collector never tracks a ``bytes``, but tracks a tuple
-subclass (``NamedTuple``) or a tuple holding a dict for good. Thousands of kept runs of
-records were ~70,000 tracked objects, walked by every full collection (the bench saw full
-collections of 100-230 ms every few seconds at half load, and the verdict delay's p99
-follow them). Flat plain tuples, the form before, were let go only once the collector had
-looked at them, and building them was a Python loop over every field of every span of
-every decided run; packing is one compiled pass. A kept run is made ``SpanRecord``s again
-only when it is evaluated again.
+A kept run's spans are the records it was decided from, the same objects, out of the
+garbage collector's reach: thousands of kept runs of tracked records were ~70,000 objects
+walked by every full collection (the bench saw full collections of 100-230 ms every few
+seconds at half load, and the verdict delay's p99 follow them). The reader makes its
+records untracked as it builds them (native/src/read/conventions.rs); a record built in
+Python (content from log events merged in) is untracked when its run is kept
+(``untrack_acyclic``), as the verdict is. Until 2026-12-03 a kept run was packed into one
+``bytes`` by a compiled packer and unpacked when evaluated again: packing every decided
+run's every span was 3,300 instructions a span, 6.6% of the live hot path, for runs of
+which nearly all leave the store unread (at the bench's half rate the byte bound evicts a
+run within a second), and packed bytes saved 370 of ~1,045 B a span held.
 
 The offline report never sees any of this: a file has no late spans (nothing completes
 before end of input) and no store is built offline.
@@ -33,12 +35,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import attrgetter
 
 from typing import TYPE_CHECKING
 
 from faultgate_stream import _native
 from faultgate_stream.model.clock import Clock
-from faultgate_stream.model.records import NO_ATTRS, RunKey, SpanRecord, ToolCall, ToolExecution
+from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult, Completion, RunVerdict
 from faultgate_stream.verdict.config import AmendConfig
@@ -59,7 +62,7 @@ EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
 UNAMENDABLE_REASONS = ("evicted", "not_a_run")
 
 
-_PACKER = _native.RecordPacker(SpanRecord, ToolExecution, ToolCall, NO_ATTRS)
+_SIZE = attrgetter("size")
 
 
 @dataclass(slots=True)
@@ -68,10 +71,8 @@ class Decided:
     last published for it. Mutated only under the store's lock."""
 
     key: RunKey
-    spans: bytes                     # the records, packed (``_PACKER``)
-    count: int                       # how many
-    root_at: int                     # the root's place among them (-1: none is the root)
-    root: SpanRecord | None          # the root, only when it is not among them
+    spans: tuple[SpanRecord, ...]    # the records it was decided from (untracked), late ones after them
+    root: SpanRecord | None          # among them when it is one of them (checks tell it apart by identity)
     completion: Completion
     root_arrival_ns: int
     closed_ns: int
@@ -83,10 +84,7 @@ class Decided:
 
     def run(self) -> Run:
         """A fresh ``Run`` of the kept spans (its derived facts are computed again)."""
-        spans = _PACKER.unpack(self.spans)
-        # the root among them, not an equal copy beside them: checks tell it apart by identity
-        root = spans[self.root_at] if self.root_at >= 0 else self.root
-        return Run(self.key, spans, root, self.completion, root_arrival_ns=self.root_arrival_ns,
+        return Run(self.key, self.spans, self.root, self.completion, root_arrival_ns=self.root_arrival_ns,
                    closed_ns=self.closed_ns)
 
 
@@ -140,15 +138,15 @@ class DecidedRuns:
             with self.lock:
                 self._count("max_run_spans")
             return
-        spans, size, root_at = _PACKER.pack(run.spans, run.root)
+        spans = _native.untrack_acyclic(run.spans)  # the reader's records are untracked: one look at each
         root = run.root
-        if root_at < 0 and root is not None:  # an equal copy among them will do, as before
-            root_at = next((i for i, s in enumerate(run.spans) if s == root), -1)
+        if root is not None and not (spans and spans[0] is root) and not any(s is root for s in spans):
+            root = next((s for s in spans if s == root), root)  # an equal copy among them will do
         with self.lock:
             # the verdict out of the collector's lists, as the export's cache keeps it (the same object)
-            entry = Decided(run.key, spans, len(run.spans), root_at, root if root_at < 0 else None, run.completion,
-                            run.root_arrival_ns, run.closed_ns, ruleset, _native.untrack_acyclic(verdict), (),
-                            ENTRY_BYTES + size, self._clock.now_ns())
+            entry = Decided(run.key, spans, root, run.completion, run.root_arrival_ns, run.closed_ns, ruleset,
+                            _native.untrack_acyclic(verdict), (), ENTRY_BYTES + sum(map(_SIZE, spans)),
+                            self._clock.now_ns())
             old = self._runs.pop(run.key, None)
             if old is not None:
                 self.bytes -= old.bytes
@@ -174,11 +172,10 @@ class DecidedRuns:
         """Add a late span to a kept run. False (and the run no longer kept) when that
         takes it past ``max_run_spans``."""
         with self.lock:
-            if entry.count >= self.config.max_run_spans:
+            if len(entry.spans) >= self.config.max_run_spans:
                 self._drop(entry.key, "max_run_spans")
                 return False
-            entry.spans += _PACKER.pack((span,), None)[0]
-            entry.count += 1
+            entry.spans += (_native.untrack_acyclic(span),)
             entry.bytes += span.size
             self.bytes += span.size
             self._trim(keep=entry.key)

@@ -1,11 +1,9 @@
 //! The assembler's compiled half: the trace table (`table.rs`: per-trace, per-span
 //! bookkeeping, partition into runs, the due index) and the decision cache (`decided.rs`),
-//! driven by `assemble/assembler.py`; and decided runs packed into bytes (`packed.rs`) for
-//! the amendment store that keeps them after the assembler lets them go.
+//! driven by `assemble/assembler.py`.
 
 pub mod decided;
 pub mod ids;
-pub mod packed;
 pub mod partition;
 pub mod table;
 
@@ -101,7 +99,6 @@ pub fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<table::TraceTable>()?;
     m.add_class::<DecisionCache>()?;
-    m.add_class::<packed::RecordPacker>()?;
     m.add("DECISION_CACHE_PACKED_MAX", decided::PACKED_MAX)?;
     Ok(())
 }
