@@ -12,8 +12,8 @@ verdict cache and the amendment store keep the same objects), held roots bytes, 
 records of the spans in flight are made untracked by the reader (``untracked`` in
 ``native/src/read/conventions.rs``: at the maximum rate every young and middle collection
 walked them, 17% of the CPU); the amendment store keeps those same records, and untracks
-any built in Python (``verdict/amend.py``). A tuple subclass, a dataclass or a tuple holding a dict
-stays tracked for good; these do not, so
+any built in Python (``verdict/amend.py``). A tuple subclass, a dataclass or a tuple
+holding a dict stays tracked for good; these do not, so
 full collections stay as cheap when the caches are full as when empty (issue 12: ~190,000
 tracked objects at half load became ~50,000, and full collections of 100-230 ms, ~40 ms);
 ``bench/live.py --soak`` is how to see it.
