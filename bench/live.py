@@ -375,6 +375,11 @@ def spawn(name: str, argv: list[str], workdir: Path, cpu: int | None) -> Child:
     return Child(name, proc, log, core=cpu)
 
 
+def spawn_null(name: str, workdir: Path, cpu: int | None) -> Child:
+    """A null receiver (this file's ``--null-server`` mode) on a port the kernel picks."""
+    return spawn(name, [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"], workdir, cpu)
+
+
 def wait_started(child: Child, timeout: float = START_TIMEOUT_S) -> None:
     """Wait for the child's ``started`` JSON line (the service's own log line, which names
     the ports it bound; the null receiver prints the same shape)."""
@@ -1121,9 +1126,10 @@ def live_instructions(args: argparse.Namespace, workdir: Path, downstream: Child
             die(f"callgrind reported no count; the service's output:\n{child.tail()}")
         if dr.problems:
             die(f"the service under callgrind at {rate:.0f} spans/s: " + "; ".join(dr.problems))
-        counts.append((int(m.group(1)), dr.accepted))
+        count = int(m.group(1))
+        counts.append((count, dr.accepted))
         print(f"{rate:>8,.0f} spans/s offered for {args.instructions:.0f}s: {dr.accepted:,} spans decided and exported, "
-              f"{int(m.group(1)):,} instructions", flush=True)
+              f"{count:,} instructions", flush=True)
     (low, low_spans), (high, high_spans) = counts
     if high_spans <= low_spans:
         die("the faster window decided no more spans than the slower one; raise --instructions")
@@ -1212,7 +1218,7 @@ def main() -> int:
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
                                                            "groupbytrace (the peers)")
     p.add_argument("--instructions", type=float, metavar="S", help="no comparison: instructions a span of the "
-                   "export-on service by callgrind, from two paced windows of S seconds (30 is enough; ~4 min)")
+                   "export-on service by callgrind, from two paced windows of S seconds (30 is enough; ~2 min)")
     p.add_argument("--null-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     p.add_argument("--profiled-serve", nargs=2, metavar=("CONFIG", "OUT"), help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -1251,8 +1257,7 @@ def main() -> int:
             out = workdir / "service.pstats"
             export_port = None
             if args.profile_export:
-                downstream = spawn("downstream", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"],
-                                   workdir, client_cpu)
+                downstream = spawn_null("downstream", workdir, client_cpu)
                 children.append(downstream)
                 wait_started(downstream)
                 export_port = downstream.ports["grpc"]
@@ -1273,17 +1278,15 @@ def main() -> int:
         if args.instructions is not None:
             if not 5 <= args.instructions <= 300:
                 die("--instructions 5..300 seconds")
-            downstream = spawn("downstream", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"],
-                               workdir, client_cpu)
+            downstream = spawn_null("downstream", workdir, client_cpu)
             children.append(downstream)
             wait_started(downstream)
             return live_instructions(args, workdir, downstream, server_cpu, template)
 
-        null = spawn("null", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"], workdir, server_cpu)
+        null = spawn_null("null", workdir, server_cpu)
         # the export target is the other side of the wire, like the load generator: on CPU 1,
         # so CPU 0 carries the service and nothing else
-        downstream = spawn("downstream", [sys.executable, str(Path(__file__).resolve()), "--null-server", "0"],
-                           workdir, client_cpu)
+        downstream = spawn_null("downstream", workdir, client_cpu)
         children += [null, downstream]
         wait_started(null)
         wait_started(downstream)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import subprocess
+import sys
+import threading
 import time
 
 import grpc
@@ -121,12 +124,11 @@ def test_half_open_calls_across_connections_are_cancelled_after_the_request_time
 # started as soon as the one before it was answered, and prints how many failed and how.
 _BURST_CLIENT = """
 import asyncio, sys, grpc
-async def main(target, path, inflight, calls):
+async def main(target, method, path, inflight, calls):
     body = open(path, "rb").read()
     failed = []
     async with grpc.aio.insecure_channel(target) as ch:
-        call = ch.unary_unary("/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-                              request_serializer=None, response_deserializer=None)
+        call = ch.unary_unary(method, request_serializer=None, response_deserializer=None)
         async def sender():
             for _ in range(calls):
                 try:
@@ -135,7 +137,7 @@ async def main(target, path, inflight, calls):
                     failed.append(f"{e.code().name}: {e.details()}")
         await asyncio.gather(*[sender() for _ in range(inflight)])
     print(len(failed), failed[:1])
-asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])))
 """
 
 
@@ -149,10 +151,6 @@ def test_answered_calls_stop_counting_against_the_stream_limit_while_the_service
     start of most windows at 100k spans/s). Here a thread of the service's own process holds
     the GIL in short C-level stretches (a sort), as scans do, and a sender keeps as many calls
     open as the limit allows: on the old setting it had hundreds of its 600 calls refused."""
-    import subprocess
-    import sys
-    import threading
-
     live = live_service(_config(grpc_max_streams_per_connection=2))
     body = tmp_path / "request.bin"
     body.write_bytes(_request(_span(9, 1)).SerializeToString())
@@ -167,7 +165,7 @@ def test_answered_calls_stop_counting_against_the_stream_limit_while_the_service
     holder = threading.Thread(target=hold_the_gil, daemon=True)
     holder.start()
     try:
-        out = subprocess.run([sys.executable, "-c", _BURST_CLIENT, live.grpc, str(body), "2", "300"],
+        out = subprocess.run([sys.executable, "-c", _BURST_CLIENT, live.grpc, EXPORT, str(body), "2", "300"],
                              capture_output=True, text=True, timeout=120)
     finally:
         stop.set()
