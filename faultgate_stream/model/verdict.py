@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
+from faultgate_stream.model.profile import RunProfile
 from faultgate_stream.model.records import RunKey
 
 
@@ -115,6 +116,9 @@ class RunVerdict(NamedTuple):
     previous: str = ""
     amended_checks: tuple[str, ...] = ()
     amended_by: str = ""
+    # The run's shape, session and task (``model/profile.py``): set only when drift, sessions
+    # or judge routing are configured; None otherwise.
+    profile: RunProfile | None = None
 
     @property
     def fired(self) -> tuple[CheckResult, ...]:
