@@ -25,7 +25,8 @@ categories are pooled before testing, rarest first, until every bin expects at l
 bin is not tested. Each dimension is tested at ``alpha / D`` (Bonferroni over the D
 dimensions tested), so the chance that a window of the baseline's own distribution is
 called DRIFT on any dimension is at most ``alpha`` (tests/gate/test_drift.py measures
-this over seeds). INCONCLUSIVE: fewer than ``min_runs`` runs on either side, no baseline
+this over seeds); a dimension with one category on both sides (every run error-free, say)
+could never reject, and is not counted. INCONCLUSIVE: fewer than ``min_runs`` runs on either side, no baseline
 trajectories for the agent, or no dimension testable.
 
 What it assumes: the window's runs and the baseline's are independent draws, under one
@@ -152,8 +153,9 @@ class DriftResult:
 
     @property
     def threshold(self) -> float:
-        """The per-dimension significance level (Bonferroni)."""
-        return self.alpha / max(1, len(self.tested))
+        """The per-dimension significance level: Bonferroni over the dimensions that could
+        reject (one category on both sides has nothing to test and never counts)."""
+        return self.alpha / max(1, sum(d.df > 0 for d in self.tested))
 
     @property
     def drifted(self) -> tuple[DimensionDrift, ...]:

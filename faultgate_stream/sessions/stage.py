@@ -40,13 +40,14 @@ TICK_S = 1.0
 
 class SessionStage:
     def __init__(self, config: SessionsConfig, sinks: list[SessionConsumer], clock: Clock, telemetry: Telemetry,
-                 threads: Threads, on_error: Callable[[str], None] | None = None, tick: float = TICK_S) -> None:
+                 threads: Threads, on_error: Callable[[str], None] | None = None, tick: float | None = None) -> None:
         self.config = config
         self._sinks = sinks
         self._clock = clock
         self._threads = threads
         self._on_error = on_error
-        self._tick = tick
+        # a short idle timeout (tests, demos) is looked at four times within it
+        self._tick = tick if tick is not None else min(TICK_S, config.idle_timeout / 4)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
