@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 
-from faultgate_stream.checks.policy.windows import SESSION_ATTRS, session_of
+from faultgate_stream.checks.policy.windows import SESSION_ATTRS
 from faultgate_stream.checks.signals import step_errors
 from faultgate_stream.model.profile import RunProfile, count_bucket, steps_bucket, tokens_bucket, tool_class
 from faultgate_stream.model.run import Run
@@ -55,6 +55,7 @@ class Profiler:
     def __init__(self, end_attribute: str = DEFAULT_END_ATTRIBUTE, monotonic: tuple[str, ...] = ()) -> None:
         self.end_attribute = end_attribute
         self.monotonic = monotonic
+        self._wanted = (*SESSION_ATTRS, *monotonic)
 
     @property
     def attributes(self) -> frozenset[str]:
@@ -62,14 +63,25 @@ class Profiler:
         return frozenset((*SESSION_ATTRS, self.end_attribute, *self.monotonic))
 
     def __call__(self, run: Run) -> RunProfile:
-        spans = ((run.root,) if run.root is not None else ()) + run.spans
-        end = any(_truthy(s.attrs[self.end_attribute]) for s in spans if self.end_attribute in s.attrs)
-        attrs = []
-        for name in self.monotonic:
-            for s in spans:
-                v = s.attrs.get(name)
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                    attrs.append((name, float(v)))
-                    break
-        return RunProfile(shape_of(run), session_of(run) or "", end, task_of(run.prompt), bool(run.answer.strip()),
-                          tuple(attrs))
+        # one pass over the root then the spans in start order, keeping the first value of
+        # each attribute read: session_of's answer (session.id before gen_ai.conversation.id,
+        # each on the root before the spans) without a pass per attribute
+        wanted = self._wanted
+        first: dict[str, object] = {}
+        end = False
+        for sp in ((run.root,) if run.root is not None else ()) + run.spans:
+            attrs = sp.attrs
+            if not attrs:
+                continue
+            for name in wanted:
+                if name in attrs and name not in first:
+                    v = attrs[name]
+                    if name in SESSION_ATTRS and not str(v).strip():
+                        continue  # a blank id is no id: a later span may carry one
+                    first[name] = v
+            if not end and self.end_attribute in attrs and _truthy(attrs[self.end_attribute]):
+                end = True
+        session = next((str(first[n]).strip() for n in SESSION_ATTRS if n in first), "")
+        attrs = tuple((name, float(v)) for name in self.monotonic if isinstance(v := first.get(name), (int, float))
+                      and not isinstance(v, bool) and math.isfinite(v))
+        return RunProfile(shape_of(run), session, end, task_of(run.prompt), bool(run.answer.strip()), attrs)
