@@ -46,22 +46,19 @@ class Collected:
             self._cv.notify_all()
 
     def wait_for_sessions(self, n: int, timeout: float = 30.0) -> list[SessionVerdict]:
-        deadline = time.monotonic() + timeout
-        with self._cv:
-            while len(self.sessions) < n:
-                left = deadline - time.monotonic()
-                assert left > 0, f"only {len(self.sessions)} of {n} session verdicts after {timeout}s"
-                self._cv.wait(left)
-            return list(self.sessions)
+        return self._wait(self.sessions, n, timeout, "session verdicts")
 
     def wait_for(self, n: int, timeout: float = 30.0) -> list[RunVerdict]:
+        return self._wait(self.verdicts, n, timeout, "verdicts")
+
+    def _wait(self, items: list, n: int, timeout: float, what: str) -> list:
         deadline = time.monotonic() + timeout
         with self._cv:
-            while len(self.verdicts) < n:
+            while len(items) < n:
                 left = deadline - time.monotonic()
-                assert left > 0, f"only {len(self.verdicts)} of {n} verdicts after {timeout}s"
+                assert left > 0, f"only {len(items)} of {n} {what} after {timeout}s"
                 self._cv.wait(left)
-            return list(self.verdicts)
+            return list(items)
 
 
 @dataclasses.dataclass

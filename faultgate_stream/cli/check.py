@@ -143,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         for line in session_lines(sessions, redact):
             print(line)
     gate = drift = None
+    drift_text: list[str] = []
     if band is not None:
         from faultgate_stream.cli import gate_report
         from faultgate_stream.gate.decide import decide
@@ -155,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {w}", file=sys.stderr)
         from faultgate_stream.gate.drift import compare_verdicts
         drift = compare_verdicts(band.trajectories, [(v.agent, v.agent_version, v.profile.shape) for v in verdicts])
-        for line in gate_report.drift_lines(drift):
+        drift_text = gate_report.drift_lines(drift)
+        for line in drift_text:
             print(line)
     code = gate_exit(gate) if gate is not None else (EXIT_FIRED if gate_fails(verdicts) or any(
         r.severity is Severity.HARD for s in sessions or () for r in s.fired) else EXIT_CLEAN)
@@ -175,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         print(f"report written to {args.json}")
     if args.markdown or args.audit:
-        if not write_summaries(args, report, gate, code, redact):
+        if not write_summaries(args, report, gate, code, redact, drift_text):
             return EXIT_BAD_INPUT
     return code
 
@@ -250,7 +252,8 @@ def masked_gate(gate, redact) -> dict:
     return doc
 
 
-def write_summaries(args: argparse.Namespace, report: Report, gate, code: int, redact) -> bool:
+def write_summaries(args: argparse.Namespace, report: Report, gate, code: int, redact,
+                    drift: list[str] | None = None) -> bool:
     """``--markdown`` and ``--audit``; False (after saying why) when one cannot be written."""
     from faultgate_stream.cli import gate_report
     from faultgate_stream.gate import audit, summary
@@ -262,7 +265,8 @@ def write_summaries(args: argparse.Namespace, report: Report, gate, code: int, r
     try:
         if args.markdown:
             target = args.markdown
-            write_text(args.markdown, summary.markdown(verdict, report.verdicts, report.fired, gate, cmd, mask))
+            write_text(args.markdown, summary.markdown(verdict, report.verdicts, report.fired, gate, cmd, mask,
+                                                       drift or []))
         if args.audit:
             target = args.audit
             audit.write(args.audit, verdict=verdict, exit_code=code, inputs=gate_report.inputs(args),

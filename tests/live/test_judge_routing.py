@@ -9,11 +9,6 @@ import dataclasses
 import json
 from collections import Counter
 
-from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcExporter
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
 from faultgate_stream.cli.main import main
 from faultgate_stream.cli.replay import GrpcSender, replay
 from faultgate_stream.gate.config import GateBandConfig, GateConfig
@@ -21,6 +16,7 @@ from faultgate_stream.judge.config import JudgeConfig
 from faultgate_stream.judge.route import sampled
 from faultgate_stream.verdict.config import AmendConfig
 from tests.judge.scripted_model import ScriptedModel
+from tests.live.test_judge_stage import _Agent as JudgeStageAgent
 from tests.live_service import make_config
 from tests.peers import eventually
 from tests.trajectory_runs import V1_MIX, V2_MIX, document, version_runs
@@ -34,13 +30,7 @@ def _config(model: ScriptedModel, **judge):
                                judge=JudgeConfig(spec=model.spec(), per_minute=1000, **judge))
 
 
-class _Agent:
-    def __init__(self, target: str) -> None:
-        self.provider = TracerProvider(resource=Resource.create({"service.name": "agent-app"}))
-        self.provider.add_span_processor(BatchSpanProcessor(GrpcExporter(endpoint=target, insecure=True),
-                                                            schedule_delay_millis=50))
-        self.tracer = self.provider.get_tracer("agent")
-
+class _Agent(JudgeStageAgent):
     def run(self, i: int, failing: bool) -> None:
         """A clean run calls ``search`` once; a failing one calls it three times with the
         same arguments and gets the same result (repeated_call fires)."""
@@ -55,7 +45,7 @@ class _Agent:
 
     def close(self) -> None:
         assert self.provider.force_flush(10_000)
-        self.provider.shutdown()
+        super().close()
 
 
 def test_only_failed_runs_and_a_sampled_share_of_clean_ones_reach_the_judge(live_service):
