@@ -1,4 +1,4 @@
-"""Session verdicts on the verdict stream: only subscribers that ask get them (a subscriber
+"""Session verdicts on the verdict stream and in the verdict log: only subscribers that ask get them (a subscriber
 that predates sessions sees no change), filtered like run verdicts, masked like them."""
 from __future__ import annotations
 
@@ -31,3 +31,17 @@ def test_a_session_verdict_on_the_wire_is_masked_and_leaves_the_run_fields_empty
     assert (s.session_id, s.verdict, s.end, list(s.run_ids)) == (
         "S-<email>", pb.OUTCOME_FAILED, pb.SESSION_END_IDLE, [f"{'ab' * 16}/{'cd' * 8}"])
     assert s.results[0].reason == "<email> used 9 > 5" and s.has_tokens and not s.has_cost
+
+
+def test_the_verdict_log_writes_a_session_verdict_line_masked():
+    import structlog
+    from structlog.testing import capture_logs
+
+    from faultgate_stream.export.log.sink import VerdictLog
+
+    with capture_logs() as logs:
+        VerdictLog(structlog.get_logger("t"), lambda s: s.replace("alice@example.com", "<email>")).session(FAILED)
+    (line,) = logs
+    assert line["event"] == "session_verdict" and line["session_id"] == "S-<email>" and line["end"] == "idle"
+    assert line["fired"] == {"session.token_budget": {"severity": "soft", "reason": "<email> used 9 > 5"}}
+    assert line["runs"] == [f"{'ab' * 16}/{'cd' * 8}"] and line["verdict"] == "failed"
