@@ -152,3 +152,15 @@ def test_sessions_across_runs_are_decided_live_and_offline_alike(live_service, t
                       tuple((r["check"], r["fired"], r["undecided"], r["reason"]) for r in s["results"]))
                      for s in offline)
     assert as_live == _summary(sessions)
+
+
+def test_an_open_session_is_decided_as_shutdown_when_the_service_stops(live_service):
+    live = live_service(dataclasses.replace(make_config(), sessions=SESSIONS))
+    agent = _Agent(live.grpc)
+    agent.run("X", "Still there?", tokens=6000)
+    live.sink.wait_for(1)
+    agent.provider.shutdown()
+    assert live.sink.sessions == []
+    out = live.service.shutdown(grace=1)
+    (s,) = live.sink.sessions
+    assert (s.session_id, s.end.value, s.verdict, out["sessions_decided_at_shutdown"]) == ("X", "shutdown", "failed", 1)
