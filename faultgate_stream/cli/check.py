@@ -41,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--band", help="band.json from `baseline`: gate PASS / FAIL / INCONCLUSIVE against it "
                                   "(exit 1 only on FAIL)")
     p.add_argument("--markdown", help="write a PR summary (Markdown) to this path")
+    p.add_argument("--html", help="write the report as one self-contained HTML page to this path: the summary "
+                                  "(and the gate's plot with --band), then every run's steps as a timeline with "
+                                  "the step where each check fired marked")
     p.add_argument("--audit", help="write verdict.json, failing_traces.json and repro.sh to this directory")
 
 
@@ -96,7 +99,15 @@ def run(args: argparse.Namespace) -> int:
             from faultgate_stream.gate.band import Band
             band = Band.load(args.band)
         found = read_files(args.traces, args.format)
-        verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found], early=False)
+        timelines: dict = {}
+        seen = None
+        if args.html:
+            from faultgate_stream.verdict.timeline import timeline
+
+            def seen(run) -> None:
+                timelines[str(run.key)] = timeline(run)
+        verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found], early=False,
+                               seen=seen)
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -104,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         if judge is not None:
             judge.close()
     report = Report([c.name for c in checks], verdicts, redact.name if redact else "off",
-                    judge.name if judge is not None else "none")
+                    judge.name if judge is not None else "none", timelines)
     elapsed = time.perf_counter() - t0
     print(table(report))
     fired = ", ".join(f"{k}={v}" for k, v in report.fired.items())
@@ -151,6 +162,14 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown or args.audit:
         if not write_summaries(args, report, gate, code, redact):
             return EXIT_BAD_INPUT
+    if args.html:
+        from faultgate_stream.verdict.html.page import render
+        try:
+            write_text(args.html, render(report, redact, masked_gate(gate, redact) if gate is not None else None))
+        except OSError as e:
+            print(f"faultgate-stream: cannot write {args.html}: {e.strerror or e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"HTML report written to {args.html}")
     return code
 
 
