@@ -100,14 +100,8 @@ def run(args: argparse.Namespace) -> int:
             band = Band.load(args.band)
         found = read_files(args.traces, args.format)
         timelines: dict = {}
-        seen = None
-        if args.html:
-            from faultgate_stream.verdict.timeline import timeline
-
-            def seen(run) -> None:
-                timelines[str(run.key)] = timeline(run)
         verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found], early=False,
-                               seen=seen)
+                               seen=keep_timelines(timelines) if args.html else None)
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -171,6 +165,16 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         print(f"HTML report written to {args.html}")
     return code
+
+
+def keep_timelines(into: dict):
+    """What ``--html`` draws of each run, kept by run id as the runs complete."""
+    from faultgate_stream.verdict.timeline import timeline
+
+    def seen(run) -> None:
+        into[str(run.key)] = timeline(run)
+
+    return seen
 
 
 def write_text(path: str, text: str) -> None:

@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        import mcp.server.mcpserver  # noqa: F401
+        import mcp.server.mcpserver  # noqa: F401  (only: is the extra installed?)
     except ImportError:
         print("faultgate-stream: the mcp command needs the MCP SDK: pip install 'faultgate-stream[mcp]'",
               file=sys.stderr)

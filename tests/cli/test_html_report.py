@@ -14,9 +14,9 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status, StatusCode
 
 from tests.browser import chromium
+from tests.genai_sdk import tool_run
 
 EMAIL = "jane.doe@example.com"
 SPEC = "tools: [read_file, lookup, fetch, list_dir, send_email]\nground: true\nsecrets: false\n"
@@ -26,45 +26,26 @@ FIRED_BACKGROUND = "rgb(253, 231, 229)"  # report.css: --fired
 def _write_runs(path: Path) -> dict[str, str]:
     """Six runs: clean, a tool error at step 2, an abstaining answer (no step), undecided
     (no finish reasons), an unknown e-mail address sent at step 1, a path traversal at
-    step 2. Returns the span ids of the steps where checks fire, by what fires there."""
+    step 2. Returns the span ids of the steps where checks fire, by what fires there (and
+    the step before the tool error's, where nothing fires)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("test")
-    marked: dict[str, str] = {}
+    prompt = "help me with README.md and NOTES.md"
 
-    def run(agent: str, tools: list[tuple], answer: str = "done", finish: bool = True) -> None:
-        prompt = [{"role": "user", "parts": [{"type": "text", "content": "help me with README.md and NOTES.md"}]}]
-        with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                "gen_ai.input.messages": json.dumps(prompt)}) as root:
-            for name, args, result, ok, mark in tools:
-                chat = {"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 120,
-                        "gen_ai.usage.output_tokens": 30}
-                if finish:
-                    chat["gen_ai.response.finish_reasons"] = ["tool_calls"]
-                with tracer.start_as_current_span("chat m", attributes=chat):
-                    pass
-                with tracer.start_as_current_span(f"execute_tool {name}", attributes={
-                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                        "gen_ai.tool.call.arguments": json.dumps(args), "gen_ai.tool.call.result": result}) as s:
-                    if not ok:
-                        s.set_status(Status(StatusCode.ERROR, "failed"))
-                    if mark:
-                        marked[mark] = format(s.get_span_context().span_id, "016x")
-            root.set_attribute("gen_ai.output.messages", json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]))
+    def run(agent: str, tools: list[tuple], **kw) -> list[str]:
+        return tool_run(tracer, agent, tools, prompt=prompt, tokens=True, **kw)[1]
 
-    run("files", [("read_file", {"path": "README.md"}, "hello", True, "")])
-    run("search", [("lookup", {"q": 1}, "found", True, "lookup"),
-                   ("fetch", {"id": 7}, "Error: backend down", False, "unrecovered_tool_error")])
-    run("lookup", [("lookup", {"q": 2}, "none", True, "")], answer=f"No matching source for {EMAIL}.")
-    run("files", [("read_file", {"path": "NOTES.md"}, "notes", True, "")], finish=False)
-    run("mailer", [("send_email", {"to": EMAIL, "body": "hi"}, "sent", True, "trajectory.ground")])
-    run("files", [("list_dir", {"path": "."}, "a b", True, ""),
-                  ("read_file", {"path": "../../etc/passwd"}, "root:x:0:0", True, "policy")])
+    run("files", [("read_file", {"path": "README.md"}, "hello", True)])
+    lookup, fetch = run("search", [("lookup", {"q": 1}, "found", True), ("fetch", {"id": 7}, "Error: backend down", False)])
+    run("lookup", [("lookup", {"q": 2}, "none", True)], answer=f"No matching source for {EMAIL}.")
+    run("files", [("read_file", {"path": "NOTES.md"}, "notes", True)], finish=False)
+    (mail,) = run("mailer", [("send_email", {"to": EMAIL, "body": "hi"}, "sent", True)])
+    _, passwd = run("files", [("list_dir", {"path": "."}, "a b", True),
+                              ("read_file", {"path": "../../etc/passwd"}, "root:x:0:0", True)])
     path.write_text(json.dumps([json.loads(s.to_json()) for s in exporter.get_finished_spans()]))
-    return marked
+    return {"lookup": lookup, "unrecovered_tool_error": fetch, "trajectory.ground": mail, "policy": passwd}
 
 
 def _check(*args: str) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,6 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Status, StatusCode
 
 from faultgate_stream.checks.config import BindingConfig, ChecksConfig
 from faultgate_stream.export.metrics.config import MetricsConfig
@@ -29,6 +28,7 @@ from faultgate_stream.gate.config import GateBandConfig, GateConfig
 from faultgate_stream.receive.config import ServerTLS
 from tests.certs import make_certs
 from tests.conftest import CORPUS
+from tests.genai_sdk import tool_run
 from tests.live_service import make_config
 
 TOKEN = "api-token-0123456789abcdef"
@@ -41,33 +41,15 @@ def _runs(tracer) -> dict[str, tuple[str, str]]:
     traversal at step 2 (the policy fires the moment its span arrives); an e-mail address
     from nowhere at step 1 (the mailer's spec: trajectory.ground, whose reason quotes it).
     Returns (trace id, the span id where a check fires) by agent."""
+    runs = {"files": ([("read_file", {"path": "README.md"}, "hello", True)], 0),
+            "search": ([("lookup", {"q": 1}, "found", True), ("fetch", {"id": 7}, "Error: backend down", False)], 2),
+            "reader": ([("list_dir", {"path": "."}, "a b", True), ("read_file", {"path": "../../etc/passwd"}, "x", True)],
+                       2),
+            "mailer": ([("send_email", {"to": EMAIL, "body": "hi"}, "sent", True)], 1)}
     out = {}
-
-    def run(agent: str, tools: list[tuple[str, dict, str, bool]], fires_at: int = 0) -> None:
-        prompt = [{"role": "user", "parts": [{"type": "text", "content": "help me with README.md"}]}]
-        with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                "gen_ai.input.messages": json.dumps(prompt)}) as root:
-            marked = ""
-            for i, (name, args, result, ok) in enumerate(tools, 1):
-                with tracer.start_as_current_span("chat m", attributes={
-                        "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["tool_calls"]}):
-                    pass
-                with tracer.start_as_current_span(f"execute_tool {name}", attributes={
-                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                        "gen_ai.tool.call.arguments": json.dumps(args), "gen_ai.tool.call.result": result}) as s:
-                    if not ok:
-                        s.set_status(Status(StatusCode.ERROR, "failed"))
-                    if i == fires_at:
-                        marked = format(s.get_span_context().span_id, "016x")
-            root.set_attribute("gen_ai.output.messages", json.dumps(
-                [{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]))
-            out[agent] = (format(root.get_span_context().trace_id, "032x"), marked)
-
-    run("files", [("read_file", {"path": "README.md"}, "hello", True)])
-    run("search", [("lookup", {"q": 1}, "found", True), ("fetch", {"id": 7}, "Error: backend down", False)], 2)
-    run("reader", [("list_dir", {"path": "."}, "a b", True), ("read_file", {"path": "../../etc/passwd"}, "x", True)], 2)
-    run("mailer", [("send_email", {"to": EMAIL, "body": "hi"}, "sent", True)], 1)
+    for agent, (tools, fires_at) in runs.items():
+        trace_id, spans = tool_run(tracer, agent, tools)
+        out[agent] = (trace_id, spans[fires_at - 1] if fires_at else "")
     return out
 
 
