@@ -31,6 +31,10 @@ from faultgate_stream.verdict.report import Redact, Report, masker
 from faultgate_stream.verdict.timeline import TimelineStep
 
 Mask = Callable[[str], str]
+# Spans drawn per run. A page is read, not searched: past this the rest of a run's spans
+# are counted, not drawn (each marked one still is), so a run of 10,000 spans stays a page
+# a browser opens.
+MAX_ROWS = 500
 
 
 def _asset(name: str) -> str:
@@ -171,9 +175,8 @@ def _run(i: int, v: RunVerdict, steps: tuple[TimelineStep, ...], mask: Mask) -> 
     step_spans = {n: s.span_id for s in steps for n in s.steps}
     # span id -> the fired results that point at it
     marks: dict[str, list[CheckResult]] = {}
-    pointed: dict[str, tuple[str, ...]] = {}
-    for r in fired:
-        pointed[r.check] = spans = pointed_spans(r, v.early, step_spans)
+    pointed = [pointed_spans(r, v.early, step_spans) for r in fired]  # per result: a check bound to two agents fires twice
+    for r, spans in zip(fired, pointed):
         for sid in spans:
             marks.setdefault(sid, []).append(r)
     shown = {s.span_id: k for k, s in enumerate(steps)}
@@ -186,9 +189,9 @@ def _run(i: int, v: RunVerdict, steps: tuple[TimelineStep, ...], mask: Mask) -> 
                f'<span class="size">{_count(v.steps, "step")} · {_count(v.spans, "span")} · {_e(_duration(end - start))}</span> '
                f'<span class="checks">{_e(" ".join(r.check for r in fired))}</span></summary>')
     findings = []
-    for r in fired:
+    for r, spans in zip(fired, pointed):
         at = [f'<a href="#run-{i}-span-{shown[sid]}">{_e(_where(steps[shown[sid]]))}</a>'
-              for sid in pointed[r.check] if sid in shown]
+              for sid in spans if sid in shown]
         where = f" at {', '.join(at)}" if at else " (the run as a whole)"
         findings.append(f'<li class="finding" data-check="{_e(r.check)}"><strong>{_e(r.check)}</strong> '
                         f'<span class="severity {r.severity.value}">{r.severity.value}</span>{where}: '
@@ -226,10 +229,14 @@ def _where(s: TimelineStep) -> str:
 def _waterfall(i: int, steps: tuple[TimelineStep, ...], marks: Mapping[str, list[CheckResult]], start: int,
                end: int, mask: Mask) -> str:
     total = max(end - start, 1)
+    left_out = 0
     rows = ['<table class="waterfall"><thead><tr><th>step</th><th>span</th><th>tool</th>'
             '<th class="bar-col">time</th><th>duration</th><th>tokens</th><th>status</th></tr></thead><tbody>']
     for k, s in enumerate(steps):
         hits = marks.get(s.span_id, ())
+        if k >= MAX_ROWS and not hits:
+            left_out += 1
+            continue
         left = (s.start_ns - start) / total * 100 if s.start_ns else 0.0
         width = max((s.end_ns - s.start_ns) / total * 100, 0.4) if s.end_ns > s.start_ns else 0.4
         status = "error" if s.failed else "ok"
@@ -249,6 +256,9 @@ def _waterfall(i: int, steps: tuple[TimelineStep, ...], marks: Mapping[str, list
             rows.append(f'<tr class="why" data-check="{_e(r.check)}"><td></td><td colspan="6">'
                         f'<span class="mark">{_e(r.check)}</span> fired here: '
                         f'<span class="reason">{_e(mask(r.reason))}</span></td></tr>')
+    if left_out:
+        rows.append(f'<tr class="left-out"><td></td><td colspan="6">{left_out} more spans not drawn (a run\'s first '
+                    f'{MAX_ROWS} are, and every span where a check fired)</td></tr>')
     rows.append("</tbody></table>")
     return "\n".join(rows)
 
