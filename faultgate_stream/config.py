@@ -24,6 +24,7 @@ from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.checks.config import ChecksConfig
 from faultgate_stream.export.log.config import LogConfig
 from faultgate_stream.export.metrics.config import MetricsConfig
+from faultgate_stream.export.query.config import QueryConfig
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.stream.config import StreamConfig
 from faultgate_stream.gate.config import GateConfig
@@ -56,6 +57,7 @@ class ServiceConfig:
     amend: AmendConfig = AmendConfig()
     judge: JudgeConfig = JudgeConfig()
     sessions: SessionsConfig = SessionsConfig()
+    query: QueryConfig = QueryConfig()
     tick: float = dataclasses.field(default=DEFAULT_TICK, metadata=DURATION)
     shutdown_grace: float = dataclasses.field(default=DEFAULT_SHUTDOWN_GRACE, metadata=DURATION)
 

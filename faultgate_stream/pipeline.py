@@ -78,17 +78,36 @@ def assemble_runs(spans: Iterable[SpanRecord], contents: Iterable[SpanRecord] = 
     return sink.runs
 
 
+class RunTap:
+    """A ``RunConsumer`` in front of another: hands each completed run to ``seen`` before
+    passing it on; everything else goes straight through."""
+
+    def __init__(self, consumer: Evaluator, seen: Callable[[Run], None]) -> None:
+        self._next = consumer
+        self._seen = seen
+
+    def run_completed(self, run: Run) -> None:
+        self._seen(run)
+        self._next.run_completed(run)
+
+    def __getattr__(self, name: str):
+        return getattr(self._next, name)
+
+
 def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check],
                 contents: Iterable[Iterable[SpanRecord]] = (), *, early: bool = True,
-                profile: Callable[[Run], RunProfile] | None = None) -> list[RunVerdict]:
+                profile: Callable[[Run], RunProfile] | None = None,
+                seen: Callable[[Run], None] | None = None) -> list[RunVerdict]:
     """Verdicts of the runs in ``batches`` of spans; ``contents`` are batches of content
     records from GenAI log events (``read.log_events``), joined to their spans by id.
     ``early=False``: the verdicts without their early findings, and no span observed for
     them (``checks/base.py``), for callers that report verdicts only (the ``check`` command:
     6% of its engine's time on the gate files). ``profile``: what works out each verdict's
-    ``profile`` (``verdict/profile.py``), for drift and sessions."""
+    ``profile`` (``verdict/profile.py``), for drift and sessions. ``seen``: told of each
+    completed run before it is judged (the HTML report draws its spans)."""
     sink = VerdictList()
-    assembler = Assembler(Evaluator(checks, sink, early=early, profile=profile), ManualClock(), OFFLINE_LIMITS)
+    evaluator = Evaluator(checks, sink, early=early, profile=profile)
+    assembler = Assembler(evaluator if seen is None else RunTap(evaluator, seen), ManualClock(), OFFLINE_LIMITS)
     for batch in batches:
         assembler.add(batch)
     for batch in contents:

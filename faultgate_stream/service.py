@@ -28,6 +28,8 @@ from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
 from faultgate_stream.export.metrics import runtime
 from faultgate_stream.export.metrics.sink import MetricsSink
+from faultgate_stream.export.query import api as query_api
+from faultgate_stream.export.query.ring import RingMetrics, VerdictRing
 from faultgate_stream.export.spans.exporter import SpanExporter
 from faultgate_stream.export.spans.forward import Forwarder
 from faultgate_stream.export.spans.sender import sender_for
@@ -41,7 +43,7 @@ from faultgate_stream.judge.route import Router
 from faultgate_stream.judge.stage import JudgeStage, QueueGauge
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
-from faultgate_stream.model.telemetry import CATALOG, Telemetry
+from faultgate_stream.model.telemetry import CATALOG, Telemetry, describe
 from faultgate_stream.model.threads import Threads
 from faultgate_stream.model.verdict import Completion
 from faultgate_stream.read.projection import Projection
@@ -117,6 +119,9 @@ class Service:
         self.stream = self._build_stream(redact)
         if self.stream is not None:
             sinks.append(self.stream)
+        self.query = self._build_query(redact)
+        if self.query is not None:
+            sinks.append(self.query)
         span_sink = self._build_span_export(redact)
         if span_sink is not None:
             sinks.append(span_sink)
@@ -177,6 +182,16 @@ class Service:
             return None
         return VerdictStream(redact, config.stream, registry=self.telemetry.registry)
 
+    def _build_query(self, redact: Callable[[str], str]) -> VerdictRing | None:
+        """The verdict API's ring: fed verdicts like the other sinks, served on the metrics
+        endpoint (``_build_receive``)."""
+        self._redact = redact
+        if not self.config.query.enabled:
+            return None
+        ring = VerdictRing(self.config.query, redact)
+        self.telemetry.registry.register(RingMetrics(ring, describe))
+        return ring
+
     def _build_span_export(self, redact: Callable[[str], str]) -> SpanSink | None:
         """Span export's two sides share one state: the sink behind evaluation (returned)
         and the forwarder in front of the assembler (``_build_forward``)."""
@@ -224,8 +239,10 @@ class Service:
         # two hosts, two event loops: probes and scrapes never wait behind a request's parse
         self.http = HttpHost("http", limits, lambda site: refused.labels(site).inc())
         self.metrics_http = HttpHost("metrics-http", limits, lambda site: refused.labels(site).inc())
+        api = () if self.query is None else query_api.routes(
+            self.query, self.gate.status if self.gate is not None else None, self._redact)
         self.metrics_http.add("metrics", metrics_endpoint.app(self.telemetry.registry, lambda: self.ready,
-                                                              security.token_of(mc, "metrics")),
+                                                              security.token_of(mc, "metrics"), api),
                               mc.endpoint, security.ssl_context(mc.tls, "metrics"))
         token = security.token_of(rc)
         if rc.http_endpoint:

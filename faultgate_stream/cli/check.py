@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                       "each session (the service's `sessions:` settings: budgets, repeated_task, "
                                       "monotonic, idle_timeout, end_attribute)")
     p.add_argument("--markdown", help="write a PR summary (Markdown) to this path")
+    p.add_argument("--html", help="write the report as one self-contained HTML page to this path: the summary "
+                                  "(and the gate's plot with --band), then every run's steps as a timeline with "
+                                  "the step where each check fired marked")
     p.add_argument("--audit", help="write verdict.json, failing_traces.json and repro.sh to this directory")
 
 
@@ -105,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
             from faultgate_stream.verdict.profile import Profiler
             profile = (Profiler(sessions_config.end_attribute, sessions_config.monotonic)
                        if sessions_config is not None else Profiler())
+        timelines: dict = {}
         verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found], early=False,
-                               profile=profile)
+                               profile=profile, seen=keep_timelines(timelines) if args.html else None)
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -114,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         if judge is not None:
             judge.close()
     report = Report([c.name for c in checks], verdicts, redact.name if redact else "off",
-                    judge.name if judge is not None else "none")
+                    judge.name if judge is not None else "none", timelines)
     elapsed = time.perf_counter() - t0
     print(table(report))
     fired = ", ".join(f"{k}={v}" for k, v in report.fired.items())
@@ -179,6 +183,14 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown or args.audit:
         if not write_summaries(args, report, gate, code, redact, drift_text):
             return EXIT_BAD_INPUT
+    if args.html:
+        from faultgate_stream.verdict.html.page import render
+        try:
+            write_text(args.html, render(report, redact, masked_gate(gate, redact) if gate is not None else None))
+        except OSError as e:
+            print(f"faultgate-stream: cannot write {args.html}: {e.strerror or e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"HTML report written to {args.html}")
     return code
 
 
@@ -226,6 +238,16 @@ def session_json(s, redact) -> dict:
             "runs": [str(k) for k in s.runs], "tokens": s.tokens, "cost_usd": s.cost_usd,
             "results": [{"check": r.check, "fired": r.fired, "undecided": r.undecided, "severity": r.severity.value,
                          "reason": mask(r.reason)} for r in s.results]}
+
+
+def keep_timelines(into: dict):
+    """What ``--html`` draws of each run, kept by run id as the runs complete."""
+    from faultgate_stream.verdict.timeline import timeline
+
+    def seen(run) -> None:
+        into[str(run.key)] = timeline(run)
+
+    return seen
 
 
 def write_text(path: str, text: str) -> None:

@@ -5,6 +5,7 @@ from faultgate_stream.gate import bands as band_files
 from faultgate_stream.gate.bands import BandSet
 from faultgate_stream.gate.collector import GateCollector
 from faultgate_stream.gate.config import GateConfig
+from faultgate_stream.gate.decide import judge
 from faultgate_stream.gate.drift import DRIFT, DriftResult, compare
 from faultgate_stream.gate.rolling import UNKNOWN, Windows
 from faultgate_stream.gate.sink import GateSink
@@ -73,3 +74,26 @@ class LiveGate:
     def apply(self, bands: BandSet) -> None:
         """New bands for every window from the next scrape on; the windows are kept."""
         self.sink.bands = bands
+
+    def status(self) -> list[dict]:
+        """Each gated (agent, version) window as the verdict API serves it (``/api/v1/gate``):
+        the numbers the gate's gauges carry, computed the same way, at the time of asking.
+        Undefined numbers (an empty window) are None. Agent names are raw: the API masks them."""
+        bands = self.sink.bands
+        out = []
+        for w in self.windows.views():
+            band = bands.band_for(w.agent)
+            if band is None:
+                continue  # its band was removed by a reload; the window waits for one
+            a = w.active
+            r = judge(band, a.clean, a.decided, a.policy_violations > 0)
+            out.append({"agent": w.agent, "version": w.version, "verdict": r.verdict,
+                        "clean_rate": _finite(r.clean_rate), "band": [band.min, band.max],
+                        "pass_threshold": r.pass_threshold, "fail_threshold": r.fail_threshold,
+                        "p_value": _finite(r.p_value), "required_n": r.required_n, "window_runs": a.decided,
+                        "undecided_runs": a.undecided, "policy_violations": a.policy_violations})
+        return out
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or x != x else x
