@@ -78,17 +78,23 @@ def assemble_runs(spans: Iterable[SpanRecord], contents: Iterable[SpanRecord] = 
 
 
 def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check],
-                contents: Iterable[Iterable[SpanRecord]] = (), *, early: bool = True) -> list[RunVerdict]:
+                contents: Iterable[Iterable[SpanRecord]] = (), *, early: bool = True,
+                isolation: object = None) -> list[RunVerdict]:
     """Verdicts of the runs in ``batches`` of spans; ``contents`` are batches of content
     records from GenAI log events (``read.log_events``), joined to their spans by id.
     ``early=False``: the verdicts without their early findings, and no span observed for
     them (``checks/base.py``), for callers that report verdicts only (the ``check`` command:
-    6% of its engine's time on the gate files)."""
+    6% of its engine's time on the gate files). ``isolation``: what plug-ins may spend
+    (``checks.config.IsolationConfig``; its defaults when None)."""
     sink = VerdictList()
-    assembler = Assembler(Evaluator(checks, sink, early=early), ManualClock(), OFFLINE_LIMITS)
-    for batch in batches:
-        assembler.add(batch)
-    for batch in contents:
-        assembler.add_contents(batch)
-    assembler.close_all(Completion.COMPLETE, remember=False)  # the end of the input: no span follows
+    evaluator = Evaluator(checks, sink, early=early, isolation=isolation)
+    assembler = Assembler(evaluator, ManualClock(), OFFLINE_LIMITS)
+    try:
+        for batch in batches:
+            assembler.add(batch)
+        for batch in contents:
+            assembler.add_contents(batch)
+        assembler.close_all(Completion.COMPLETE, remember=False)  # the end of the input: no span follows
+    finally:
+        evaluator.close()  # plug-ins answer on their own thread: every verdict waits for them
     return [v for v in sink.verdicts if not v.setup_only]

@@ -63,6 +63,11 @@ class CheckResult(NamedTuple):
     # What a check measured on the run, as (name, value) pairs: the loop's waste (steps,
     # seconds, tokens, cost_usd, each only when recorded), which metrics add up by agent.
     measures: tuple[tuple[str, float], ...] = ()
+    # Who made it, when not faultgate-stream's own code: a plug-in's package and version
+    # ("name version"); its evaluation records name it (export/spans/annotate.py).
+    evaluator: str = ""
+    # The spans the result points at, when its check named them (a plug-in, a rule).
+    span_ids: tuple[str, ...] = ()
 
 
 class EarlyFinding(NamedTuple):

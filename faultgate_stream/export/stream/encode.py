@@ -32,7 +32,8 @@ def encode(v: RunVerdict, redact: Callable[[str], str]) -> pb.Verdict:
     )
     msg.results.extend(
         pb.CheckResult(check=r.check, fired=r.fired, confidence=r.confidence, severity=_SEVERITY[r.severity],
-                       reason=redact(r.reason), kind=r.kind, undecided=r.undecided)
+                       reason=redact(r.reason), kind=r.kind, undecided=r.undecided, evaluator=r.evaluator,
+                       span_ids=r.span_ids)
         for r in v.results
     )
     msg.early.extend(pb.EarlyFinding(check=f.check, span_id=f.span_id, reason=redact(f.reason)) for f in v.early)

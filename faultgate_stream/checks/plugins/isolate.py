@@ -1,0 +1,556 @@
+"""Plug-ins on a thread of their own: what one does cannot stall ingestion, probes or scrapes.
+
+The evaluator decides every run on the threads that take spans in, under the assembler's
+lock. A plug-in called there could hold that lock for as long as it liked: a
+``time.sleep(10)`` would refuse every request for ten seconds. So a plug-in never runs
+there. Its ``finish`` leaves a placeholder in the verdict (``check.Pending``), its
+``observe`` hands spans over, and this stage works through both, in arrival order, on its
+own thread: it calls the plug-in, puts its result in the verdict, and only then hands the
+verdict on (``done``). With plug-ins configured every verdict passes through here, so they
+go out in the order they were decided.
+
+What a plug-in can do, and what happens:
+
+- **raises, or returns something that is not a Result**: its result on that run is
+  undecided, naming the exception type; counted in ``faultgate_check_errors_total``.
+- **spends more than ``cpu_budget`` of CPU on a run** (start, every observe, finish): its
+  result is undecided and the overrun counted. A call still running past the budget is
+  interrupted: the watchdog thread raises an exception in it (``PyThreadState_SetAsyncExc``),
+  which a loop of Python code meets at its next bytecode. A call's CPU is bounded by its
+  wall time, read with the cheap clock; the thread's CPU clock (a system call, ~5 us on
+  this machine's VMs) is read only when a call took longer than the budget.
+- **does not return within ``deadline``** (sleeping, waiting on I/O): the watchdog gives up
+  on it. Its result on that run is undecided, the thread is left to finish its call and
+  end, and a new thread takes the work on where it stopped.
+- **keeps overrunning** (``max_overruns`` in a row): switched off, with a log line, a count
+  in ``faultgate_check_switched_off_total`` and ``faultgate_checks_off`` at 1 until a
+  reload builds it again; its results say so, undecided.
+- **cannot keep up** (more than ``max_queue`` runs and span batches waiting): a verdict
+  goes out at once with its plug-ins' results undecided, spans go unobserved (their early
+  findings are lost, never their verdict); counted in ``faultgate_plugin_queue_full_total``.
+
+What no thread can do: interrupt a single call into C that holds the GIL (a huge
+allocation, a catastrophic ``re`` pattern, ``sum(range(10**12))``). Every thread of the
+process waits for it, whatever thread it runs on; only a separate process could be
+stopped. Rules without code (CEL, ``checks/rules``) cannot do that, which is one reason
+to prefer them where they suffice.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from faultgate_stream.checks.plugins.adapt import GarbageResult, check_result
+from faultgate_stream.checks.plugins.check import Pending, PluginCheck, PluginState
+from faultgate_stream.model.records import RunKey
+from faultgate_stream.model.telemetry import describe
+from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
+
+# How often the watchdog looks at a call in progress while there is work: a runaway loop
+# is stopped within its budget plus this much CPU; each look is one system call.
+WATCH_INTERVAL_S = 0.01
+# Threads given up on (stuck in a call) that may be alive at once. Past it, the plug-in
+# whose call was given up is switched off at once: no plug-in can pile up threads.
+MAX_ABANDONED_THREADS = 16
+# Early findings of plug-ins kept for their trace's verdict; the oldest trace's go first.
+MAX_EARLY_TRACES = 10_000
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+
+
+class Overrun(Exception):
+    """Raised in a plug-in's call by the watchdog when the call ran past its CPU budget.
+    An ``Exception``: a plug-in's ``except Exception`` may swallow it, but then its loop
+    goes on overrunning and the next look raises it again."""
+
+
+class _Abandoned(BaseException):
+    """Ends a thread whose call was given up on, once the call returns."""
+
+
+class _Call:
+    __slots__ = ("check", "state", "wall0", "cpu_seen", "budget_ns", "interrupted", "gen")
+
+    def __init__(self, check: PluginCheck, state: PluginState, budget_ns: int, gen: int) -> None:
+        self.check, self.state, self.budget_ns, self.gen = check, state, budget_ns, gen
+        self.wall0 = time.perf_counter_ns()
+        self.cpu_seen = -1  # the thread's CPU clock at the watchdog's first look
+        self.interrupted = False
+
+
+class _Observe:
+    __slots__ = ("check", "state", "spans", "pos")
+
+    def __init__(self, check: PluginCheck, state: PluginState, spans: list) -> None:
+        self.check, self.state, self.spans, self.pos = check, state, spans, 0
+
+
+class _Complete:
+    __slots__ = ("verdict", "jobs", "out", "done", "pos")
+
+    def __init__(self, verdict: RunVerdict, jobs: list[tuple[str, int, CheckResult]],
+                 done: Callable[[RunVerdict], None]) -> None:
+        self.verdict, self.jobs, self.done = verdict, jobs, done
+        self.out: list[CheckResult | None] = [None] * len(jobs)
+        self.pos = 0
+
+
+def pending_jobs(v: RunVerdict) -> list[tuple[str, int, CheckResult]]:
+    """Where a verdict's placeholders are: (field, index, placeholder)."""
+    return [(field, i, r) for field in ("results", "shadow") for i, r in enumerate(getattr(v, field))
+            if type(r.reason) is Pending]
+
+
+class Isolation:
+    """Runs plug-ins for one evaluator. ``early`` publishes a plug-in's early finding."""
+
+    def __init__(self, limits: Any, early: Callable[[EarlyFinding], None], *, telemetry: Any = None,
+                 threads: Any = None, log: Any = None) -> None:
+        self.budget_ns = int(limits.cpu_budget * 1e9)
+        self.deadline_ns = int(limits.deadline * 1e9)
+        self.max_overruns = limits.max_overruns
+        self.max_queue = limits.max_queue
+        self._remark_ns = max(self.budget_ns // 10, 1)
+        self._early_out = early
+        self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
+        self._threads = threads
+        self._log = log
+        self._q: deque = deque()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._busy = threading.Event()
+        self._idle_cv = threading.Condition(self._lock)
+        self._waiting = False
+        self._outstanding = 0  # items queued or in hand
+        self._gen = 0
+        self._current: _Call | None = None
+        self._item: Any = None
+        self._worker: threading.Thread | None = None
+        self._worker_ident = 0
+        self._watchdog: threading.Thread | None = None
+        self._stopping = False
+        self._abandoned = 0
+        self._cpu_mark = 0
+        self._wall_since_mark = 0
+        self._early: dict[str, list[EarlyFinding]] = {}
+        # counted here, read at scrape time (``metrics()``): no metrics call per plug-in call
+        self.overruns: dict[tuple[str, str], int] = {}
+        self.switched_off: dict[str, int] = {}
+        self.cpu_ns: dict[str, int] = {}
+        self.queue_full = {"observe": 0, "verdict": 0}
+        self.off: dict[str, bool] = {}
+
+    # ------------------------------------------------------------------ the evaluator's side
+
+    def adopt(self, checks: Iterable[Any]) -> None:
+        """Run these checks' plug-ins from now on (a ruleset's, at start and at each reload)."""
+        for c in checks:
+            if isinstance(c, PluginCheck):
+                c.stage = self
+                name = c.name
+                for limit in ("cpu", "deadline"):
+                    self.overruns.setdefault((name, limit), 0)
+                self.switched_off.setdefault(name, 0)
+                self.cpu_ns.setdefault(name, 0)
+                self.off[name] = c.guard.off
+                if self._errors is not None:
+                    self._errors.labels(name)
+
+    def observe(self, check: PluginCheck, state: PluginState, spans: list) -> None:
+        if len(self._q) >= self.max_queue:
+            self.queue_full["observe"] += 1
+            return
+        self._put(_Observe(check, state, spans))
+
+    def complete(self, v: RunVerdict, done: Callable[[RunVerdict], None]) -> None:
+        """Put the plug-ins' results in ``v`` and hand it to ``done``, on this stage's thread,
+        after everything handed over before it."""
+        jobs = pending_jobs(v)
+        if len(self._q) >= self.max_queue and jobs:
+            self.queue_full["verdict"] += 1
+            done(_fill(v, jobs, [_undecided(r, "the plug-in queue was full (checks.isolation.max_queue)")
+                                 for _, _, r in jobs], ()))
+            return
+        self._put(_Complete(v, jobs, done))
+
+    def _put(self, item: Any) -> None:
+        with self._lock:
+            self._outstanding += 1
+            if self._worker is None:
+                self._start_worker()
+        self._q.append(item)
+        if self._waiting:
+            self._wake.set()
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until everything handed over was done; False when ``timeout`` ran out first."""
+        with self._idle_cv:
+            return self._idle_cv.wait_for(lambda: self._outstanding == 0, timeout)
+
+    def close(self, timeout: float | None = None) -> int:
+        """Drain within ``timeout``; verdicts still waiting then go out with their plug-ins'
+        results undecided (none is lost). Returns how many. Safe twice."""
+        self.drain(timeout)
+        with self._lock:
+            self._stopping = True
+            left = list(self._q)
+            self._q.clear()
+            item = self._item
+            self._gen += 1  # a worker still in a call ends once it returns
+            self._item = None
+            self._outstanding = 0
+            self._idle_cv.notify_all()
+        self._wake.set()
+        self._busy.set()
+        n = 0
+        for it in ([item] if isinstance(item, _Complete) else []) + left:
+            if isinstance(it, _Complete):
+                filled = [o or _undecided(r, "the service stopped before the plug-in answered")
+                          for o, (_, _, r) in zip(it.out, it.jobs)]
+                it.done(_fill(it.verdict, it.jobs, filled, ()))
+                n += 1
+        return n
+
+    # ------------------------------------------------------------------ the worker
+
+    def _start_worker(self) -> None:
+        gen = self._gen
+        name = "plugins"
+        if self._threads is not None:
+            th = self._threads.start(name, lambda: self._work(gen))
+        else:
+            th = threading.Thread(target=self._work, args=(gen,), name=name, daemon=True)
+            th.start()
+        self._worker = th
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="plugins-watchdog", daemon=True)
+            self._watchdog.start()
+
+    def _work(self, gen: int) -> None:
+        self._worker_ident = threading.get_ident()
+        self._cpu_mark = time.thread_time_ns()
+        self._wall_since_mark = 0
+        q = self._q
+        try:
+            while True:
+                if self._gen != gen or self._stopping:
+                    return
+                try:
+                    item = q.popleft()
+                except IndexError:
+                    self._busy.clear()
+                    self._waiting = True
+                    if not q:
+                        self._wake.wait()
+                        self._wake.clear()
+                    self._waiting = False
+                    continue
+                self._busy.set()
+                with self._lock:
+                    if self._gen != gen:
+                        q.appendleft(item)
+                        return
+                    self._item = item
+                try:
+                    self._do(item, gen)
+                except Overrun:
+                    pass  # a look that came just after the call returned: the call was counted
+                with self._lock:
+                    if self._gen != gen:
+                        return
+                    self._item = None
+                    self._outstanding -= 1
+                    if self._outstanding == 0:
+                        self._idle_cv.notify_all()
+        except _Abandoned:
+            return
+        finally:
+            if self._gen != gen:
+                with self._lock:
+                    self._abandoned = max(0, self._abandoned - 1) if self._abandoned else 0
+
+    def _do(self, item: Any, gen: int) -> None:
+        if isinstance(item, _Observe):
+            self._observe(item, gen)
+        else:
+            self._complete(item, gen)
+
+    def _observe(self, item: _Observe, gen: int) -> None:
+        check, state = item.check, item.state
+        while item.pos < len(item.spans):
+            rec = item.spans[item.pos]
+            item.pos += 1
+            if check.guard.off or state.failed:
+                continue
+            if state.cpu_ns > self.budget_ns:
+                state.failed = "cpu"
+                continue
+            if not state.started:
+                ok, inner = self._call(check, state, check.plugin.start, (), gen)
+                if not ok:
+                    continue
+                state.inner, state.started = inner, True
+            ok, res = self._call(check, state, check.plugin.observe, (state.inner, check.views.span(rec)), gen)
+            if not ok or res is None:
+                continue
+            try:
+                r = check_result(check.name, check.severity, check.kind, res, check.evaluator)
+            except GarbageResult:
+                self._error(check, state, "garbage")
+                continue
+            if r.fired and state.early is None:
+                state.early = (rec.span_id, r.reason)
+                agent = rec.attrs.get("gen_ai.agent.name", "")
+                f = EarlyFinding(rec.trace_id, rec.span_id, check.name, r.reason, str(agent) if agent else "")
+                found = self._early.setdefault(rec.trace_id, [])
+                found.append(f)
+                if len(self._early) > MAX_EARLY_TRACES:
+                    self._early.pop(next(iter(self._early)))
+                self._early_out(f)
+
+    def _complete(self, item: _Complete, gen: int) -> None:
+        views: dict[tuple[int, frozenset], Any] = {}
+        while item.pos < len(item.jobs):
+            k = item.pos
+            _, _, placeholder = item.jobs[k]
+            item.out[k] = self._finish(placeholder, views, gen)
+            item.pos += 1
+        v = item.verdict
+        found = self._early.pop(v.key.trace_id, ())
+        members = v.released_span_ids
+        early = tuple(f for f in found if f.span_id in members)
+        item.done(_fill(v, item.jobs, item.out, early))
+
+    def _finish(self, placeholder: CheckResult, views: dict, gen: int) -> CheckResult:
+        pend: Pending = placeholder.reason  # type: ignore[assignment]
+        check, run = pend.check, pend.run
+        state = pend.state if isinstance(pend.state, PluginState) else PluginState()
+        guard = check.guard
+        if guard.off:
+            return _undecided(placeholder, f"switched off after {self.max_overruns} overruns in a row "
+                                           f"(last: {guard.last})")
+        key = (id(run), check.views.allowed)
+        facts = views.get(key)
+        if facts is None:
+            facts = views[key] = check.views.facts(run)
+        view = check.views.view(facts)
+        if not state.started:
+            ok, inner = self._call(check, state, check.plugin.start, (), gen)
+            if not ok:
+                return self._failed(placeholder, check, state, inner)
+            state.inner, state.started = inner, True
+        ok, res = self._call(check, state, check.plugin.finish, (state.inner, view), gen)
+        self.cpu_ns[check.name] += state.cpu_ns
+        if not ok:
+            return self._failed(placeholder, check, state, res)
+        if state.cpu_ns > self.budget_ns:
+            return self._overrun(placeholder, check, "cpu", state.cpu_ns)
+        try:
+            r = check_result(check.name, check.severity, check.kind, res, check.evaluator)
+        except GarbageResult as e:
+            self._error(check, state, "garbage")
+            return _undecided(placeholder, f"the plug-in failed on this run: it {e}")
+        guard.overruns = 0
+        return r._replace(agent=placeholder.agent) if placeholder.agent else r
+
+    def _failed(self, placeholder: CheckResult, check: PluginCheck, state: PluginState, e: Any) -> CheckResult:
+        if isinstance(e, Overrun) or state.failed == "cpu":
+            return self._overrun(placeholder, check, "cpu", state.cpu_ns)
+        if state.failed == "deadline":
+            return _undecided(placeholder, f"the plug-in did not return within {self.deadline_ns / 1e9:g}s")
+        return _undecided(placeholder, f"the plug-in failed on this run ({type(e).__name__}: {_short(e)})")
+
+    def _overrun(self, placeholder: CheckResult, check: PluginCheck, limit: str, used_ns: int) -> CheckResult:
+        if limit == "cpu":
+            what = f"over its CPU budget ({used_ns / 1e6:.1f} ms of {self.budget_ns / 1e6:g} ms on this run)"
+        else:
+            what = f"did not return within {self.deadline_ns / 1e9:g}s"
+        self._count_overrun(check, limit, what)
+        return _undecided(placeholder, f"the plug-in was {what}" if limit == "cpu" else f"the plug-in {what}")
+
+    def _count_overrun(self, check: PluginCheck, limit: str, what: str) -> None:
+        self.overruns[(check.name, limit)] = self.overruns.get((check.name, limit), 0) + 1
+        guard = check.guard
+        guard.overruns += 1
+        guard.last = what
+        if not guard.off and (guard.overruns >= self.max_overruns or self._abandoned >= MAX_ABANDONED_THREADS):
+            guard.off = True
+            self.off[check.name] = True
+            self.switched_off[check.name] = self.switched_off.get(check.name, 0) + 1
+            if self._log is not None:
+                self._log.error("plugin_switched_off", check=check.name, evaluator=check.evaluator,
+                                overruns=guard.overruns, last=what)
+
+    def _error(self, check: PluginCheck, state: PluginState, what: str) -> None:
+        if self._errors is not None:
+            self._errors.labels(check.name).inc()
+        if self._log is not None:
+            self._log.warning("plugin_failed", check=check.name, evaluator=check.evaluator, error=what)
+
+    def _call(self, check: PluginCheck, state: PluginState, fn: Callable, args: tuple, gen: int) -> tuple[bool, Any]:
+        """(True, what ``fn(*args)`` returned) or (False, what it raised), its CPU added to
+        ``state.cpu_ns``. Counts a raise."""
+        call = _Call(check, state, self.budget_ns - state.cpu_ns, gen)
+        try:
+            with self._lock:
+                if self._gen != gen:
+                    raise _Abandoned
+                self._current = call
+            try:
+                value = fn(*args)
+                ok = True
+            except Overrun as e:
+                value, ok = e, False
+            except Exception as e:  # the plug-in's bug: its result on this run is undecided
+                value, ok = e, False
+                self._error(check, state, type(e).__name__)
+            finally:
+                wall = time.perf_counter_ns() - call.wall0
+                with self._lock:
+                    if self._gen != gen:
+                        raise _Abandoned
+                    self._current = None
+        except Overrun as e:  # raised just as the call returned
+            value, ok = e, False
+            wall = time.perf_counter_ns() - call.wall0
+            self._current = None
+        state.cpu_ns += self._cpu_of(wall)
+        if call.interrupted and ok:
+            ok, value = False, Overrun()
+        return ok, value
+
+    def _cpu_of(self, wall_ns: int) -> int:
+        """The CPU a call of ``wall_ns`` took, at most: its wall time, unless that is over the
+        budget; then the thread's CPU since the last mark (which that call and calls worth at
+        most a tenth of the budget since the mark make up)."""
+        self._wall_since_mark += wall_ns
+        if wall_ns <= self.budget_ns:
+            if self._wall_since_mark > self._remark_ns:
+                self._cpu_mark = time.thread_time_ns()
+                self._wall_since_mark = 0
+            return wall_ns
+        now = time.thread_time_ns()
+        cpu = now - self._cpu_mark
+        self._cpu_mark = now
+        self._wall_since_mark = 0
+        return min(cpu, wall_ns)
+
+    # ------------------------------------------------------------------ the watchdog
+
+    def _watch(self) -> None:
+        while not self._stopping:
+            self._busy.wait()
+            time.sleep(WATCH_INTERVAL_S)
+            with self._lock:
+                call = self._current
+                if call is None or call.interrupted or call.gen != self._gen:
+                    continue
+                if time.perf_counter_ns() - call.wall0 > self.deadline_ns:
+                    self._abandon(call)
+                    continue
+                try:
+                    cpu = time.clock_gettime_ns(time.pthread_getcpuclockid(self._worker_ident))
+                except OSError:
+                    continue
+                if call.cpu_seen < 0:
+                    call.cpu_seen = cpu
+                elif cpu - call.cpu_seen > max(call.budget_ns, 0):
+                    call.interrupted = True
+                    _set_async_exc(self._worker_ident, Overrun)
+
+    def _abandon(self, call: _Call) -> None:
+        """Give up on the call in progress (lock held): its result is undecided, a new thread
+        takes the work on after it, and the stuck thread ends when its call returns."""
+        call.interrupted = True
+        call.state.failed = "deadline"
+        self._count_overrun(call.check, "deadline", f"did not return within {self.deadline_ns / 1e9:g}s")
+        self._abandoned += 1
+        item = self._item
+        self._item = None
+        self._current = None
+        self._gen += 1
+        if isinstance(item, _Complete):
+            k = item.pos
+            _, _, placeholder = item.jobs[k]
+            item.out[k] = _undecided(placeholder, f"the plug-in did not return within {self.deadline_ns / 1e9:g}s")
+            item.pos = k + 1
+        if item is not None:
+            self._q.appendleft(item)
+        self._worker = None
+        if not self._stopping:
+            self._start_worker()
+
+    # ------------------------------------------------------------------ scrape time
+
+    def metrics(self) -> Iterator[Metric]:
+        c = CounterMetricFamily("faultgate_check_overruns", describe("faultgate_check_overruns"),
+                                labels=("check", "limit"))
+        for (name, limit), n in sorted(self.overruns.items()):
+            c.add_metric([name, limit], n)
+        yield c
+        c = CounterMetricFamily("faultgate_check_switched_off", describe("faultgate_check_switched_off"),
+                                labels=("check",))
+        for name, n in sorted(self.switched_off.items()):
+            c.add_metric([name], n)
+        yield c
+        c = CounterMetricFamily("faultgate_check_cpu_seconds", describe("faultgate_check_cpu_seconds"),
+                                labels=("check",))
+        for name, n in sorted(self.cpu_ns.items()):
+            c.add_metric([name], n / 1e9)
+        yield c
+        c = CounterMetricFamily("faultgate_plugin_queue_full", describe("faultgate_plugin_queue_full"),
+                                labels=("work",))
+        for work, n in self.queue_full.items():
+            c.add_metric([work], n)
+        yield c
+        g = GaugeMetricFamily("faultgate_checks_off", describe("faultgate_checks_off"), labels=("check",))
+        for name, off in sorted(self.off.items()):
+            g.add_metric([name], 1 if off else 0)
+        yield g
+        g = GaugeMetricFamily("faultgate_plugin_queue", describe("faultgate_plugin_queue"))
+        g.add_metric([], len(self._q))
+        yield g
+
+
+def _short(e: BaseException) -> str:
+    text = str(e)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _undecided(placeholder: CheckResult, reason: str) -> CheckResult:
+    return placeholder._replace(reason=f"undecided: {reason}", undecided=True, fired=False, confidence=0.0)
+
+
+def _fill(v: RunVerdict, jobs: list[tuple[str, int, CheckResult]], out: list, early: tuple) -> RunVerdict:
+    results, shadow = list(v.results), list(v.shadow)
+    for (field, i, _), r in zip(jobs, out):
+        (results if field == "results" else shadow)[i] = r
+    changes: dict[str, Any] = {"results": tuple(results)}
+    if v.shadow:
+        changes["shadow"] = tuple(shadow)
+    if early:
+        changes["early"] = v.early + early
+    return v._replace(**changes)
+
+
+class PluginMetrics(Collector):
+    """The stage's counters and gauges, read at scrape time (a prometheus Collector)."""
+
+    def __init__(self, stage: Callable[[], Isolation | None]) -> None:
+        self._stage = stage
+
+    def collect(self) -> Iterator[Metric]:
+        s = self._stage()
+        if s is not None:
+            yield from s.metrics()
+
+
+__all__ = ["Isolation", "Overrun", "PluginMetrics", "RunKey", "pending_jobs"]
