@@ -14,24 +14,32 @@ MUTATIONS = ("cancel_pending_order", "modify_pending_order_items", "modify_pendi
 
 
 class ActedOnError(api.Check):
-    """A tool answered with an error and the agent changed an order right after, as if it
-    had succeeded (retail gap G2: the order was not pending, and it cancelled anyway)."""
+    """The agent changed an order whose lookup had answered with an error, as if the lookup
+    had succeeded (retail gap G2: the order was not pending, and it cancelled it anyway).
+    A later lookup of the same order that succeeds clears it."""
 
     name = "acted_on_error"
     version = "0.1.0"
-    description = "the agent changed an order right after a tool answered with an error"
+    description = "the agent changed an order whose lookup had failed"
     severity = "hard"
 
     def finish(self, state, run):
         if "tool results" in run.not_captured:
             return api.undecided("tool results were not captured")
-        steps = run.steps
-        for before, after in zip(steps, steps[1:]):
-            if before.result.startswith("Error") and after.tool in MUTATIONS:
-                return api.fired(f"step {after.index}: {after.tool} right after step {before.index}: "
-                                 f"{before.tool} answered {before.result[:80]!r}",
-                                 span_ids=[before.span_id, after.span_id])
-        return api.passed("no change followed an error")
+        failed: dict[str, object] = {}  # order id -> the failed lookup's step
+        for step in run.steps:
+            order = str(step.args.get("order_id", ""))
+            if step.tool == "get_order_details":
+                if step.result.startswith("Error") or not step.ok:
+                    failed[order] = step
+                else:
+                    failed.pop(order, None)
+            elif step.tool in MUTATIONS and order in failed:
+                lookup = failed[order]
+                return api.fired(f"step {step.index}: {step.tool} on order {order} after step {lookup.index}: "
+                                 f"get_order_details answered {lookup.result[:80]!r}",
+                                 span_ids=[lookup.span_id, step.span_id])
+        return api.passed("no order was changed after its lookup failed")
 
 
 class MutationWithoutLookup(api.Check):
