@@ -274,28 +274,33 @@ class Result(_ReadOnly):
                  confidence: float = 1.0) -> None:
         if outcome not in _OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(_OUTCOMES)}, not {outcome!r}")
-        if not isinstance(reason, str):
+        if type(reason) is not str and not isinstance(reason, str):
             raise TypeError(f"reason must be a str, not {type(reason).__name__}")
-        if isinstance(severity, str):
+        if severity is not None and type(severity) is not Severity:
             if severity not in _SEVERITIES:
                 raise ValueError(f"severity must be one of {', '.join(_SEVERITIES)}, not {severity!r}")
             severity = _SEVERITIES[severity]
-        elif severity is not None and not isinstance(severity, Severity):
-            raise TypeError(f"severity must be a Severity or one of {', '.join(_SEVERITIES)}")
-        kept: dict[str, float] = {}
-        for k, v in (measures or {}).items():
-            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-                raise TypeError(f"measures must map names to numbers; {k!r}: {v!r} is not")
-            kept[k] = float(v)
-        ids = tuple(span_ids)
-        if not all(isinstance(s, str) for s in ids):
+        kept: Mapping[str, float] = EMPTY
+        if measures:
+            out: dict[str, float] = {}
+            for k, v in measures.items():
+                if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+                    raise TypeError(f"measures must map names to numbers; {k!r}: {v!r} is not")
+                out[k] = float(v)
+            kept = MappingProxyType(out)
+        ids = span_ids if type(span_ids) is tuple else tuple(span_ids)
+        if ids and not all(type(s) is str for s in ids):
             raise TypeError("span_ids must be strings")
-        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+        if confidence != 1.0 and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
+                                  or not 0 <= confidence <= 1):
             raise ValueError(f"confidence must be a number from 0 to 1, not {confidence!r}")
-        for name, value in (("outcome", outcome), ("reason", reason), ("severity", severity),
-                            ("measures", MappingProxyType(kept)), ("span_ids", ids),
-                            ("confidence", float(confidence))):
-            object.__setattr__(self, name, value)
+        put = object.__setattr__
+        put(self, "outcome", outcome)
+        put(self, "reason", reason)
+        put(self, "severity", severity)
+        put(self, "measures", kept)
+        put(self, "span_ids", ids)
+        put(self, "confidence", float(confidence))
 
     def __repr__(self) -> str:
         return f"Result({self.outcome!r}, {self.reason!r})"

@@ -327,6 +327,7 @@ class Evaluator:
             {"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},  # measures
             # rule_digests: without bindings every result comes from the every-run checks (``digest_of``)
             ((rs.digest,) * len(results) if not rs.bindings and not rs.own_digests else
+             rs.digests if not rs.bindings and len(results) == len(rs.digests) else
              tuple(rs.digest_of(r.check, r.agent or run.agent) for r in results)),
             self._shadow(rs, run) if rs.has_shadow and not setup_only else (),  # shadow
         )

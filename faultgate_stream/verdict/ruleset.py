@@ -48,7 +48,7 @@ class Binding(NamedTuple):
 
 
 class Ruleset:
-    __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "own_digests", "_cache")
+    __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "own_digests", "digests", "_cache")
 
     def __init__(self, checks: tuple[Check, ...], bindings: tuple[Binding, ...] = (), generation: int = 0,
                  digest: str = "") -> None:
@@ -60,6 +60,8 @@ class Ruleset:
         self.has_shadow = any(b.shadow for b in bindings)
         # checks that name their own rules (a plug-in's code, a rules file): check -> digest
         self.own_digests = {c.name: c.digest for c in self.every_check() if c.digest}
+        # the every-run checks' results' digests, in order (what a verdict without bindings records)
+        self.digests = tuple(c.digest or digest for c in checks)
         self._cache: dict[str, tuple[Check, ...]] = {}  # agent name -> its bound checks
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:

@@ -41,6 +41,7 @@ RULES = [
     {"name": "two_sql", "level": "run", "severity": "soft", "when": 'run.calls["run_sql"] >= 2', "reason": "two SQL"},
     {"name": "failed_lookup", "level": "run", "when": 'run.steps.exists(s, s.tool == "lookup" && !s.result.startsWith("ok"))',
      "reason": "a lookup failed"},
+    {"name": "all_ok", "level": "run", "when": 'run.steps.all(s, s.ok && s.arguments_captured)', "reason": "all ok"},
 ]
 
 
@@ -56,6 +57,7 @@ def test_span_rules_fire_on_their_span_early_and_run_rules_at_the_verdict(tmp_pa
     assert "amount" in by["big_refund"].reason
     assert by["two_sql"].fired and by["two_sql"].severity.value == "soft"
     assert by["failed_lookup"].fired and by["failed_lookup"].kind == "rule"
+    assert by["all_ok"].fired  # a step's own fields (ok, arguments_captured) are there to read
     assert [(f.check, f.span_id) for f in v.early] == [("sql_drop", spans[2].span_id)]
     # every rule's digest is its file's
     assert {c.digest for c in checks} == {load_rules(_file(tmp_path, RULES)).digest}

@@ -345,27 +345,55 @@ class PlainSpans:
         self.attributes = attributes if (not fields or "attributes" in fields) else frozenset()
 
     def __call__(self, rec: SpanRecord) -> dict[str, Any]:
-        d = {n: get(rec) for n, get in self.getters}
+        d = {}
+        for n, get in self.getters:
+            d[n] = get(rec)
         if self.attributes:
             attrs = rec.attrs
             d["attributes"] = {k: plain(attrs[k]) for k in self.attributes if k in attrs}
         return d
 
 
+# A step's fields read straight off the engine's step (``Step``), with no view built.
+_STEP_PLAIN: dict[str, Any] = {
+    "index": lambda st: st.index,
+    "tool": lambda st: st.tool,
+    "arguments": lambda st: st.arguments,
+    "args": lambda st: _plain_args(st.arguments),
+    "result": lambda st: st.result,
+    "ok": lambda st: st.ok,
+    "status": lambda st: "ok" if st.ok else "error",
+    "span_id": lambda st: st.span_id,
+    "call_id": lambda st: st.call_id,
+    "start_ns": lambda st: st.start_ns,
+    "arguments_captured": lambda st: not st.missing & MISSING_TOOL_ARGUMENTS,
+    "result_captured": lambda st: not st.missing & MISSING_TOOL_RESULT,
+}
+
+
 def plain_run(run: Run, fields: frozenset[str], spans: PlainSpans) -> dict[str, Any]:
     """The run as a map with the fields ``fields`` (those of ``RunView``; empty: all);
-    its steps carry every field of ``StepView``, its spans what ``spans`` builds."""
+    its steps with the fields of ``StepView`` that ``fields`` names too, its spans what
+    ``spans`` builds. The same values as the views', built only where named."""
     facts = _Facts(run, Views())
     out: dict[str, Any] = {}
     for name in RUN_FIELDS:
         if fields and name not in fields:
             continue
         if name == "steps":
-            out["steps"] = [{f: plain(getattr(s, f)) for f in STEP_FIELDS} for s in facts.steps()]
+            wanted = [f for f in STEP_FIELDS if not fields or f in fields]
+            if all(f in _STEP_PLAIN for f in wanted):
+                getters = [(f, _STEP_PLAIN[f]) for f in wanted]
+                out["steps"] = [{f: get(st) for f, get in getters} for st in run.steps]
+            else:  # end, model, tokens: the view's, which looks at the spans
+                out["steps"] = [{f: plain(getattr(s, f)) for f in wanted} for s in facts.steps()]
         elif name == "spans":
             out["spans"] = [spans(s) for s in run.spans]
         elif name == "calls":
-            out["calls"] = dict(facts.calls())
+            counts: dict[str, int] = {}
+            for st in run.steps:
+                counts[st.tool] = counts.get(st.tool, 0) + 1
+            out["calls"] = counts
         elif name == "not_captured":
             out["not_captured"] = sorted(facts.not_captured())
         else:

@@ -89,12 +89,13 @@ class PluginCheck(Check):
         self.views = Views(plugin.attributes)
         self.guard = Guard()
         self.stage: Any = None  # the isolation stage that runs it (``Isolation.adopt``)
-        self.placeholder = CheckResult(self.name, False, 0.0, "", self.severity, KIND, "", True, (), self.evaluator)
+        # the plug-in's own start(), when it has one (called on the isolation thread)
+        self.starts = type(plugin).start is not api.Check.start
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         reason = Pending()
         reason.check, reason.state, reason.run = self, state, run
-        return self.placeholder._replace(reason=reason)
+        return CheckResult(self.name, False, 0.0, reason, self.severity, KIND, "", True, (), self.evaluator)
 
 
 class ObservingPluginCheck(PluginCheck):

@@ -294,10 +294,12 @@ class Isolation:
                 state.failed = "cpu"
                 continue
             if not state.started:
-                ok, inner = self._call(check, state, check.plugin.start, (), gen)
-                if not ok:
-                    continue
-                state.inner, state.started = inner, True
+                if check.starts:
+                    ok, inner = self._call(check, state, check.plugin.start, (), gen)
+                    if not ok:
+                        continue
+                    state.inner = inner
+                state.started = True
             ok, res = self._call(check, state, check.plugin.observe, (state.inner, check.views.span(rec)), gen)
             if not ok or res is None:
                 continue
@@ -343,10 +345,12 @@ class Isolation:
             facts = views[key] = check.views.facts(run)
         view = check.views.view(facts)
         if not state.started:
-            ok, inner = self._call(check, state, check.plugin.start, (), gen)
-            if not ok:
-                return self._failed(placeholder, check, state, inner)
-            state.inner, state.started = inner, True
+            if check.starts:
+                ok, inner = self._call(check, state, check.plugin.start, (), gen)
+                if not ok:
+                    return self._failed(placeholder, check, state, inner)
+                state.inner = inner
+            state.started = True
         ok, res = self._call(check, state, check.plugin.finish, (state.inner, view), gen)
         self.cpu_ns[check.name] += state.cpu_ns
         if not ok:
@@ -400,10 +404,9 @@ class Isolation:
         ``state.cpu_ns``. Counts a raise."""
         call = _Call(check, state, self.budget_ns - state.cpu_ns, gen)
         try:
-            with self._lock:
-                if self._gen != gen:
-                    raise _Abandoned
-                self._current = call
+            # no lock: the watchdog only acts on a call once it is set, and a worker is given
+            # up on only inside a call
+            self._current = call
             try:
                 value = fn(*args)
                 ok = True
@@ -421,7 +424,10 @@ class Isolation:
         except Overrun as e:  # raised just as the call returned
             value, ok = e, False
             wall = time.perf_counter_ns() - call.wall0
-            self._current = None
+            with self._lock:
+                if self._gen != gen:
+                    raise _Abandoned from None
+                self._current = None
         state.cpu_ns += self._cpu_of(wall)
         if call.interrupted and ok:
             ok, value = False, Overrun()

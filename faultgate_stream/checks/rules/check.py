@@ -38,19 +38,40 @@ class _Found:
 
 
 class SpanRules:
-    """A file's span rules, evaluated together over a list of spans."""
+    """A file's span rules, evaluated together over a list of spans.
+
+    One activation per stretch binds the spans' maps once; a program that asks whether any
+    rule matched any span answers most stretches (nothing matched) in one evaluation. When
+    one did, or one failed, each rule is asked which spans it matched (``spans.filter``
+    over the maps' ``_i``, their place), on the same activation; a rule that fails there is
+    asked span by span, to say where. A span's map holds only the fields the rules that
+    look at it name (``tools``: a lookup_order span is not given the arguments a rule on
+    fetch_url reads)."""
 
     def __init__(self, rules: tuple[Rule, ...], engine: Any) -> None:
         self.rules = rules
         self.engine = engine
-        self.maps = span_maps(rules)
         # rules with ``tools`` only see those tools' spans; a rule without sees every span
         self.every_span = any(r.tools is None for r in rules)
         self.tools = frozenset().union(*(r.tools for r in rules if r.tools))
-        parts = [f"(span.tool in {json.dumps(sorted(r.tools))} && ({r.when}))" if r.tools else f"({r.when})"
-                 for r in rules]
-        self.combined = engine.compile("spans.exists(span, " + " || ".join(parts) + ")", "rules (together)")
+        self.guarded = [f"(span.tool in {json.dumps(sorted(r.tools))} && ({r.when}))" if r.tools else f"({r.when})"
+                        for r in rules]
+        self.combined = engine.compile("spans.exists(span, " + " || ".join(self.guarded) + ")", "rules (together)")
+        self.which = [engine.compile(f"spans.filter(span, {g}).map(span, span._i)", f"rules[{r.name}]", boolean=False)
+                      for r, g in zip(rules, self.guarded)]
+        self._untooled = span_maps(tuple(r for r in rules if r.tools is None)) if self.every_span else None
+        self._by_tool: dict[str, Any] = {}
         self._memo: tuple[Any, Any, int, list[_Found]] | None = None
+
+    def _maps_for(self, tool: str) -> Any:
+        """The map builder for a span of ``tool``: the fields of the rules that look at it."""
+        m = self._by_tool.get(tool)
+        if m is None:
+            rules = tuple(r for r in self.rules if r.tools is None or tool in r.tools)
+            m = span_maps(rules) if rules else None
+            if len(self._by_tool) < 1024:  # tool names come from traffic: bounded
+                self._by_tool[tool] = m
+        return m
 
     def over(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int) -> list[_Found]:
         """What each rule found on ``spans[lo:hi]``; the same stretch asked again (by the
@@ -67,31 +88,45 @@ class SpanRules:
         return found
 
     def _evaluate(self, spans: Any, found: list[_Found]) -> None:
-        if not self.every_span:
-            tools = self.tools
-            spans = [s for s in spans if s.tool is not None and s.tool.name in tools]
-            if not spans:
-                return
-        maps = [self.maps(s) for s in spans]
-        hit, _ = self.engine.evaluate(self.combined, {"spans": maps})
-        if not hit and not _:
+        looked: list[SpanRecord] = []
+        maps: list[dict] = []
+        untooled = self._untooled
+        tools = self.tools
+        for s in spans:
+            tool = s.tool.name if s.tool is not None else ""
+            build = self._maps_for(tool) if tool in tools else untooled
+            if build is None:
+                continue
+            d = build(s)
+            d["tool"] = tool
+            d["_i"] = len(maps)
+            maps.append(d)
+            looked.append(s)
+        if not maps:
+            return
+        engine = self.engine
+        act = engine.activation({"spans": maps})
+        hit, error = engine.evaluate(self.combined, act)
+        if not hit and not error:
             return  # no rule matched a span, and none failed on one
-        evaluate = self.engine.evaluate
-        for s, d in zip(spans, maps):
-            data = {"span": d}
-            tool = d.get("tool", "")
-            for r, f in zip(self.rules, found):
-                if r.tools is not None and tool not in r.tools:
+        for r, which, f in zip(self.rules, self.which, found):
+            idx = engine.values(which, act)
+            if idx is not None:
+                f.fired = [looked[i] for i in idx]
+                continue
+            for s, d in zip(looked, maps):  # the rule failed on some span: which one, and did it match
+                if r.tools is not None and d["tool"] not in r.tools:
                     continue
-                matched, error = evaluate(r.program, data)
+                matched, why = engine.evaluate(r.program, {"span": d})
                 if matched:
                     f.fired.append(s)
-                elif error and f.error is None:
-                    f.error = (s, error)
+                elif why and f.error is None:
+                    f.error = (s, why)
 
 
 class RunRules:
-    """A file's run rules, evaluated together on a run."""
+    """A file's run rules, evaluated together on a run: one activation, one program asking
+    whether any matched; each asked alone only when one did or failed."""
 
     def __init__(self, rules: tuple[Rule, ...], engine: Any) -> None:
         from faultgate_stream.checks.plugins.adapt import PlainSpans
@@ -114,12 +149,12 @@ class RunRules:
         if got is None:
             from faultgate_stream.checks.plugins.adapt import plain_run
 
-            data = {"run": plain_run(run, self.fields, self.spans)}
-            hit, error = self.engine.evaluate(self.combined, data)
+            act = self.engine.activation({"run": plain_run(run, self.fields, self.spans)})
+            hit, error = self.engine.evaluate(self.combined, act)
             if not hit and not error:
                 got = [(False, "")] * len(self.rules)
             else:
-                got = [self.engine.evaluate(r.program, data) for r in self.rules]
+                got = [self.engine.evaluate(r.program, act) for r in self.rules]
             run.derived[self.key] = got
         return got
 
@@ -169,19 +204,28 @@ class SpanRuleCheck(Check):
 
     def finish(self, state: _SpanState | None, run: Run) -> CheckResult:
         state = state or _SpanState()
-        todo = [s for s in run.spans if s.span_id not in state.seen] if state.seen else run.spans
-        key = ("rules.span", id(self._together))
-        memo = run.derived.get(key)
-        if memo is None or memo[0] != len(todo):
-            memo = run.derived[key] = (len(todo), self._together.over(todo, 0, len(todo)))
-        f = memo[1][self._i]
         members = run.span_ids
-        fired = sorted({s.span_id: s for s in [*state.fired, *f.fired] if s.span_id in members}.values(),
-                       key=lambda s: (s.start_ns, s.span_id))
+        if not state.seen:
+            todo: Any = run.spans
+        elif members <= state.seen:  # live: every span was looked at as it arrived
+            todo = ()
+        else:
+            todo = [s for s in run.spans if s.span_id not in state.seen]
+        if todo:
+            key = ("rules.span", id(self._together))
+            memo = run.derived.get(key)
+            if memo is None or memo[0] != len(todo):
+                memo = run.derived[key] = (len(todo), self._together.over(todo, 0, len(todo)))
+            f = memo[1][self._i]
+            new_fired, new_error = f.fired, f.error
+        else:
+            new_fired, new_error = [], None
+        fired = sorted({s.span_id: s for s in [*state.fired, *new_fired] if s.span_id in members}.values(),
+                       key=lambda s: (s.start_ns, s.span_id)) if state.fired or new_fired else ()
         if fired:
             return CheckResult(self.name, True, 1.0, self._where(self.rule.reason, fired), self.severity, KIND,
                                span_ids=tuple(s.span_id for s in fired))
-        error = state.error if state.error is not None and state.error[0].span_id in members else f.error
+        error = state.error if state.error is not None and state.error[0].span_id in members else new_error
         if error is not None:
             s, why = error
             return CheckResult(self.name, False, 0.0, f"undecided: the rule could not be evaluated on span "

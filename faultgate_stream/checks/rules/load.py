@@ -29,7 +29,7 @@ import json
 import re
 from typing import Any, NamedTuple
 
-from faultgate_stream.checks.plugins.adapt import RUN_FIELDS, SPAN_FIELDS, PlainSpans
+from faultgate_stream.checks.plugins.adapt import RUN_FIELDS, SPAN_FIELDS, STEP_FIELDS, PlainSpans
 from faultgate_stream.checks.rules.engine import Engine
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.verdict import Severity
@@ -168,8 +168,8 @@ def _fields(when: str, level: str) -> frozenset[str]:
     that is one (a superset is harmless), or all when it uses the variable whole."""
     if re.search(rf"\b{level}\b(?!\s*\.)", when):
         return frozenset()
-    known = SPAN_FIELDS.keys() | {"attributes"} if level == "span" else set(RUN_FIELDS) | set(SPAN_FIELDS) | {
-        "attributes"}
+    known = SPAN_FIELDS.keys() | {"attributes"} if level == "span" else {*RUN_FIELDS, *SPAN_FIELDS, *STEP_FIELDS,
+                                                                          "attributes"}
     return frozenset(m for m in _DOTTED.findall(when) if m in known)
 
 
