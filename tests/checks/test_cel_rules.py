@@ -117,3 +117,11 @@ def test_the_example_rules_file_judges_the_retail_gaps():
                      "sql_drop": [],
                      "unconfirmed_cancel": ["gap-G6-no-confirmation"],
                      "search_spree": []}
+
+
+def test_the_rules_in_docs_writing_checks_load(tmp_path):
+    text = (ROOT / "docs" / "writing-checks.md").read_text()
+    block = text.split("```yaml\n# rules.yaml\n", 1)[1].split("```", 1)[0]
+    p = tmp_path / "rules.yaml"
+    p.write_text(block)
+    assert [r.name for r in load_rules(str(p)).rules] == ["cancel_without_reason", "unconfirmed_cancel"]

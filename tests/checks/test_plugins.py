@@ -260,3 +260,20 @@ def test_the_plugin_thread_publishes_early_findings_as_they_are_found():
     assert [(f.check, f.span_id) for f in sink.findings] == [("step_count", spans[3].span_id)]
     assert threading.active_count() >= 2  # the plug-ins' thread and its watchdog
     ev.close()
+
+
+def test_the_plugin_in_docs_writing_checks_runs_as_written(tmp_path, monkeypatch):
+    from tests.conftest import ROOT
+
+    text = (ROOT / "docs" / "writing-checks.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "doc_refunds.py").write_text(code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    [c] = load_all(["doc_refunds:RefundOverTotal"])
+    t = trace_id()
+    a = agent(t, name="shop", prompt="refund", answer="done")
+    spans = [a, tool(t, a.span_id, "lookup_order", {"order_id": "A"}, '{"total": 40}', start_s=1),
+             tool(t, a.span_id, "issue_refund", {"order_id": "A", "amount": 90}, "ok", start_s=2)]
+    [v] = check_spans([spans], [c])
+    assert v.results[0].fired and v.results[0].reason == "step 2: refund 90 > order total 40"
+    assert v.results[0].span_ids == (spans[2].span_id,)
