@@ -278,8 +278,9 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Checks that raised on a run (a bug), or plug-ins that returned something that is not a result: "
                "that run got an undecided result for the check, the others went on.", ("check",), "verdict"),
     MetricSpec("faultgate_check_overruns", "counter",
-               "Plug-in runs past a limit (checks.isolation): over the CPU budget on a run (cpu), or a call that "
-               "did not return within the deadline (deadline). Each gave an undecided result.",
+               "Plug-in runs past a limit (checks.isolation): over the CPU budget on a run (cpu), a call that "
+               "did not return within the deadline (deadline), or one that held the GIL, stalling every thread, "
+               "for 0.2 s or more (gil: switched off at once). Each gave an undecided result.",
                ("check", "limit"), "checks/plugins", external=True),
     MetricSpec("faultgate_check_switched_off", "counter",
                "Plug-ins switched off for overrunning checks.isolation.max_overruns times in a row; their results "

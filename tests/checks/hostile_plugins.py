@@ -73,6 +73,15 @@ class Allocates(api.Check):
             held.append(bytearray(1 << 20))
 
 
+class HoldsTheGil(api.Check):
+    """One call into C that holds the GIL for a good while: no thread can interrupt it."""
+
+    name = "holds_the_gil"
+
+    def finish(self, state, run):
+        return api.passed(str(sum(range(30_000_000))))
+
+
 class Garbage(api.Check):
     name = "garbage"
 

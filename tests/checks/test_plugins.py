@@ -143,6 +143,18 @@ def test_a_plugin_that_keeps_overrunning_is_switched_off_logged_and_counted(caps
     assert "plugin_switched_off" in capsys.readouterr().out
 
 
+def test_a_plugin_that_holds_the_gil_in_one_call_is_switched_off_after_the_first():
+    """No thread can interrupt it, so every thread waits once; the second run never calls it."""
+    checks = load_all([HOSTILE + "HoldsTheGil", HOSTILE + "StepCount"])
+    runs = [_spans() for _ in range(3)]
+    verdicts, _, stage = _evaluate(checks, [s for r in runs for s in r], cpu_budget=0.005, deadline=30.0)
+    reasons = [v.results[0].reason for v in verdicts]
+    assert reasons[0].startswith("undecided: the plug-in held the GIL in one call for")
+    assert all(r.startswith("undecided: switched off after 1 overrun in a row (last: held the GIL") for r in reasons[1:])
+    assert stage.overruns[("holds_the_gil", "gil")] == 1 and stage.off["holds_the_gil"]
+    assert all(v.results[1].fired for v in verdicts)
+
+
 def test_a_full_plugin_queue_sends_the_verdict_on_with_the_plugins_undecided():
     checks = load_all([HOSTILE + "Sleeps"])
     sink = VerdictList()

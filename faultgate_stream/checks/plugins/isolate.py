@@ -29,15 +29,19 @@ What a plug-in can do, and what happens:
   goes out at once with its plug-ins' results undecided, spans go unobserved (their early
   findings are lost, never their verdict); counted in ``faultgate_plugin_queue_full_total``.
 
-What no thread can do: interrupt a single call into C that holds the GIL (a huge
-allocation, a catastrophic ``re`` pattern, ``sum(range(10**12))``). Every thread of the
-process waits for it, whatever thread it runs on; only a separate process could be
-stopped. Rules without code (CEL, ``checks/rules``) cannot do that, which is one reason
-to prefer them where they suffice.
+- **holds the GIL in one call into C** (a huge allocation, a catastrophic ``re`` pattern,
+  ``sum(range(10**9))``): no thread can interrupt that; every thread of the process waits
+  until it returns, whatever thread it runs on (only a separate process could be stopped,
+  at a cost per run far above a plug-in's budget: bench/README.md). The watchdog sees it
+  afterwards, from its own sleep having overrun by ``STALL_NS`` while the plug-in's thread
+  computed, and switches the plug-in off at once: one stall per reload, not one per run.
+  Rules without code (CEL, ``checks/rules``) cannot do that, one more reason to prefer
+  them where they suffice.
 """
 from __future__ import annotations
 
 import ctypes
+import gc
 import threading
 import time
 from collections import deque
@@ -56,6 +60,13 @@ from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 # How often the watchdog looks at a call in progress while there is work: a runaway loop
 # is stopped within its budget plus this much CPU; each look is one system call.
 WATCH_INTERVAL_S = 0.01
+# A stall of the watchdog this long, while the plug-in's thread computed, means the plug-in
+# held the GIL in one call (no Python loop does: it lets other threads in every 5 ms): at
+# 40 switch intervals, far past what ingestion or a GC pause makes the watchdog wait.
+STALL_NS = 200_000_000
+# ... and the plug-in's thread computed at least this much of it (on a loaded host a call
+# gets a share of a core; a sleeping call, or a stall someone else caused, computes nothing).
+STALL_CPU_NS = 50_000_000
 # Threads given up on (stuck in a call) that may be alive at once. Past it, the plug-in
 # whose call was given up is switched off at once: no plug-in can pile up threads.
 MAX_ABANDONED_THREADS = 16
@@ -77,13 +88,16 @@ class _Abandoned(BaseException):
 
 
 class _Call:
-    __slots__ = ("check", "state", "wall0", "cpu_seen", "budget_ns", "interrupted", "gen")
+    __slots__ = ("check", "state", "wall0", "cpu_seen", "budget_ns", "interrupted", "gen", "ident", "done", "gc0")
 
-    def __init__(self, check: PluginCheck, state: PluginState, budget_ns: int, gen: int) -> None:
-        self.check, self.state, self.budget_ns, self.gen = check, state, budget_ns, gen
+    def __init__(self, check: PluginCheck, state: PluginState, budget_ns: int, gen: int, ident: int,
+                 gc0: int) -> None:
+        self.check, self.state, self.budget_ns, self.gen, self.ident = check, state, budget_ns, gen, ident
+        self.gc0 = gc0  # the plug-in thread's collection time so far, when the call began
         self.wall0 = time.perf_counter_ns()
         self.cpu_seen = -1  # the thread's CPU clock at the watchdog's first look
         self.interrupted = False
+        self.done = False  # the call returned (set under the lock)
 
 
 class _Observe:
@@ -138,6 +152,13 @@ class Isolation:
         self._watchdog: threading.Thread | None = None
         self._stopping = False
         self._abandoned = 0
+        self._stuck: list[_Call] = []  # calls given up on whose threads have not ended yet
+        # a call held the GIL past this much CPU (the watchdog stops loops of Python long before)
+        self._held_ns = max(STALL_CPU_NS, 4 * self.budget_ns)
+        # wall time of garbage collections made on the plug-ins' thread: not the plug-in's doing
+        self._gc_ns = 0
+        self._gc_started = 0
+        gc.callbacks.append(self._collected)
         self._cpu_mark = 0
         self._wall_since_mark = 0
         self._early: dict[str, list[EarlyFinding]] = {}
@@ -148,6 +169,15 @@ class Isolation:
         self.queue_full = {"observe": 0, "verdict": 0}
         self.off: dict[str, bool] = {}
 
+    def _collected(self, phase: str, info: dict) -> None:
+        if threading.get_ident() != self._worker_ident:
+            return
+        if phase == "start":
+            self._gc_started = time.perf_counter_ns()
+        elif self._gc_started:
+            self._gc_ns += time.perf_counter_ns() - self._gc_started
+            self._gc_started = 0
+
     # ------------------------------------------------------------------ the evaluator's side
 
     def adopt(self, checks: Iterable[Any]) -> None:
@@ -156,7 +186,7 @@ class Isolation:
             if isinstance(c, PluginCheck):
                 c.stage = self
                 name = c.name
-                for limit in ("cpu", "deadline"):
+                for limit in ("cpu", "deadline", "gil"):
                     self.overruns.setdefault((name, limit), 0)
                 self.switched_off.setdefault(name, 0)
                 self.cpu_ns.setdefault(name, 0)
@@ -210,6 +240,8 @@ class Isolation:
             self._idle_cv.notify_all()
         self._wake.set()
         self._busy.set()
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
         n = 0
         for it in ([item] if isinstance(item, _Complete) else []) + left:
             if isinstance(it, _Complete):
@@ -337,7 +369,8 @@ class Isolation:
         state = pend.state if isinstance(pend.state, PluginState) else PluginState()
         guard = check.guard
         if guard.off:
-            return _undecided(placeholder, f"switched off after {self.max_overruns} overruns in a row "
+            n = guard.overruns
+            return _undecided(placeholder, f"switched off after {n} overrun{'s' if n > 1 else ''} in a row "
                                            f"(last: {guard.last})")
         key = (id(run), check.views.allowed)
         facts = views.get(key)
@@ -366,6 +399,8 @@ class Isolation:
         return r._replace(agent=placeholder.agent) if placeholder.agent else r
 
     def _failed(self, placeholder: CheckResult, check: PluginCheck, state: PluginState, e: Any) -> CheckResult:
+        if state.failed == "gil":
+            return _undecided(placeholder, f"the plug-in {check.guard.last}")
         if isinstance(e, Overrun) or state.failed == "cpu":
             return self._overrun(placeholder, check, "cpu", state.cpu_ns)
         if state.failed == "deadline":
@@ -380,12 +415,13 @@ class Isolation:
         self._count_overrun(check, limit, what)
         return _undecided(placeholder, f"the plug-in was {what}" if limit == "cpu" else f"the plug-in {what}")
 
-    def _count_overrun(self, check: PluginCheck, limit: str, what: str) -> None:
+    def _count_overrun(self, check: PluginCheck, limit: str, what: str, now: bool = False) -> None:
         self.overruns[(check.name, limit)] = self.overruns.get((check.name, limit), 0) + 1
         guard = check.guard
         guard.overruns += 1
         guard.last = what
-        if not guard.off and (guard.overruns >= self.max_overruns or self._abandoned >= MAX_ABANDONED_THREADS):
+        if not guard.off and (now or guard.overruns >= self.max_overruns
+                              or self._abandoned >= MAX_ABANDONED_THREADS):
             guard.off = True
             self.off[check.name] = True
             self.switched_off[check.name] = self.switched_off.get(check.name, 0) + 1
@@ -402,7 +438,7 @@ class Isolation:
     def _call(self, check: PluginCheck, state: PluginState, fn: Callable, args: tuple, gen: int) -> tuple[bool, Any]:
         """(True, what ``fn(*args)`` returned) or (False, what it raised), its CPU added to
         ``state.cpu_ns``. Counts a raise."""
-        call = _Call(check, state, self.budget_ns - state.cpu_ns, gen)
+        call = _Call(check, state, self.budget_ns - state.cpu_ns, gen, self._worker_ident, self._gc_ns)
         try:
             # no lock: the watchdog only acts on a call once it is set, and a worker is given
             # up on only inside a call
@@ -418,6 +454,7 @@ class Isolation:
             finally:
                 wall = time.perf_counter_ns() - call.wall0
                 with self._lock:
+                    call.done = True
                     if self._gen != gen:
                         raise _Abandoned
                     self._current = None
@@ -425,10 +462,18 @@ class Isolation:
             value, ok = e, False
             wall = time.perf_counter_ns() - call.wall0
             with self._lock:
+                call.done = True
                 if self._gen != gen:
                     raise _Abandoned from None
                 self._current = None
-        state.cpu_ns += self._cpu_of(wall)
+        used = self._cpu_of(wall)
+        state.cpu_ns += used
+        if used > self._held_ns and used - (self._gc_ns - call.gc0) > self._held_ns:
+            # more CPU in one call than the watchdog ever lets a loop of Python code take:
+            # the call held the GIL, and every thread waited for it (not a collection's doing)
+            state.failed = "gil"
+            self._count_overrun(check, "gil", _held(used), now=True)
+            return False, Overrun()
         if call.interrupted and ok:
             ok, value = False, Overrun()
         return ok, value
@@ -454,31 +499,67 @@ class Isolation:
     def _watch(self) -> None:
         while not self._stopping:
             self._busy.wait()
+            worker = self._worker_ident
+            before_cpu = self._cpu_of_thread(worker)
+            due = time.perf_counter_ns() + int(WATCH_INTERVAL_S * 1e9)
             time.sleep(WATCH_INTERVAL_S)
+            now = time.perf_counter_ns()
             with self._lock:
+                self._end_stuck()
                 call = self._current
-                if call is None or call.interrupted or call.gen != self._gen:
+                if call is None or call.done or call.gen != self._gen:
                     continue
-                if time.perf_counter_ns() - call.wall0 > self.deadline_ns:
+                cpu = self._cpu_of_thread(call.ident)
+                stall = now - max(due, call.wall0)
+                if (call.ident == worker and stall > STALL_NS and cpu >= 0 and before_cpu >= 0
+                        and cpu - before_cpu - (self._gc_ns - call.gc0) > STALL_CPU_NS):
+                    # the watchdog could not run while the plug-in's thread computed: its call
+                    # held the GIL (one call into C) and every thread of the process waited
+                    self._abandon(call, stall)
+                    continue
+                if now - call.wall0 > self.deadline_ns:
                     self._abandon(call)
                     continue
-                try:
-                    cpu = time.clock_gettime_ns(time.pthread_getcpuclockid(self._worker_ident))
-                except OSError:
+                if cpu < 0:
                     continue
                 if call.cpu_seen < 0:
                     call.cpu_seen = cpu
                 elif cpu - call.cpu_seen > max(call.budget_ns, 0):
+                    # again at each look while it runs on: a loop that swallows one goes on
                     call.interrupted = True
-                    _set_async_exc(self._worker_ident, Overrun)
+                    _set_async_exc(call.ident, Overrun)
 
-    def _abandon(self, call: _Call) -> None:
+    def _end_stuck(self) -> None:
+        """Threads given up on that are still in their plug-in's call (lock held): told to end
+        at each look, with an exception no ``except Exception`` catches, until they do. A
+        sleeping one ends when its sleep does; a spinning one at its next bytecode."""
+        left = []
+        for call in self._stuck:
+            if not call.done:
+                _set_async_exc(call.ident, _Abandoned)
+                left.append(call)
+        self._stuck = left
+
+    @staticmethod
+    def _cpu_of_thread(ident: int) -> int:
+        """A thread's CPU clock; -1 when it has none (it ended)."""
+        if not ident:
+            return -1
+        try:
+            return time.clock_gettime_ns(time.pthread_getcpuclockid(ident))
+        except OSError:
+            return -1
+
+    def _abandon(self, call: _Call, held_ns: int = 0) -> None:
         """Give up on the call in progress (lock held): its result is undecided, a new thread
-        takes the work on after it, and the stuck thread ends when its call returns."""
+        takes the work on after it, and the stuck thread is told to end (``_end_stuck``).
+        One that held the GIL (``held_ns``) is switched off at once: every thread waited."""
         call.interrupted = True
         call.state.failed = "deadline"
-        self._count_overrun(call.check, "deadline", f"did not return within {self.deadline_ns / 1e9:g}s")
+        what = _held(held_ns) if held_ns else f"did not return within {self.deadline_ns / 1e9:g}s"
+        self._count_overrun(call.check, "gil" if held_ns else "deadline", what, now=bool(held_ns))
         self._abandoned += 1
+        self._stuck.append(call)
         item = self._item
         self._item = None
         self._current = None
@@ -486,7 +567,7 @@ class Isolation:
         if isinstance(item, _Complete):
             k = item.pos
             _, _, placeholder = item.jobs[k]
-            item.out[k] = _undecided(placeholder, f"the plug-in did not return within {self.deadline_ns / 1e9:g}s")
+            item.out[k] = _undecided(placeholder, f"the plug-in {what}")
             item.pos = k + 1
         if item is not None:
             self._q.appendleft(item)
@@ -524,6 +605,10 @@ class Isolation:
         g = GaugeMetricFamily("faultgate_plugin_queue", describe("faultgate_plugin_queue"))
         g.add_metric([], len(self._q))
         yield g
+
+
+def _held(ns: int) -> str:
+    return f"held the GIL in one call for {ns / 1e9:.2f}s of CPU, stalling the service"
 
 
 def _short(e: BaseException) -> str:
