@@ -33,9 +33,8 @@ def reserved_names() -> frozenset[str]:
     """Names a plug-in cannot take: every built-in check's."""
     from faultgate_stream.checks.registry import NAMES
     from faultgate_stream.checks.trajectory import CHECKS as TRAJECTORY
-    from faultgate_stream.judge.contract import QUESTIONS
 
-    return frozenset(NAMES) | {c.name for c in TRAJECTORY} | frozenset(QUESTIONS)
+    return frozenset(NAMES) | {c.name for c in TRAJECTORY}
 
 
 def load(spec: str, entry_points: dict[str, metadata.EntryPoint] | None = None) -> PluginCheck:
