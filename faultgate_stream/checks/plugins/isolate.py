@@ -86,6 +86,9 @@ class Overrun(Exception):
     goes on overrunning and the next look raises it again."""
 
 
+_STOPPED = object()  # what a call the stage did not make (it was closing) returned
+
+
 class _Abandoned(BaseException):
     """Ends a thread whose call was given up on, once the call returns."""
 
@@ -236,13 +239,20 @@ class Isolation:
             self._stopping = True
             left = list(self._q)
             self._q.clear()
-            item = self._item
+            # the item in hand is finished here only when its worker is inside a plug-in's
+            # call (it ends once the call returns); in its own code it finishes it itself
+            item = self._item if self._current is not None else None
             self._gen += 1  # a worker still in a call ends once it returns
-            self._item = None
+            if item is not None:
+                self._item = None
             self._outstanding = 0
             self._idle_cv.notify_all()
         self._wake.set()
         self._busy.set()
+        # an item its worker finishes itself (between two calls) goes out before close returns
+        deadline = time.monotonic() + 1.0
+        while item is None and self._item is not None and time.monotonic() < deadline:
+            time.sleep(0.001)
         if self._collected in gc.callbacks:
             gc.callbacks.remove(self._collected)
         n = 0
@@ -303,11 +313,18 @@ class Isolation:
                 try:
                     self._do(item, gen)
                 except Overrun:
-                    pass  # a look that came just after the call returned: the call was counted
+                    # a look that landed outside a call (none should): the item goes on from
+                    # where it stopped, never lost
+                    with self._lock:
+                        if self._item is item:
+                            self._item = None
+                            q.appendleft(item)
+                    continue
                 with self._lock:
+                    if self._item is item:
+                        self._item = None
                     if self._gen != gen:
                         return
-                    self._item = None
                     self._outstanding -= 1
                     if self._outstanding == 0:
                         self._idle_cv.notify_all()
@@ -408,6 +425,8 @@ class Isolation:
         return r._replace(agent=placeholder.agent) if placeholder.agent else r
 
     def _failed(self, placeholder: CheckResult, check: PluginCheck, state: PluginState, e: Any) -> CheckResult:
+        if e is _STOPPED:
+            return _undecided(placeholder, "the service stopped before the plug-in answered")
         if state.failed == "gil":
             return _undecided(placeholder, f"the plug-in {check.guard.last}")
         if isinstance(e, Overrun) or state.failed == "cpu":
@@ -449,9 +468,10 @@ class Isolation:
         ``state.cpu_ns``. Counts a raise."""
         call = _Call(check, state, self.budget_ns - state.cpu_ns, gen, self._worker_ident, self._gc_ns)
         try:
-            # no lock: the watchdog only acts on a call once it is set, and a worker is given
-            # up on only inside a call
-            self._current = call
+            with self._lock:  # against close() and the watchdog, which act on a call in progress
+                if self._gen != gen:
+                    return False, _STOPPED  # stopped between two calls: this thread finishes its item
+                self._current = call
             try:
                 value = fn(*args)
                 ok = True
