@@ -7,6 +7,7 @@ run only when named), then those named on the command line and the rules of a ru
 from __future__ import annotations
 
 from faultgate_stream import __version__
+from faultgate_stream.model.errors import InputError
 
 Row = tuple[str, str, str, str, str, str]  # name, kind, severity, origin, version, description
 
@@ -21,7 +22,16 @@ def rows(plugins: list[str] | tuple[str, ...] = (), rules: str = "") -> list[Row
     eps = installed()
     named = set()
     for spec in [*sorted(eps), *plugins]:
-        c = load(spec, eps)
+        try:
+            c = load(spec, eps)
+        except InputError as e:
+            if spec in plugins:
+                raise  # named on the command line: the user asked for it
+            # an installed package's broken plug-in is listed, not fatal to the listing
+            dist = eps[spec].dist
+            out.append((spec, "plugin", "-", f"{dist.name if dist else '?'} (entry point {spec})",
+                        dist.version if dist else "-", f"cannot load: {e}"))
+            continue
         if c.name in named:
             continue
         named.add(c.name)

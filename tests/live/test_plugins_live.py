@@ -99,3 +99,24 @@ def test_hostile_plugins_leave_the_service_ingesting_and_deciding_every_run_with
     slowest = max(took for _, _, took in answered)
     assert slowest < 2.0, f"a probe or scrape waited {slowest:.2f}s"
     assert live.service.ready
+
+
+def test_sighup_rereads_the_rules_file_and_builds_the_plugins_again(live_service, tmp_path):
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('- {name: first_rule, when: "span.tool == \'x\'"}\n')
+    checks = ChecksConfig(plugins=(H + "Spins",), rules=str(rules),
+                          isolation=IsolationConfig(cpu_budget=0.01, max_overruns=1))
+    live = live_service(dataclasses.replace(make_config(root_grace=0.3), checks=checks))
+    sender = GrpcSender(live.grpc)
+    try:
+        replay([str(RETAIL)], sender, batch=50)
+    finally:
+        sender.close()
+    live.sink.wait_for(13)
+    assert live.sample("faultgate_checks_off", check="spins") == 1
+    rules.write_text('- {name: second_rule, level: run, when: "run.steps.size() > 100"}\n')
+    assert live.service.reload()
+    names = live.service.ruleset.names
+    assert "second_rule" in names and "first_rule" not in names and "spins" in names
+    # the plug-in was built again: switched on, until it overruns again
+    assert live.sample("faultgate_checks_off", check="spins") == 0
