@@ -289,3 +289,25 @@ def test_the_plugin_in_docs_writing_checks_runs_as_written(tmp_path, monkeypatch
     [v] = check_spans([spans], [c])
     assert v.results[0].fired and v.results[0].reason == "step 2: refund 90 > order total 40"
     assert v.results[0].span_ids == (spans[2].span_id,)
+
+
+def test_a_plugin_bound_to_an_agent_and_one_in_shadow_judge_that_agents_runs(tmp_path):
+    from faultgate_stream.checks.config import BindingConfig, ChecksConfig, ShadowConfig
+    from faultgate_stream.verdict import ruleset
+
+    config = ChecksConfig(bindings=(BindingConfig(agents=("shop",), plugins=(HOSTILE + "StepCount",),
+                                                  shadow=ShadowConfig(plugins=(HOSTILE + "Noop",))),))
+    rs = ruleset.build(config)
+    sink = VerdictList()
+    ev = Evaluator(rs, sink)
+    other = _spans()
+    other[0] = other[0]._replace(attrs={**other[0].attrs, "gen_ai.agent.name": "other"})
+    for run in assemble_runs(_spans() + other):
+        ev.run_completed(run)
+    ev.close()
+    shop, rest = sorted(sink.verdicts, key=lambda v: v.agent != "shop")
+    assert [r.check for r in shop.results][-1] == "step_count" and shop.results[-1].fired
+    assert [r.check for r in shop.shadow] == ["noop"] and not shop.shadow[0].undecided
+    assert "step_count" not in [r.check for r in rest.results] and rest.shadow == ()
+    # the result names the plug-in's own digest, not the binding's files
+    assert shop.rule_digests[-1] == rs.bindings[0].checks[0].digest
