@@ -439,8 +439,46 @@ EXTRA_CHECKS = {
 }
 
 
+# ... and issue 33's checks of one's own: ``plugin`` is the default rules plus a plug-in that
+# does nothing (what any plug-in costs before its own work: the run's view, the hand-over to
+# the plug-ins' thread, the budget's clock), ``rules`` the default rules plus the five CEL
+# rules below, each looking at spans or runs the workload has (three span rules, two with
+# ``tools``, and two run rules).
+EXTRA_CHECKS["plugin"] = ("checks:\n  plugins: [\"bench_plugins:Noop\"]\n", None)
+EXTRA_CHECKS["rules"] = ("checks:\n  rules: bench_rules.yaml\n", None)
+OWN_CHECKS = ("plugin", "rules")
+NOOP_PLUGIN = '''from faultgate_stream.checks import api
+
+
+class Noop(api.Check):
+    name = "noop"
+
+    def finish(self, state, run):
+        return api.passed()
+'''
+FIVE_RULES = '''- name: fetch_big_limit
+  tools: [fetch_url]
+  when: 'span.args.limit > 100'
+- name: query_drop
+  tools: [lookup_order]
+  when: 'span.args.query.matches("(?i)drop\\\\s+table")'
+- name: calculator_failed
+  when: 'span.status == "error" && span.tool == "calculator"'
+- name: search_spree
+  level: run
+  when: '"search_docs" in run.calls && run.calls["search_docs"] > 5'
+- name: many_failures
+  level: run
+  when: 'run.steps.filter(s, !s.ok).size() > 3'
+'''
+
+
 def extra_config(workdir: Path, name: str) -> list[str]:
     checks, policy = EXTRA_CHECKS[name]
+    if name == "plugin":
+        (workdir / "bench_plugins.py").write_text(NOOP_PLUGIN)  # imported from the service's cwd
+    elif name == "rules":
+        (workdir / "bench_rules.yaml").write_text(FIVE_RULES)
     if policy is None:
         return checks.splitlines()
     path = workdir / f"{name}-policy.yaml"
@@ -887,7 +925,8 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     print(f"  export-on / off     throughput  {spread(export_cost, '.3f')}"
           f"   (export adds {med([e.cpu_us_per_span - s.cpu_us_per_span for e, s in zip(results['export'], results['service'])]):.2f}"
           f" CPU us/span)")
-    for c, base in (("loop", "service"), ("bound", "service"), ("window", "bound")):
+    for c, base in (("loop", "service"), ("bound", "service"), ("window", "bound"), ("plugin", "service"),
+                    ("rules", "service")):
         if c in results:
             ratio = [x / b if b else float("nan") for x, b in zip(per_round[c], per_round[base])]
             added = med([x.cpu_us_per_span - b.cpu_us_per_span for x, b in zip(results[c], results[base])])
@@ -1215,6 +1254,9 @@ def main() -> int:
                    "instead of half the measured export-on maximum (one round's maximum moves with the machine's load)")
     p.add_argument("--extra-checks", action="store_true", help="also measure the service with loop on, with a "
                    "bound per-run policy, and with windowed budgets added to it (issue 13)")
+    p.add_argument("--own-checks", action="store_true", help="also measure the service with a no-op plug-in "
+                   "(plugin / service) and with five CEL rules (rules / service), issue 33; --extra-checks "
+                   "includes them")
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
                                                            "groupbytrace (the peers)")
     p.add_argument("--instructions", type=float, metavar="S", help="no comparison: instructions a span of the "
@@ -1297,8 +1339,9 @@ def main() -> int:
         wait_started(service)
         wait_started(export)
         servers = {"null": null, "service": service, "export": export}
-        if args.extra_checks:
-            for name in EXTRA_CHECKS:
+        if args.extra_checks or args.own_checks:
+            # --own-checks alone: only issue 33's two, in the same rounds
+            for name in [n for n in EXTRA_CHECKS if args.extra_checks or n in OWN_CHECKS]:
                 servers[name] = spawn(name, serve_argv(service_config(workdir, name, None, extra_config(workdir, name))),
                                       workdir, server_cpu)
                 children.append(servers[name])

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from faultgate_stream import __version__
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.live import LiveAssembler
+from faultgate_stream.checks.plugins.isolate import PluginMetrics
 from faultgate_stream.checks.telemetry import WindowStoreMetrics
 from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.model.errors import InputError
@@ -216,7 +217,11 @@ class Service:
         answers) can amend their verdicts."""
         amend = self.config.amend
         decided = DecidedRuns(amend, clock, self.telemetry) if amend.enabled else None
-        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided, profile=self.profiler)
+        evaluator = Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided, profile=self.profiler,
+                              isolation=self.config.checks.isolation, threads=self.threads)
+        # plug-ins' counters, read at scrape time from the stage that runs them (if any yet)
+        self.telemetry.registry.register(PluginMetrics(lambda: evaluator.isolation))
+        return evaluator
 
     def _build_assemble(self, evaluator: Evaluator, clock: Clock) -> LiveAssembler:
         config = self.config
@@ -351,6 +356,9 @@ class Service:
             # first: its runs in flight are finished or handed over, not closed as shutdown
             self.kafka.stop()
         runs = self.assembler.shutdown(Completion.SHUTDOWN)
+        # the plug-ins' results of those runs, within the grace; verdicts still waiting then
+        # go out with those results undecided
+        out_plugins = self.evaluator.close(grace)
         if self.judge is not None:
             # before the sinks close: a call in progress gets its timeout, the rest is counted
             self.judge.stop(min(grace, self.config.judge.timeout))
@@ -362,6 +370,8 @@ class Service:
         out: dict[str, Any] = {"runs_completed_at_shutdown": runs}
         if self.sessions is not None:
             out["sessions_decided_at_shutdown"] = out_sessions
+        if out_plugins:
+            out["verdicts_without_plugin_results"] = out_plugins
         if self.exporter is not None:
             # spans no run claimed still go out, unannotated
             self.span_sink.export_held({sid: h for (_, sid), h in self.held.release_all().items()}, None)

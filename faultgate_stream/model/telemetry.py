@@ -346,8 +346,27 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Events dropped because they fell out of their budget's window (not a bound).", (), "checks",
                external=True),
     MetricSpec("faultgate_check_errors", "counter",
-               "Checks that raised on a run (a bug): that run got an undecided result for the check, the others "
-               "went on.", ("check",), "verdict"),
+               "Checks that raised on a run (a bug), or plug-ins that returned something that is not a result: "
+               "that run got an undecided result for the check, the others went on.", ("check",), "verdict"),
+    MetricSpec("faultgate_check_overruns", "counter",
+               "Plug-in runs past a limit (checks.isolation): over the CPU budget on a run (cpu), a call that "
+               "did not return within the deadline (deadline), or one that held the GIL, stalling every thread, "
+               "for 0.2 s or more (gil: switched off at once). Each gave an undecided result.",
+               ("check", "limit"), "checks/plugins", external=True),
+    MetricSpec("faultgate_check_switched_off", "counter",
+               "Plug-ins switched off for overrunning checks.isolation.max_overruns times in a row; their results "
+               "are undecided until a reload builds them again.", ("check",), "checks/plugins", external=True),
+    MetricSpec("faultgate_checks_off", "gauge", "1 while a plug-in is switched off, else 0.", ("check",),
+               "checks/plugins", external=True),
+    MetricSpec("faultgate_check_cpu_seconds", "counter",
+               "CPU seconds each plug-in took (at most; a call's wall time bounds it where it stayed under the "
+               "budget).", ("check",), "checks/plugins", external=True),
+    MetricSpec("faultgate_plugin_queue", "gauge",
+               "Runs and span batches waiting for the plug-ins' thread.", (), "checks/plugins", external=True),
+    MetricSpec("faultgate_plugin_queue_full", "counter",
+               "Work the plug-ins' thread could not take (checks.isolation.max_queue): a verdict that went out "
+               "with its plug-ins' results undecided, or spans not observed (early findings missed).",
+               ("work",), "checks/plugins", external=True),
     MetricSpec("faultgate_internal_errors", "counter",
                "Internal errors caught where they would have stopped a stage (a bug, logged with its traceback); "
                "the stage went on.", ("stage",), "assemble"),

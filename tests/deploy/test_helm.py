@@ -112,6 +112,10 @@ def test_the_rendered_config_is_one_the_service_accepts_with_its_policies_and_sp
     assert config.receive.grpc_endpoint == "0.0.0.0:4317" and config.shutdown_grace == 25.0
     rules = ruleset.build(config.checks)
     assert [b.agents for b in rules.bindings] == [("retail*",), ("support-*",)]
+    # rules files (CEL), every run's and a binding's, and the plug-ins' limits
+    assert {"cancel_without_reason", "unconfirmed_cancel"} <= {c.name for c in rules.checks}
+    assert "refund_over_500" in {c.name for c in rules.bindings[1].checks}
+    assert config.checks.isolation.cpu_budget == 0.005
     band = json.loads(data["band.gate.json"])
     assert band["runs"] == 2 and band["scenarios"]
 
