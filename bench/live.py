@@ -13,6 +13,11 @@ Three servers, each its own process pinned to CPU 0 (see bench/README.md for the
 - ``service``: ``faultgate-stream serve`` with the default checks and no export.
 - ``export``: the same service passing every span on to a second null receiver, which runs
   on CPU 1 beside the load generator, so that CPU 0 carries the service alone.
+- ``wal`` (``--wal``): the export-on service with the write-ahead log on
+  (``durability.wal``, ``fsync: batch``, in the bench's temporary folder on this disk): every
+  request durable before it is acknowledged. Printed beside it: its throughput over
+  export-on's, round by round, and the p99 of its fsyncs over each window (the service's
+  ``faultgate_wal_fsync_seconds``).
 - ``tail_samp`` and ``groupbyt`` (the peers): the collector build the tests use
   (``scripts/install_peers.sh``), ``GOMAXPROCS=1`` on CPU 0, with ``tail_sampling`` (three
   policies, every trace sampled) or ``groupbytrace``, exporting every span to the same
@@ -33,7 +38,9 @@ downstream, so the throughput printed is of work done, not of work queued.
 
 The last line is ``RESULT live_spans_per_s=<int> vs_null=<x.xx> export_cost=<x.xx>``, then
 ``vs_tail_sampling=<x.xx> vs_groupbytrace=<x.xx>`` (export-on throughput / the peer's, per
-round, median) when the peers ran. Exit
+round, median) when the peers ran, and ``wal_cost=<x.xx> wal_fsync_p99_ms=<x.x>`` (WAL-on
+throughput / export-on's, per round, median; the fsync p99 over the WAL's windows) with
+``--wal``. Exit
 code: 0 when every check of the work done passed, 1 when one did not (refused spans,
 undecided runs, spans not exported), 2 when a server did not start. Speed never sets it.
 
@@ -831,6 +838,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     configs = list(servers)  # CONFIGS, then the collector peers when they run
     results: dict[str, list[Window]] = {c: [] for c in configs}
     drains: dict[str, list[Drain]] = {c: [] for c in configs if c != "null"}
+    fsync_p99: list[float] = []   # seconds, one per WAL window
     problems: list[str] = []
     print(f"{'round':>5} {'config':<8} {'spans/s':>10} {'srv CPU us/span':>16} {'srv CPU%':>8} {'client CPU%':>11}"
           f" {'steal':>6} {'decided in':>10}  check", flush=True)
@@ -839,8 +847,11 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
             child = servers[name]
             peer = name in PEERS
             before = (peer_counters if peer else counters)(child.ports["metrics"]) if name != "null" else None
+            fsync0 = fsync_buckets(child.ports["metrics"]) if name == "wal" else None
             w = await drive(calls[name], requests, spans_per_request, args.warmup, args.seconds, args.inflight,
                             child, downstream if name == "export" else None)
+            if fsync0 is not None:
+                fsync_p99.append(quantile(0.99, fsync0, fsync_buckets(child.ports["metrics"])))
             results[name].append(w)
             note = "-"
             decided = ""
@@ -849,9 +860,11 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
                     dr = await wait_forwarded(child, before, w.sent_ok)
                     note = f"ok: {dr.exported} of {dr.accepted} spans forwarded"
                 else:
-                    dr = await wait_decided(child, before, w.sent_ok, export=(name == "export"))
+                    exporting = name in ("export", "wal")
+                    dr = await wait_decided(child, before, w.sent_ok, export=exporting)
                     note = (f"ok: {dr.runs} runs = {dr.accepted} spans / {SPANS_PER_RUN}"
-                            + (f", {dr.exported} exported" if name == "export" else ""))
+                            + (f", {dr.exported} exported" if exporting else "")
+                            + (f", fsync p99 {fsync_p99[-1] * 1e3:.1f} ms" if name == "wal" else ""))
                 drains[name].append(dr)
                 decided = f"{dr.seconds:.2f}s"
                 if dr.problems:
@@ -887,7 +900,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     print(f"  export-on / off     throughput  {spread(export_cost, '.3f')}"
           f"   (export adds {med([e.cpu_us_per_span - s.cpu_us_per_span for e, s in zip(results['export'], results['service'])]):.2f}"
           f" CPU us/span)")
-    for c, base in (("loop", "service"), ("bound", "service"), ("window", "bound")):
+    for c, base in (("loop", "service"), ("bound", "service"), ("window", "bound"), ("wal", "export")):
         if c in results:
             ratio = [x / b if b else float("nan") for x, b in zip(per_round[c], per_round[base])]
             added = med([x.cpu_us_per_span - b.cpu_us_per_span for x, b in zip(results[c], results[base])])
@@ -901,7 +914,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     ours = [c for c in configs if c not in PEERS]
     runs = sum(d.runs for c in ours if c != "null" for d in drains[c])
     accepted = sum(d.accepted for c in ours if c != "null" for d in drains[c])
-    exported = sum(d.exported for d in drains["export"])
+    exported = sum(d.exported for c in ("export", "wal") if c in drains for d in drains[c])
     refused = sum(w.refused for c in ours for w in results[c])
     print(f"work done by the service: {runs:,} runs decided = {accepted:,} accepted spans / {SPANS_PER_RUN}; "
           f"{exported:,} spans exported; {refused:,} spans refused")
@@ -925,6 +938,11 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
         for p in problems[:20]:
             print(f"  {p}")
     peer_result = "".join(f" vs_{PEERS[c][0]}={med(vs_peer[c]):.2f}" for c in peers)
+    if "wal" in results:
+        wal_cost = [x / e if e else float("nan") for x, e in zip(per_round["wal"], per_round["export"])]
+        print(f"  write-ahead log: fsync p99 per window {spread([f * 1e3 for f in fsync_p99], '.1f')} ms "
+              f"(faultgate_wal_fsync_seconds; its buckets set the resolution)")
+        peer_result += f" wal_cost={med(wal_cost):.2f} wal_fsync_p99_ms={med(fsync_p99) * 1e3:.1f}"
     print(f"RESULT live_spans_per_s={med(per_round['service']):.0f} vs_null={med(vs_null):.2f} "
           f"export_cost={med(export_cost):.2f}{peer_result} {' '.join(extra)}", flush=True)
     return 1 if problems else 0
@@ -949,6 +967,16 @@ def delay_buckets(port: int) -> dict[float, float]:
         if le:
             bound = float("inf") if le.group(1) == "+Inf" else float(le.group(1))
             out[bound] = out.get(bound, 0.0) + v
+    return out
+
+
+def fsync_buckets(port: int) -> dict[float, float]:
+    """Cumulative counts of faultgate_wal_fsync_seconds by upper bound."""
+    out: dict[float, float] = {}
+    for labels, v in scrape(port).get("faultgate_wal_fsync_seconds_bucket", {}).items():
+        le = re.search(r'le="([^"]+)"', labels)
+        if le:
+            out[float("inf") if le.group(1) == "+Inf" else float(le.group(1))] = v
     return out
 
 
@@ -1215,6 +1243,8 @@ def main() -> int:
                    "instead of half the measured export-on maximum (one round's maximum moves with the machine's load)")
     p.add_argument("--extra-checks", action="store_true", help="also measure the service with loop on, with a "
                    "bound per-run policy, and with windowed budgets added to it (issue 13)")
+    p.add_argument("--wal", action="store_true", help="also measure the export-on service with the write-ahead "
+                   "log on (durability.wal, fsync: batch) against export-on without it, and its fsync p99")
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
                                                            "groupbytrace (the peers)")
     p.add_argument("--instructions", type=float, metavar="S", help="no comparison: instructions a span of the "
@@ -1303,6 +1333,12 @@ def main() -> int:
                                       workdir, server_cpu)
                 children.append(servers[name])
                 wait_started(servers[name])
+        if args.wal:
+            wal = ["durability:", "  wal:", f'    dir: "{workdir / "wal"}"', "    fsync: batch"]
+            servers["wal"] = spawn("wal", serve_argv(service_config(workdir, "wal", downstream.ports["grpc"], wal)),
+                                   workdir, server_cpu)
+            children.append(servers["wal"])
+            wait_started(servers["wal"])
         binary = collector_binary() if not args.no_peers else None
         if binary is not None:
             for name in PEERS:

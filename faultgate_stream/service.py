@@ -24,6 +24,7 @@ from faultgate_stream.checks.telemetry import WindowStoreMetrics
 from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.config import ServiceConfig
+from faultgate_stream.durable import ServiceProgress
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
 from faultgate_stream.export.metrics import runtime
@@ -49,6 +50,7 @@ from faultgate_stream.receive.decode import Reader
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
 from faultgate_stream.receive.kafka.replay import ReplayLedger
+from faultgate_stream.receive.wal.stage import WriteAheadLog
 from faultgate_stream.verdict import ruleset
 from faultgate_stream.verdict.amend import DecidedRuns
 from faultgate_stream.verdict.evaluate import Evaluator
@@ -89,13 +91,18 @@ class Service:
         self.replays = self._build_replays()
         if self.replays is not None:
             sinks.append(self.replays)
+        self.wal_replays = ReplayLedger(self.telemetry["faultgate_wal_replayed_verdicts"]) \
+            if config.durability.wal.enabled else None
+        if self.wal_replays is not None:
+            sinks.append(self.wal_replays)
         clock = clock or WallClock()
         self.evaluator = self._build_evaluate(VerdictFanout(sinks, self._sink_failed), clock)
         self.assembler = self._build_assemble(self.evaluator, clock)
         self.ingest = self._build_forward(self.assembler)
         self._ready = threading.Event()
         self._stopped = threading.Event()
-        self._build_receive(self.ingest)
+        self.wal = self._build_wal(self.ingest)
+        self._build_receive(self.wal or self.ingest)
         self.kafka = self._build_kafka(self.ingest)
 
     # -- export: verdict sinks, each independent ------------------------------------------
@@ -241,11 +248,21 @@ class Service:
         if self.replays is None:
             return None
         # imported here: confluent-kafka loads librdkafka, which a service without Kafka never needs
-        from faultgate_stream.durable import ServiceProgress
         from faultgate_stream.receive.kafka.source import KafkaSource
         progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
         return KafkaSource(self.config.receive.kafka, ingest, progress, self.telemetry, self.replays,
                            max_message_bytes=self.config.receive.max_request_bytes, reader=self.reader)
+
+    # -- the write-ahead log, between the OTLP receivers and the span path --------------------
+
+    def _build_wal(self, ingest: SpanConsumer) -> WriteAheadLog | None:
+        """What the OTLP receivers accept is logged before it is acknowledged; finished is
+        judged as for Kafka (``ServiceProgress``)."""
+        if self.wal_replays is None:
+            return None
+        progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
+        return WriteAheadLog(self.config.durability.wal, ingest, progress, self.telemetry, self.wal_replays,
+                             self.threads, self.reader)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -263,6 +280,8 @@ class Service:
         self.metrics_http.start()
         if self.kafka is not None:
             self.kafka.start()
+        if self.wal is not None:
+            self.wal.start()   # replays what no checkpoint covers, before the receivers open
         self.http.start()
         if self.grpc is not None:
             self.grpc.start()
@@ -322,6 +341,8 @@ class Service:
         if self.grpc is not None:
             self.grpc.stop(min(grace, 1.0))
         self.http.stop()
+        if self.wal is not None:
+            self.wal.stop()   # last: a checkpoint covering what was decided and flushed
         self.metrics_http.stop()
         self.log.info("stopped", **out)
         return out

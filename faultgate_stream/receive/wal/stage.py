@@ -1,0 +1,241 @@
+"""The write-ahead log as a stage: in front of the span path, behind the OTLP receivers.
+
+For each request a receiver decoded: its bytes, as received, are appended to the log and
+made durable (``segments``), and only then handed on; so once the sender hears "accepted"
+the request is on disk. A request the stages after refuse (a full assembler, say) is
+voided in the log, so that no restart replays what was never acknowledged.
+
+What is finished is the Kafka source's rule, with the same accounting
+(``receive/kafka/offsets.py``): a request is finished once every run it brought spans to is
+decided and everything deciding queued for export has left the export queue. Requests are
+the tracker's messages, numbered by their sequence in the log (one partition); every
+``checkpoint_interval`` the first unfinished sequence is written to the log as a checkpoint
+and the segments below it are deleted. Requests reach the tracker in sequence order (a
+request handed on later may finish its hand-over first: ``_settled`` waits for the ones
+before it), and only once handed on, so none is finished before its spans are in.
+
+On start, before the receivers open, every request the last checkpoint does not cover is
+read back and handed on again, counted as received over transport ``wal``; its runs are
+decided again, and their verdicts counted as replayed (``ReplayLedger``, as for Kafka:
+idempotent by run key downstream, the count an upper bound on duplicates).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import structlog
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from faultgate_stream.model.consumers import SpanConsumer
+from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.telemetry import Telemetry, describe
+from faultgate_stream.model.threads import Threads
+from faultgate_stream.read.otlp_proto import Received
+from faultgate_stream.receive import decode
+from faultgate_stream.receive.kafka.offsets import OffsetTracker, Progress
+from faultgate_stream.receive.kafka.replay import ReplayLedger
+from faultgate_stream.receive.take import take
+from faultgate_stream.receive.telemetry import ReceiverTelemetry
+from faultgate_stream.receive.wal.config import WalConfig
+from faultgate_stream.receive.wal.segments import CHECKPOINT, VOID, SegmentLog
+
+log = structlog.get_logger("faultgate_stream.receive.wal")
+
+PARTITION = ("wal", 0)   # the log is one ordered stream: one partition of the tracker
+
+
+class WriteAheadLog:
+    """A ``SpanConsumer`` wrapping the next one (span export's tee, or the assembler)."""
+
+    def __init__(self, config: WalConfig, consumer: SpanConsumer, progress: Progress, telemetry: Telemetry,
+                 replays: ReplayLedger, threads: Threads, reader: decode.Reader | None = None) -> None:
+        self._cfg = config
+        self._next = consumer
+        self._progress = progress
+        self._t = telemetry
+        self._replays = replays
+        self._threads = threads
+        self._reader = reader or decode.Reader()
+        self.log = SegmentLog(config, telemetry)
+        self._tracker = OffsetTracker()
+        self._lock = threading.Lock()          # the tracker and the hand-over order
+        self._settled: dict[int, tuple[str, ...]] = {}
+        self._next_read = 1                    # the first sequence not yet given to the tracker
+        self._checkpoint = 0
+        # a replay stopped part way (SIGTERM during it): no checkpoint may pass this sequence
+        self._replay_floor: int | None = None
+        self._stop = threading.Event()
+        self._stopped = False
+        self._sync_thread: threading.Thread | None = None
+        self._checkpoint_thread: threading.Thread | None = None
+        self.recovery_seconds = 0.0
+        telemetry.registry.register(_WalGauges(self))
+
+    # ------------------------------------------------------------ the hot path
+    def consume(self, spans: list[SpanRecord], request: Received | None = None) -> object:
+        if request is None:   # an in-process producer: nothing to replay it from
+            return self._next.consume(spans, request)
+        seq, ticket = self.log.append(request.body)   # CapacityError: full, or a failing disk
+        traces: tuple[str, ...] = ()
+        try:
+            self.log.wait(ticket)
+            result = self._next.consume(spans, request)
+            traces = tuple({s.trace_id for s in spans})
+            return result
+        except BaseException:
+            # never acknowledged: a restart must not replay it (if this record is lost, the
+            # replay only repeats spans the sender is retrying anyway)
+            self._void(seq)
+            raise
+        finally:
+            self._hand_over(seq, traces)
+
+    def _void(self, seq: int) -> None:
+        try:
+            self.log.mark(VOID, seq)
+        except Exception:  # counted by the log; the refusal the sender gets stands
+            pass
+
+    def _hand_over(self, seq: int, traces: tuple[str, ...]) -> None:
+        with self._lock:
+            self._settled[seq] = traces
+            while self._next_read in self._settled:
+                self._tracker.read(PARTITION, self._next_read, self._settled.pop(self._next_read))
+                self._next_read += 1
+
+    # ------------------------------------------------------------ start: replay
+    def start(self) -> None:
+        """Open the log, replay what no checkpoint covers (before the receivers open), then
+        start the sync and checkpoint threads."""
+        started = time.monotonic()
+        recovered = self.log.open()
+        if self._cfg.fsync == "batch":
+            self._sync_thread = self._threads.start("wal-sync", lambda: self.log.sync_loop(self._stop.is_set))
+        self._checkpoint = recovered.checkpoint
+        if recovered.requests:
+            log.info("wal_replaying", requests=len(recovered.requests), checkpoint=recovered.checkpoint)
+        telemetry = ReceiverTelemetry(self._t, "wal")
+        spans = 0
+        replayed = 0
+        for entry in recovered.requests:
+            if self._stop.is_set():
+                self._replay_floor = entry.seq   # the rest stays in the log for the next start
+                break
+            try:
+                body = self.log.read(entry)
+            except OSError as e:
+                self._t["faultgate_wal_errors"].labels("read").inc()
+                log.error("wal_replay_read_failed", seq=entry.seq, error=str(e))
+                continue
+            n = self._replay(entry.seq, body, telemetry)
+            if n is None:
+                self._replay_floor = entry.seq
+                break
+            spans += n
+            replayed += 1
+        with self._lock:
+            self._next_read = self.log.next_seq
+        self.recovery_seconds = time.monotonic() - started
+        self._t["faultgate_wal_replayed_requests"].inc(replayed)
+        log.info("wal_opened", dir=self._cfg.dir, fsync=self._cfg.fsync, checkpoint=recovered.checkpoint,
+                 replayed_requests=replayed, replayed_spans=spans, cut_bytes=recovered.cut_bytes,
+                 seconds=round(self.recovery_seconds, 3))
+        self._checkpoint_thread = self._threads.start("wal-checkpoint", self._checkpoint_loop)
+
+    def _replay(self, seq: int, body: bytes, telemetry: ReceiverTelemetry) -> int | None:
+        """Hand one logged request on again, waiting out refusals for capacity (runs
+        complete meanwhile); its runs' verdicts count as replayed. The spans taken, or None
+        when the service stopped before they could be."""
+        traces: tuple[str, ...] = ()
+        counted = False
+        while True:
+            def decoded() -> tuple[Received, Any]:
+                received, d = self._reader.protobuf(body)
+                nonlocal traces, counted
+                traces = tuple({s.trace_id for s in d.spans})
+                if not counted:   # before the spans go in: their verdicts may come at once
+                    self._replays.add(traces)
+                    counted = True
+                return received, d
+
+            result, refusal = take(decoded, self._next, telemetry)
+            if refusal is None or not refusal.retryable:
+                break   # taken, or rejected for good (counted): either way finished with
+            if self._stop.wait(refusal.retry_after_s or 1.0):
+                self._replays.forget(traces)
+                return None
+        with self._lock:
+            # the ledger forgets the traces when this message finishes
+            self._tracker.read(PARTITION, seq, traces, replay=True)
+        return len(result.spans) if refusal is None and result is not None else 0
+
+    # ------------------------------------------------------------ checkpoints
+    def _checkpoint_loop(self) -> None:
+        while not self._stop.wait(self._cfg.checkpoint_interval):
+            try:
+                self.checkpoint()
+            except Exception:  # a bug must not end checkpoints: counted, logged, tried again
+                self._t["faultgate_internal_errors"].labels("wal_checkpoint").inc()
+                log.exception("wal_checkpoint_failed")
+
+    def checkpoint(self) -> int:
+        """Record the first unfinished sequence and delete the segments below it."""
+        with self._lock:
+            for m in self._tracker.advance(self._progress):
+                if m.replay:
+                    self._replays.forget(m.traces)
+            safe = self._tracker.log(PARTITION).safe_offset()
+            first_unfinished = self._next_read if safe is None else min(safe, self._next_read)
+            if self._replay_floor is not None:
+                first_unfinished = min(first_unfinished, self._replay_floor)
+        if first_unfinished <= self._checkpoint:
+            return self._checkpoint
+        try:
+            self.log.mark(CHECKPOINT, first_unfinished)
+        except Exception:  # counted by the log; the next interval tries again
+            return self._checkpoint
+        if self.log.sync():
+            self._checkpoint = first_unfinished
+            self.log.delete_covered(first_unfinished)
+        return self._checkpoint
+
+    @property
+    def pending_requests(self) -> int:
+        return self._tracker.pending + len(self._settled)
+
+    # ------------------------------------------------------------ stop
+    def stop(self) -> None:
+        """After the service has decided every run and flushed the export queue: a last
+        checkpoint (covering everything finished), then close. Safe twice."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._stop.set()
+        if self._checkpoint_thread is not None:
+            self._checkpoint_thread.join(timeout=10)
+        if self._sync_thread is not None:
+            self._sync_thread.join(timeout=10)
+        try:
+            if self.log.opened:
+                self.checkpoint()
+        finally:
+            self.log.close()
+
+
+class _WalGauges(Collector):
+    def __init__(self, wal: WriteAheadLog) -> None:
+        self._w = wal
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        for name, value in (("faultgate_wal_bytes", self._w.log.bytes),
+                            ("faultgate_wal_max_bytes", self._w._cfg.max_bytes),
+                            ("faultgate_wal_segments", self._w.log.segments),
+                            ("faultgate_wal_pending_requests", self._w.pending_requests),
+                            ("faultgate_wal_recovery_seconds", self._w.recovery_seconds)):
+            g = GaugeMetricFamily(name, describe(name))
+            g.add_metric([], value)
+            yield g
