@@ -159,10 +159,11 @@ def test_a_kill_during_replay_then_a_torn_tail_still_lose_nothing_acknowledged(t
             svc.kill9()
             assert _decided(out) == set()
 
+            opened = svc.events("wal_opened")   # phase 1's, with nothing to replay
             svc.start(svc.config(extra=", max_traces: 40", root_grace="1s"))
             eventually(lambda: svc.events("wal_replaying") == 1, timeout=60, interval=0.05, what="the replay begun")
             time.sleep(1.5)
-            assert svc.events("wal_opened") == 0, "the replay ended before the kill: nothing was tested"
+            assert svc.events("wal_opened") == opened, "the replay ended before the kill: nothing was tested"
             svc.kill9()
             decided_in_replay = len(_decided(out))
 

@@ -15,7 +15,7 @@ import pytest
 from faultgate_stream.model.errors import CapacityError, InputError
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.receive.wal.config import WalConfig
-from faultgate_stream.receive.wal.segments import CHECKPOINT, HEADER, MAGIC, VOID, SegmentLog
+from faultgate_stream.receive.wal.segments import CHECKPOINT, HEADER, MAGIC, VOID, Checkpoint, SegmentLog
 
 MiB = 1024 * 1024
 
@@ -48,18 +48,34 @@ def test_requests_come_back_in_order_after_a_restart_less_the_voided_and_the_cov
         log.wait(ticket)
         seqs.append(seq)
     log.mark(VOID, seqs[4])
-    log.mark(CHECKPOINT, seqs[2])   # the first two are covered
+    log.mark(CHECKPOINT, seqs[2], Checkpoint(seqs[2], seqs[2]).encode())   # the first two are covered
     stop.set()
     th.join(5)
     log.close()
 
     again, _ = _log(tmp_path)
     rec = again.open()
-    assert rec.checkpoint == seqs[2]
+    assert rec.checkpoint.first == seqs[2]
     assert [e.seq for e in rec.requests] == [seqs[2], seqs[3], seqs[5]]
     assert [again.read(e) for e in rec.requests] == [payloads[2], payloads[3], payloads[5]]
     seq, _ = again.append(b"next")
     assert seq == seqs[-1] + 1   # sequences go on from where the log was
+    again.close()
+
+
+def test_a_checkpoint_covers_what_finished_out_of_order_and_the_last_one_stands(tmp_path):
+    """Requests finish out of order (a run's children in one, its root in a later one): a
+    checkpoint names the unfinished ones below the point it was read up to."""
+    log, _ = _log(tmp_path, fsync="always")
+    log.open()
+    seqs = [log.append(f"request {i}".encode())[0] for i in range(8)]
+    log.mark(CHECKPOINT, seqs[0], Checkpoint(seqs[0], seqs[3]).encode())   # an earlier one: superseded
+    log.mark(CHECKPOINT, seqs[2], Checkpoint(seqs[2], seqs[6], frozenset({seqs[2], seqs[4]})).encode())
+    log.close()
+    again, _ = _log(tmp_path)
+    rec = again.open()
+    assert [e.seq for e in rec.requests] == [seqs[2], seqs[4], seqs[6], seqs[7]]
+    assert [again.read(e) for e in rec.requests] == [b"request 2", b"request 4", b"request 6", b"request 7"]
     again.close()
 
 
@@ -122,7 +138,7 @@ def test_covered_segments_are_deleted_and_the_log_stays_in_its_bound(tmp_path):
     for _ in range(200):   # 40 MB through an 8 MiB log
         seq, ticket = log.append(body)
         log.wait(ticket)
-        log.mark(CHECKPOINT, seq)   # everything before this one is covered
+        log.mark(CHECKPOINT, seq, Checkpoint(seq, seq).encode())   # everything before this one is covered
         assert log.sync()
         log.delete_covered(seq)
         assert log.bytes <= 8 * MiB
@@ -143,7 +159,7 @@ def test_a_full_log_refuses_retryably_until_a_checkpoint_frees_room(tmp_path):
             seqs.append(log.append(body)[0])
     assert refused.value.bound == "wal_full" and refused.value.retry_after_s > 0
     assert 10 <= len(seqs) <= 14
-    log.mark(CHECKPOINT, seqs[-1])
+    log.mark(CHECKPOINT, seqs[-1], Checkpoint(seqs[-1], seqs[-1]).encode())
     log.delete_covered(seqs[-1])
     assert log.append(body)[0] == seqs[-1] + 1
     log.close()

@@ -17,7 +17,11 @@ front. What an embedded store would give, this file gives as follows:
 
 Record layout (little-endian): payload length u32, sequence u64, kind u8, payload CRC-32
 u32, header CRC-32 u32 (of the 17 bytes before it), then the payload. ``sequence`` numbers
-the requests; a void or checkpoint record carries the sequence it is about.
+the requests; a void record carries the sequence it voids. A checkpoint carries the first
+request not finished (everything below it is covered) and, as its payload, the sequence
+read up to (``through``: everything from it on is uncovered) and the unfinished requests
+between the two, as u64s: requests finish out of order (runs interleave in requests), and
+a replay must re-read only those, or it would decide again a run it finished, from a part.
 """
 from __future__ import annotations
 
@@ -73,9 +77,29 @@ class Entry:
     length: int
 
 
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    first: int = 0                  # requests below it are covered
+    through: int = 0                # requests from it on are not
+    unfinished: frozenset[int] = frozenset()   # those between the two that are not covered
+
+    def covers(self, seq: int) -> bool:
+        return seq < self.first or (seq < self.through and seq not in self.unfinished)
+
+    def encode(self) -> bytes:
+        return struct.pack(f"<{1 + len(self.unfinished)}Q", self.through, *sorted(self.unfinished))
+
+    @classmethod
+    def decode(cls, first: int, payload: bytes) -> Checkpoint:
+        if len(payload) < 8 or len(payload) % 8:   # never written so: it covers nothing past ``first``
+            return cls(first, first)
+        through, *unfinished = struct.unpack(f"<{len(payload) // 8}Q", payload)
+        return cls(first, max(first, through), frozenset(unfinished))
+
+
 @dataclass(slots=True)
 class Recovered:
-    checkpoint: int                     # requests below it are covered
+    checkpoint: Checkpoint
     requests: list[Entry] = field(default_factory=list)   # not covered, not voided, in order
     cut_bytes: int = 0
     cut_records: int = 0                # segments cut at a bad record
@@ -124,7 +148,7 @@ class SegmentLog:
         except OSError:
             raise InputError(f"durability.wal.dir: {self._dir} is in use by another process "
                              "(each replica needs a directory of its own)") from None
-        rec = Recovered(checkpoint=0)
+        rec = Recovered(checkpoint=Checkpoint())
         entries: list[Entry] = []
         voided: set[int] = set()
         high = 0
@@ -139,19 +163,19 @@ class SegmentLog:
                 elif kind == VOID:
                     voided.add(seq)
                     seg.high = max(seg.high, seq)
-                elif kind == CHECKPOINT:
-                    rec.checkpoint = max(rec.checkpoint, seq)
+                elif kind == CHECKPOINT:   # the last one written stands
+                    rec.checkpoint = Checkpoint.decode(seq, self.read(Entry(seq, seg, offset, length)))
             self._segments.append(seg)
             self._bytes += seg.size
-        self._next_seq = max(high + 1, rec.checkpoint, 1)
-        rec.requests = sorted((e for e in entries if e.seq >= rec.checkpoint and e.seq not in voided),
+        self._next_seq = max(high + 1, rec.checkpoint.through, 1)
+        rec.requests = sorted((e for e in entries if not rec.checkpoint.covers(e.seq) and e.seq not in voided),
                               key=lambda e: e.seq)
         if rec.cut_bytes:
             self._t["faultgate_wal_cut_bytes"].inc(rec.cut_bytes)
             self._t["faultgate_wal_cut_tails"].inc(rec.cut_records)
         with self._lock:
             self._open_segment()
-            self._delete_covered(rec.checkpoint)
+            self._delete_covered(rec.checkpoint.first)
         return rec
 
     def _scan(self, seg: Segment, rec: Recovered) -> Iterator[tuple[int, int, int, int]]:
@@ -214,7 +238,7 @@ class SegmentLog:
         size = HEADER.size + len(payload)
         if size > self._cfg.max_bytes:
             raise BoundError(f"a request of {len(payload)} bytes can never fit in the write-ahead log "
-                             f"(durability.wal.max_bytes {self._cfg.max_bytes})", bound="wal_max_bytes")
+                             f"(durability.wal.max_bytes {self._cfg.max_bytes})", bound="wal_full")
         crc = zlib.crc32(payload)   # outside the lock: the one per-byte cost (zlib lets the GIL go)
         with self._lock:
             self._check_writable()
@@ -232,11 +256,11 @@ class SegmentLog:
                 self._work.notify()
             return seq, self._written
 
-    def mark(self, kind: int, seq: int) -> int:
+    def mark(self, kind: int, seq: int, payload: bytes = b"") -> int:
         """A void or checkpoint record (never refused for room: both help free it); its ticket."""
         with self._lock:
             self._check_writable()
-            self._write(_record(kind, seq, b""), b"")
+            self._write(_record(kind, seq, payload), payload)
             if kind == VOID:
                 self._segments[-1].high = max(self._segments[-1].high, seq)
             if self._cfg.fsync == "always":
@@ -415,7 +439,8 @@ class SegmentLog:
 
     def _delete_covered(self, checkpoint: int) -> None:
         """Delete every segment but the active one whose records are all below ``checkpoint``
-        (which must be durable already: the active segment holds it)."""
+        (the first request not finished, which must be durable already: the active segment
+        holds it)."""
         keep = []
         for seg in self._segments[:-1]:
             if seg.high < checkpoint:

@@ -8,11 +8,16 @@ voided in the log, so that no restart replays what was never acknowledged.
 What is finished is the Kafka source's rule, with the same accounting
 (``receive/kafka/offsets.py``): a request is finished once every run it brought spans to is
 decided and everything deciding queued for export has left the export queue. Requests are
-the tracker's messages, numbered by their sequence in the log (one partition); every
-``checkpoint_interval`` the first unfinished sequence is written to the log as a checkpoint
-and the segments below it are deleted. Requests reach the tracker in sequence order (a
-request handed on later may finish its hand-over first: ``_settled`` waits for the ones
-before it), and only once handed on, so none is finished before its spans are in.
+the tracker's messages, numbered by their sequence in the log (one partition). Every
+``checkpoint_interval`` a checkpoint records the first unfinished request, the sequence
+read up to, and the unfinished ones between (``segments.Checkpoint``); segments below the
+first are deleted. Unlike a Kafka offset, a checkpoint is not one point: requests carry
+parts of many runs (children in one, their root in the next), so under steady load there is
+never a point that no run straddles, and the Kafka commit point, which waits for one, would
+never move. Naming the unfinished requests instead, a replay re-reads exactly those.
+Requests reach the tracker in sequence order (a request handed on later may finish its
+hand-over first: ``_settled`` waits for the ones before it), and only once handed on, so
+none is finished before its spans are in.
 
 On start, before the receivers open, every request the last checkpoint does not cover is
 read back and handed on again, counted as received over transport ``wal``; its runs are
@@ -41,7 +46,7 @@ from faultgate_stream.receive.kafka.replay import ReplayLedger
 from faultgate_stream.receive.take import take
 from faultgate_stream.receive.telemetry import ReceiverTelemetry
 from faultgate_stream.receive.wal.config import WalConfig
-from faultgate_stream.receive.wal.segments import CHECKPOINT, VOID, SegmentLog
+from faultgate_stream.receive.wal.segments import CHECKPOINT, VOID, Checkpoint, SegmentLog
 
 log = structlog.get_logger("faultgate_stream.receive.wal")
 
@@ -65,9 +70,9 @@ class WriteAheadLog:
         self._lock = threading.Lock()          # the tracker and the hand-over order
         self._settled: dict[int, tuple[str, ...]] = {}
         self._next_read = 1                    # the first sequence not yet given to the tracker
-        self._checkpoint = 0
-        # a replay stopped part way (SIGTERM during it): no checkpoint may pass this sequence
-        self._replay_floor: int | None = None
+        self._checkpoint = Checkpoint()
+        # requests a replay stopped before (SIGTERM during it): uncovered until the next start
+        self._unreplayed: list[int] = []
         self._stop = threading.Event()
         self._stopped = False
         self._sync_thread: threading.Thread | None = None
@@ -117,13 +122,12 @@ class WriteAheadLog:
             self._sync_thread = self._threads.start("wal-sync", lambda: self.log.sync_loop(self._stop.is_set))
         self._checkpoint = recovered.checkpoint
         if recovered.requests:
-            log.info("wal_replaying", requests=len(recovered.requests), checkpoint=recovered.checkpoint)
+            log.info("wal_replaying", requests=len(recovered.requests), checkpoint=recovered.checkpoint.first)
         telemetry = ReceiverTelemetry(self._t, "wal")
         spans = 0
-        replayed = 0
+        done: set[int] = set()
         for entry in recovered.requests:
             if self._stop.is_set():
-                self._replay_floor = entry.seq   # the rest stays in the log for the next start
                 break
             try:
                 body = self.log.read(entry)
@@ -133,15 +137,16 @@ class WriteAheadLog:
                 continue
             n = self._replay(entry.seq, body, telemetry)
             if n is None:
-                self._replay_floor = entry.seq
                 break
             spans += n
-            replayed += 1
+            done.add(entry.seq)
+        replayed = len(done)
+        self._unreplayed = [e.seq for e in recovered.requests if e.seq not in done]
         with self._lock:
             self._next_read = self.log.next_seq
         self.recovery_seconds = time.monotonic() - started
         self._t["faultgate_wal_replayed_requests"].inc(replayed)
-        log.info("wal_opened", dir=self._cfg.dir, fsync=self._cfg.fsync, checkpoint=recovered.checkpoint,
+        log.info("wal_opened", dir=self._cfg.dir, fsync=self._cfg.fsync, checkpoint=recovered.checkpoint.first,
                  replayed_requests=replayed, replayed_spans=spans, cut_bytes=recovered.cut_bytes,
                  seconds=round(self.recovery_seconds, 3))
         self._checkpoint_thread = self._threads.start("wal-checkpoint", self._checkpoint_loop)
@@ -182,25 +187,26 @@ class WriteAheadLog:
                 self._t["faultgate_internal_errors"].labels("wal_checkpoint").inc()
                 log.exception("wal_checkpoint_failed")
 
-    def checkpoint(self) -> int:
-        """Record the first unfinished sequence and delete the segments below it."""
+    def checkpoint(self) -> Checkpoint:
+        """Record what is finished, and delete the segments wholly below the first request
+        that is not."""
         with self._lock:
-            for m in self._tracker.advance(self._progress):
+            for m in self._tracker.advance(self._progress, whole_traces=False):
                 if m.replay:
                     self._replays.forget(m.traces)
-            safe = self._tracker.log(PARTITION).safe_offset()
-            first_unfinished = self._next_read if safe is None else min(safe, self._next_read)
-            if self._replay_floor is not None:
-                first_unfinished = min(first_unfinished, self._replay_floor)
-        if first_unfinished <= self._checkpoint:
-            return self._checkpoint
+            unfinished = self._tracker.unfinished(PARTITION, self._progress) + self._unreplayed
+            through = self._next_read
+        first = min(unfinished, default=through)
+        point = Checkpoint(first, through, frozenset(unfinished))
+        if point == self._checkpoint:
+            return point
         try:
-            self.log.mark(CHECKPOINT, first_unfinished)
+            self.log.mark(CHECKPOINT, first, point.encode())
         except Exception:  # counted by the log; the next interval tries again
             return self._checkpoint
         if self.log.sync():
-            self._checkpoint = first_unfinished
-            self.log.delete_covered(first_unfinished)
+            self._checkpoint = point
+            self.log.delete_covered(first)
         return self._checkpoint
 
     @property
