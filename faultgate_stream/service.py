@@ -213,8 +213,8 @@ class Service:
         if rc.http_endpoint:
             # GenAI content in log records goes straight to the assembler: logs are not forwarded
             self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token,
-                                                  contents=self.assembler, request_timeout=rc.request_timeout,
-                                                  reader=self.reader),
+                                                  contents=self.wal or self.assembler,
+                                                  request_timeout=rc.request_timeout, reader=self.reader),
                           rc.http_endpoint, security.ssl_context(rc.tls), raw_body=True)
         interceptors = (security.BearerTokenInterceptor(token),) if token else ()
         # each open Subscribe stream holds a worker thread of the sync server for its
@@ -222,7 +222,7 @@ class Service:
         self.grpc = GrpcReceiver(rc.grpc_endpoint, ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers + config.stream.max_subscribers,
                                  credentials=security.grpc_credentials(rc.tls), interceptors=interceptors,
-                                 contents=self.assembler, request_timeout=rc.request_timeout,
+                                 contents=self.wal or self.assembler, request_timeout=rc.request_timeout,
                                  max_streams_per_connection=rc.grpc_max_streams_per_connection,
                                  reader=self.reader) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
@@ -262,7 +262,7 @@ class Service:
             return None
         progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
         return WriteAheadLog(self.config.durability.wal, ingest, progress, self.telemetry, self.wal_replays,
-                             self.threads, self.reader)
+                             self.threads, self.reader, contents=self.assembler)
 
     @property
     def ports(self) -> dict[str, int]:

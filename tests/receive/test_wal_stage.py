@@ -141,3 +141,53 @@ def test_two_services_cannot_share_one_log(live_service, tmp_path):
     with pytest.raises(InputError, match="in use by another process"):
         second.start()
     second.shutdown(grace=0)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "http"])
+def test_genai_content_from_log_records_is_logged_and_replayed_with_its_spans(live_service, tmp_path, transport):
+    """Event-only runs (content in log records, sent first by the SDK's own exporters) are
+    logged; a copy of the log as a crash would leave it, replayed by a second service,
+    decides them as their content says: repeated_call and abstention need the content."""
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpanExporter
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpanExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from tests.genai_sdk import event_only_run
+
+    first = live_service(_config(tmp_path / "wal", assemble={"root_grace": 600.0}))
+    resource = Resource.create({"service.name": "weather-agent"})
+    if transport == "grpc":
+        spans, logs = GrpcSpanExporter(endpoint=first.grpc, insecure=True), GrpcLogExporter(endpoint=first.grpc,
+                                                                                           insecure=True)
+    else:
+        spans, logs = (HttpSpanExporter(endpoint=f"{first.http}/v1/traces"),
+                       HttpLogExporter(endpoint=f"{first.http}/v1/logs"))
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(BatchSpanProcessor(spans, schedule_delay_millis=60_000))
+    logger_provider = LoggerProvider(resource=resource)
+    logger_provider.add_log_record_processor(BatchLogRecordProcessor(logs, schedule_delay_millis=60_000))
+    tracer, logger = tracer_provider.get_tracer("t"), logger_provider.get_logger("t")
+    records = event_only_run(tracer, logger, "looping", 3, "21 degrees")
+    records += event_only_run(tracer, logger, "abstaining", 1, "I could not find the weather.")
+    assert logger_provider.force_flush(10_000) and tracer_provider.force_flush(10_000)
+    logger_provider.shutdown()
+    tracer_provider.shutdown()
+    assert first.sink.verdicts == []   # root_grace 10 min: nothing decided before the "crash"
+    crashed = tmp_path / "after-the-crash"
+    crashed.mkdir()
+    for segment in (tmp_path / "wal").glob("*.wal"):   # acknowledged, so on disk: as kill -9 leaves it
+        (crashed / segment.name).write_bytes(segment.read_bytes())
+
+    second = live_service(_config(crashed))
+    verdicts = {v.agent: v for v in second.sink.wait_for(2)}
+    assert [r.check for r in verdicts["looping"].fired] == ["repeated_call"]
+    assert [r.check for r in verdicts["abstaining"].fired] == ["abstention"]
+    assert second.sample("faultgate_receiver_accepted_log_records_total", transport="wal") == records
+    assert second.sample("faultgate_log_contents_total", outcome="joined") == records
+    assert second.sample("faultgate_wal_replayed_verdicts_total") == 2

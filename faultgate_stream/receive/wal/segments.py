@@ -49,10 +49,15 @@ MAGIC = b"FGWAL\x001\n"            # a segment's first 8 bytes: format 1
 HEAD = struct.Struct("<IQBI")      # payload length, sequence, kind, payload crc32
 HEADER = struct.Struct("<IQBII")   # ... and the crc32 of the 17 bytes above
 REQUEST, VOID, CHECKPOINT = 1, 2, 3
+LOGS, LOGS_JSON = 4, 5             # logs requests (GenAI content), protobuf or OTLP/JSON: requests too
+REQUESTS = frozenset({REQUEST, LOGS, LOGS_JSON})
 SUFFIX = ".wal"
 # After a failed write or sync the log refuses for this long before trying the disk again,
 # so a dead disk costs a retry a second per sender, not a failed system call per request.
 RETRY_AFTER_S = 1.0
+# An acknowledgement waits at most this long for its sync: a disk that hangs (or a sync
+# thread that died) costs the sender a retryable refusal, never a handler held for ever.
+SYNC_WAIT_S = 10.0
 
 
 def _record(kind: int, seq: int, payload: bytes, payload_crc: int | None = None) -> bytes:
@@ -75,6 +80,7 @@ class Entry:
     segment: Segment
     offset: int        # of the payload
     length: int
+    kind: int = REQUEST
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +162,8 @@ class SegmentLog:
                                    if p.name.endswith(SUFFIX) and p.name[:-len(SUFFIX)].isdigit()):
             seg = Segment(number, path, 0)
             for kind, seq, offset, length in self._scan(seg, rec):
-                if kind == REQUEST:
-                    entries.append(Entry(seq, seg, offset, length))
+                if kind in REQUESTS:
+                    entries.append(Entry(seq, seg, offset, length, kind))
                     high = max(high, seq)
                     seg.high = max(seg.high, seq)
                 elif kind == VOID:
@@ -232,7 +238,7 @@ class SegmentLog:
     def opened(self) -> bool:
         return bool(self._segments)
 
-    def append(self, payload: bytes) -> tuple[int, int]:
+    def append(self, payload: bytes, kind: int = REQUEST) -> tuple[int, int]:
         """Write a request; its (sequence, ticket) for ``wait``. Raises ``CapacityError``
         when the log is full or the disk failed (nothing is written then)."""
         size = HEADER.size + len(payload)
@@ -247,7 +253,7 @@ class SegmentLog:
                                     "durability.wal.max_bytes): waiting for runs in flight to be decided and exported",
                                     bound="wal_full", retry_after_s=RETRY_AFTER_S)
             seq = self._next_seq
-            self._write(_record(REQUEST, seq, payload, crc), payload)
+            self._write(_record(kind, seq, payload, crc), payload)
             self._next_seq = seq + 1
             self._segments[-1].high = seq
             if self._cfg.fsync == "always":
@@ -316,6 +322,7 @@ class SegmentLog:
         that covered it failed."""
         if self._cfg.fsync != "batch":
             return
+        deadline = time.monotonic() + SYNC_WAIT_S
         with self._synced:
             while True:
                 if any(first <= ticket <= last for first, last in self._failures):
@@ -323,7 +330,12 @@ class SegmentLog:
                                         retry_after_s=RETRY_AFTER_S)
                 if self._durable >= ticket:
                     return
-                self._synced.wait()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._t["faultgate_wal_errors"].labels("fsync").inc()
+                    raise CapacityError(f"the write-ahead log's disk did not sync within {SYNC_WAIT_S:g}s",
+                                        bound="wal_error", retry_after_s=RETRY_AFTER_S)
+                self._synced.wait(left)
 
     def sync_loop(self, stopping: Callable[[], bool]) -> None:
         """Group commit: sync everything written since the last sync, wake its waiters.

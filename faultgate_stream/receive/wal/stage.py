@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from faultgate_stream.model.consumers import SpanConsumer
+from faultgate_stream.model.consumers import ContentConsumer, SpanConsumer
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.telemetry import Telemetry, describe
 from faultgate_stream.model.threads import Threads
@@ -43,28 +43,39 @@ from faultgate_stream.read.otlp_proto import Received
 from faultgate_stream.receive import decode
 from faultgate_stream.receive.kafka.offsets import OffsetTracker, Progress
 from faultgate_stream.receive.kafka.replay import ReplayLedger
-from faultgate_stream.receive.take import take
-from faultgate_stream.receive.telemetry import ReceiverTelemetry
+from faultgate_stream.receive.take import take, take_logs
+from faultgate_stream.receive.telemetry import LogsTelemetry, ReceiverTelemetry
 from faultgate_stream.receive.wal.config import WalConfig
-from faultgate_stream.receive.wal.segments import CHECKPOINT, VOID, Checkpoint, SegmentLog
+from faultgate_stream.receive.wal.segments import (CHECKPOINT, LOGS, LOGS_JSON, REQUEST, VOID, Checkpoint,
+                                                   SegmentLog)
 
 log = structlog.get_logger("faultgate_stream.receive.wal")
 
 PARTITION = ("wal", 0)   # the log is one ordered stream: one partition of the tracker
+# A logged request whose hand-over keeps failing with an internal error (a bug) is tried
+# this often at start, then counted as rejected and left behind, as the Kafka source does:
+# one bad record must not hold every start up for ever.
+MAX_INTERNAL_ATTEMPTS = 3
 
 
 class WriteAheadLog:
-    """A ``SpanConsumer`` wrapping the next one (span export's tee, or the assembler)."""
+    """A ``SpanConsumer`` wrapping the next one (span export's tee, or the assembler), and a
+    ``ContentConsumer`` wrapping the assembler's: GenAI content from log records is logged
+    and replayed the same way, so that a replayed run gets its content back too."""
 
     def __init__(self, config: WalConfig, consumer: SpanConsumer, progress: Progress, telemetry: Telemetry,
-                 replays: ReplayLedger, threads: Threads, reader: decode.Reader | None = None) -> None:
+                 replays: ReplayLedger, threads: Threads, reader: decode.Reader | None = None,
+                 contents: ContentConsumer | None = None) -> None:
         self._cfg = config
         self._next = consumer
+        self._contents = contents
         self._progress = progress
         self._t = telemetry
         self._replays = replays
         self._threads = threads
         self._reader = reader or decode.Reader()
+        self._spans_telemetry = ReceiverTelemetry(telemetry, "wal")
+        self._logs_telemetry = LogsTelemetry(telemetry, "wal")
         self.log = SegmentLog(config, telemetry)
         self._tracker = OffsetTracker()
         self._lock = threading.Lock()          # the tracker and the hand-over order
@@ -84,12 +95,24 @@ class WriteAheadLog:
     def consume(self, spans: list[SpanRecord], request: Received | None = None) -> object:
         if request is None:   # an in-process producer: nothing to replay it from
             return self._next.consume(spans, request)
-        seq, ticket = self.log.append(request.body)   # CapacityError: full, or a failing disk
+        return self._logged(request.body, REQUEST, spans, lambda: self._next.consume(spans, request))
+
+    def consume_contents(self, contents: list[SpanRecord], request: Any = None) -> object:
+        assert self._contents is not None
+        if request is None:
+            return self._contents.consume_contents(contents, request)
+        # OTLP/JSON logs come as their body (decode.logs_json), protobuf ones parsed
+        body, kind = (request, LOGS_JSON) if isinstance(request, bytes) else (request.SerializeToString(), LOGS)
+        return self._logged(body, kind, contents, lambda: self._contents.consume_contents(contents, request))
+
+    def _logged(self, body: bytes, kind: int, records: list[SpanRecord], hand_on: Callable[[], object]) -> object:
+        """Log ``body``, wait until it is durable, then hand it on (``hand_on``)."""
+        seq, ticket = self.log.append(body, kind)   # CapacityError: full, or a failing disk
         traces: tuple[str, ...] = ()
         try:
             self.log.wait(ticket)
-            result = self._next.consume(spans, request)
-            traces = tuple({s.trace_id for s in spans})
+            result = hand_on()
+            traces = tuple({s.trace_id for s in records})
             return result
         except BaseException:
             # never acknowledged: a restart must not replay it (if this record is lost, the
@@ -123,7 +146,6 @@ class WriteAheadLog:
         self._checkpoint = recovered.checkpoint
         if recovered.requests:
             log.info("wal_replaying", requests=len(recovered.requests), checkpoint=recovered.checkpoint.first)
-        telemetry = ReceiverTelemetry(self._t, "wal")
         spans = 0
         done: set[int] = set()
         for entry in recovered.requests:
@@ -135,7 +157,7 @@ class WriteAheadLog:
                 self._t["faultgate_wal_errors"].labels("read").inc()
                 log.error("wal_replay_read_failed", seq=entry.seq, error=str(e))
                 continue
-            n = self._replay(entry.seq, body, telemetry)
+            n = self._replay(entry.seq, entry.kind, body)
             if n is None:
                 break
             spans += n
@@ -151,32 +173,46 @@ class WriteAheadLog:
                  seconds=round(self.recovery_seconds, 3))
         self._checkpoint_thread = self._threads.start("wal-checkpoint", self._checkpoint_loop)
 
-    def _replay(self, seq: int, body: bytes, telemetry: ReceiverTelemetry) -> int | None:
+    def _replay(self, seq: int, kind: int, body: bytes) -> int | None:
         """Hand one logged request on again, waiting out refusals for capacity (runs
         complete meanwhile); its runs' verdicts count as replayed. The spans taken, or None
         when the service stopped before they could be."""
         traces: tuple[str, ...] = ()
         counted = False
+        attempts = 0
+        if kind == REQUEST:
+            parse, hand, consumer, telemetry = self._reader.protobuf, take, self._next, self._spans_telemetry
+        else:
+            parse = decode.logs_protobuf if kind == LOGS else decode.logs_json
+            hand, consumer, telemetry = take_logs, self._contents, self._logs_telemetry
         while True:
-            def decoded() -> tuple[Received, Any]:
-                received, d = self._reader.protobuf(body)
+            def decoded() -> tuple[Any, Any]:
+                request, d = parse(body)
                 nonlocal traces, counted
-                traces = tuple({s.trace_id for s in d.spans})
+                traces = tuple({s.trace_id for s in (d.spans if kind == REQUEST else d.contents)})
                 if not counted:   # before the spans go in: their verdicts may come at once
                     self._replays.add(traces)
                     counted = True
-                return received, d
+                return request, d
 
-            result, refusal = take(decoded, self._next, telemetry)
+            result, refusal = hand(decoded, consumer, telemetry)  # type: ignore[operator]
             if refusal is None or not refusal.retryable:
                 break   # taken, or rejected for good (counted): either way finished with
+            if refusal.reason == "internal_error":
+                attempts += 1
+                if attempts >= MAX_INTERNAL_ATTEMPTS:
+                    telemetry.rejected_request("internal_error")
+                    log.error("wal_replay_skipped", seq=seq, attempts=attempts)
+                    break
             if self._stop.wait(refusal.retry_after_s or 1.0):
                 self._replays.forget(traces)
                 return None
         with self._lock:
             # the ledger forgets the traces when this message finishes
             self._tracker.read(PARTITION, seq, traces, replay=True)
-        return len(result.spans) if refusal is None and result is not None else 0
+        if refusal is not None or result is None:
+            return 0
+        return len(result.spans) if kind == REQUEST else len(result.contents)
 
     # ------------------------------------------------------------ checkpoints
     def _checkpoint_loop(self) -> None:
