@@ -1135,36 +1135,49 @@ def live_instructions(args: argparse.Namespace, workdir: Path, downstream: Child
     GIL's hand-offs, all counted by callgrind (which runs the threads one at a time, so waits
     cost nothing). Unlike CPU time it does not move with this machine's load; set beside
     ``hot_path.py --instructions`` (the same stages in one thread) it says how much of the
-    live service's extra time is extra work, and how much is the same work run slower."""
+    live service's extra time is extra work, and how much is the same work run slower.
+    With ``--wal``, the same again with the write-ahead log on: what the log costs the core,
+    whatever the disk and the machine's load do to its waits."""
     if shutil.which("valgrind") is None:
         die("--instructions needs valgrind on PATH (apt-get install valgrind)")
-    counts = []
-    for rate in INSTRUCTION_RATES:
-        out = workdir / f"callgrind-{rate:.0f}.out"
-        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                *serve_argv(service_config(workdir, f"counted-{rate:.0f}", downstream.ports["grpc"]))]
-        child = spawn(f"counted-{rate:.0f}", argv, workdir, server_cpu)
-        try:
-            wait_started(child, VALGRIND_START_S)
-            dr = asyncio.run(paced_window(child, template, rate, args.instructions))
-        finally:
-            stop([child], VALGRIND_START_S)  # callgrind writes its count only at a clean exit
-        m = re.search(r"Collected : (\d+)", child.log.read_text(errors="replace"))
-        if m is None:
-            die(f"callgrind reported no count; the service's output:\n{child.tail()}")
-        if dr.problems:
-            die(f"the service under callgrind at {rate:.0f} spans/s: " + "; ".join(dr.problems))
-        count = int(m.group(1))
-        counts.append((count, dr.accepted))
-        print(f"{rate:>8,.0f} spans/s offered for {args.instructions:.0f}s: {dr.accepted:,} spans decided and exported, "
-              f"{count:,} instructions", flush=True)
-    (low, low_spans), (high, high_spans) = counts
-    if high_spans <= low_spans:
-        die("the faster window decided no more spans than the slower one; raise --instructions")
-    per_span = (high - low) // (high_spans - low_spans)
+    variants = {"export": []}
+    if args.wal:
+        variants["wal"] = ["durability:", "  wal:", f'    dir: "{workdir / "wal-counted"}"', "    fsync: batch"]
+    results = {}
+    for variant, extra in variants.items():
+        counts = []
+        for rate in INSTRUCTION_RATES:
+            name = f"{variant}-counted-{rate:.0f}"
+            out = workdir / f"callgrind-{name}.out"
+            argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    *serve_argv(service_config(workdir, name, downstream.ports["grpc"], extra))]
+            child = spawn(name, argv, workdir, server_cpu)
+            try:
+                wait_started(child, VALGRIND_START_S)
+                dr = asyncio.run(paced_window(child, template, rate, args.instructions))
+            finally:
+                stop([child], VALGRIND_START_S)  # callgrind writes its count only at a clean exit
+            m = re.search(r"Collected : (\d+)", child.log.read_text(errors="replace"))
+            if m is None:
+                die(f"callgrind reported no count; the service's output:\n{child.tail()}")
+            if dr.problems:
+                die(f"the service ({variant}) under callgrind at {rate:.0f} spans/s: " + "; ".join(dr.problems))
+            count = int(m.group(1))
+            counts.append((count, dr.accepted))
+            print(f"{variant:<7} {rate:>8,.0f} spans/s offered for {args.instructions:.0f}s: {dr.accepted:,} spans "
+                  f"decided and exported, {count:,} instructions", flush=True)
+        (low, low_spans), (high, high_spans) = counts
+        if high_spans <= low_spans:
+            die("the faster window decided no more spans than the slower one; raise --instructions")
+        results[variant] = (high - low) // (high_spans - low_spans)
+    per_span = results["export"]
     print(f"export on, live: {per_span:,} instructions a span (the second window less the first; compare "
           f"hot_path.py --instructions)")
-    print(f"RESULT live_instructions_per_span={per_span}")
+    line = f"RESULT live_instructions_per_span={per_span}"
+    if "wal" in results:
+        print(f"write-ahead log on: {results['wal']:,} instructions a span ({results['wal'] / per_span:.3f}x export on)")
+        line += f" wal_instructions_per_span={results['wal']} wal_instructions_ratio={results['wal'] / per_span:.3f}"
+    print(line)
     return 0
 
 
@@ -1244,7 +1257,8 @@ def main() -> int:
     p.add_argument("--extra-checks", action="store_true", help="also measure the service with loop on, with a "
                    "bound per-run policy, and with windowed budgets added to it (issue 13)")
     p.add_argument("--wal", action="store_true", help="also measure the export-on service with the write-ahead "
-                   "log on (durability.wal, fsync: batch) against export-on without it, and its fsync p99")
+                   "log on (durability.wal, fsync: batch) against export-on without it, and its fsync p99; with "
+                   "--instructions, its instructions a span beside export-on's")
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
                                                            "groupbytrace (the peers)")
     p.add_argument("--instructions", type=float, metavar="S", help="no comparison: instructions a span of the "

@@ -8,17 +8,13 @@ duplicates, replays counted, recovery time) are printed: run with ``-s`` (the RE
 Durability section quotes them)."""
 from __future__ import annotations
 
-import re
 import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
 from tests.e2e.downstream import downstream_config
-from tests.kafka.replicas import Load, downstream_keys, downstream_roots
+from tests.kafka.replicas import Load, Replica, downstream_keys, downstream_roots
 from tests.peers import HOST, eventually, free_port, running_collector
 
 RUNS = 1200
@@ -26,58 +22,40 @@ RATE = 60.0   # runs a second, each in two requests: the crash test's load
 
 
 class Serve:
-    """One ``faultgate-stream serve`` process at a time on fixed ports and one WAL directory."""
+    """One ``faultgate-stream serve`` process at a time (tests/kafka/replicas.py's ``Replica``)
+    on fixed ports and one WAL directory, its config rewritten before each start."""
 
     def __init__(self, tmp: Path, downstream: int, wal: Path) -> None:
-        self.tmp, self.downstream, self.wal = tmp, downstream, wal
-        self.grpc, self.metrics = free_port(), free_port()
-        self.proc: subprocess.Popen | None = None
-        self.started = 0
-        self.stdout = tmp / "serve.out"
+        self.downstream, self.wal = downstream, wal
+        self.grpc = free_port()
+        self.replica = Replica("serve", tmp / "serve.yaml", tmp / "serve.out", free_port())
+        self.stdout = self.replica.stdout
 
-    def config(self, extra: str = "", root_grace: str = "500ms") -> Path:
-        path = self.tmp / f"serve-{self.started}.yaml"
-        path.write_text(f"""
+    def start(self, extra: str = "", root_grace: str = "500ms") -> float:
+        self.replica.config.write_text(f"""
 receive: {{grpc_endpoint: "{HOST}:{self.grpc}", http_endpoint: "", max_request_bytes: 4MiB}}
-metrics: {{endpoint: "{HOST}:{self.metrics}"}}
+metrics: {{endpoint: "{HOST}:{self.replica.metrics_port}"}}
 assemble: {{root_grace: {root_grace}, idle_timeout: 5s{extra}}}
 export: {{endpoint: "{HOST}:{self.downstream}", retry_initial_interval: 200ms, retry_max_interval: 1s,
           retry_max_elapsed: 0s}}
 durability: {{wal: {{dir: "{self.wal}", checkpoint_interval: 200ms}}}}
 """)
-        return path
-
-    def start(self, config: Path) -> float:
-        self.started += 1
-        with self.stdout.open("ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "faultgate_stream.cli.main", "serve", "--config",
-                                          str(config)], stdout=out, stderr=subprocess.STDOUT)
+        self.replica.start()
         return time.monotonic()
 
     def kill9(self) -> float:
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait(timeout=10)
+        self.replica.kill9()
         return time.monotonic()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        self.replica.stop()
+
+    def metric(self, name: str) -> float:
+        return self.replica.metric(name)
 
     def listening(self) -> bool:
         with socket.socket() as s:
             return s.connect_ex((HOST, self.grpc)) == 0
-
-    def metric(self, name: str) -> float:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
-                f"http://{HOST}:{self.metrics}/metrics", timeout=5) as r:
-            text = r.read().decode()
-        return sum(float(v) for v in re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", text, re.M))
 
     def events(self, event: str) -> int:
         return self.stdout.read_text(errors="replace").count(f'"event": "{event}"')
@@ -97,7 +75,7 @@ def test_kill_9_under_load_with_the_wal_loses_nothing_acknowledged(tmp_path):
     with running_collector(downstream_config(down, out), tmp_path, name="downstream"):
         svc = Serve(tmp_path, down, tmp_path / "wal")
         try:
-            svc.start(svc.config())
+            svc.start()
             eventually(svc.listening, timeout=30, what="the service listening")
             load = Load(f"{HOST}:{svc.grpc}", RUNS, RATE)
             load.start()
@@ -105,7 +83,9 @@ def test_kill_9_under_load_with_the_wal_loses_nothing_acknowledged(tmp_path):
             killed_at = svc.kill9()
             acked_before_kill = dict(load.acked_runs)
             time.sleep(1.0)
-            restarted_at = svc.start(svc.config())
+            restarted_at = svc.start()
+            eventually(svc.listening, timeout=60, interval=0.05, what="the restarted service listening")
+            up = time.monotonic() - restarted_at   # imports, the log's replay, the receivers
             eventually(lambda: set(acked_before_kill) <= _decided(out), timeout=120, interval=0.2,
                        what="every run acknowledged before the kill decided")
             recovery, since_kill = time.monotonic() - restarted_at, time.monotonic() - killed_at
@@ -136,7 +116,7 @@ def test_kill_9_under_load_with_the_wal_loses_nothing_acknowledged(tmp_path):
           f"{len(load.acked_runs)} acknowledged runs decided; {duplicates} verdicts reached the downstream twice, "
           f"{int(replayed)} counted as replayed ({int(replayed_requests)} requests replayed in {wal_seconds:.2f} s); "
           f"recovery {recovery:.1f} s from the restart ({since_kill:.1f} s from the kill) to every run "
-          f"acknowledged before the kill decided")
+          f"acknowledged before the kill decided, {up:.1f} s of it until the restarted process listened")
 
 
 def test_a_kill_during_replay_then_a_torn_tail_still_lose_nothing_acknowledged(tmp_path):
@@ -150,7 +130,7 @@ def test_a_kill_during_replay_then_a_torn_tail_still_lose_nothing_acknowledged(t
     with running_collector(downstream_config(down, out), tmp_path, name="downstream"):
         svc = Serve(tmp_path, down, tmp_path / "wal")
         try:
-            svc.start(svc.config(root_grace="10m"))
+            svc.start(root_grace="10m")
             eventually(svc.listening, timeout=30, what="the service listening")
             load = Load(f"{HOST}:{svc.grpc}", runs, 200.0)
             load.start()
@@ -160,7 +140,7 @@ def test_a_kill_during_replay_then_a_torn_tail_still_lose_nothing_acknowledged(t
             assert _decided(out) == set()
 
             opened = svc.events("wal_opened")   # phase 1's, with nothing to replay
-            svc.start(svc.config(extra=", max_traces: 40", root_grace="1s"))
+            svc.start(extra=", max_traces: 40", root_grace="1s")
             eventually(lambda: svc.events("wal_replaying") == 1, timeout=60, interval=0.05, what="the replay begun")
             time.sleep(1.5)
             assert svc.events("wal_opened") == opened, "the replay ended before the kill: nothing was tested"
@@ -172,7 +152,7 @@ def test_a_kill_during_replay_then_a_torn_tail_still_lose_nothing_acknowledged(t
             with segments[-1].open("ab") as f:
                 f.write(torn)
 
-            restarted_at = svc.start(svc.config())
+            restarted_at = svc.start()
             eventually(lambda: set(load.acked_runs) <= _decided(out), timeout=120, interval=0.2,
                        what="every acknowledged run decided")
             recovery = time.monotonic() - restarted_at
