@@ -1149,7 +1149,10 @@ def live_instructions(args: argparse.Namespace, workdir: Path, downstream: Child
         for rate in INSTRUCTION_RATES:
             name = f"{variant}-counted-{rate:.0f}"
             out = workdir / f"callgrind-{name}.out"
-            argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+            # with the log on, a request waits for the sync thread, which valgrind's default
+            # scheduler may not run for seconds (calls timed out): fair scheduling for both
+            fair = ["--fair-sched=yes"] if args.wal else []
+            argv = ["valgrind", "--tool=callgrind", *fair, f"--callgrind-out-file={out}",
                     *serve_argv(service_config(workdir, name, downstream.ports["grpc"], extra))]
             child = spawn(name, argv, workdir, server_cpu)
             try:

@@ -191,3 +191,30 @@ def test_genai_content_from_log_records_is_logged_and_replayed_with_its_spans(li
     assert second.sample("faultgate_receiver_accepted_log_records_total", transport="wal") == records
     assert second.sample("faultgate_log_contents_total", outcome="joined") == records
     assert second.sample("faultgate_wal_replayed_verdicts_total") == 2
+
+
+def test_otlp_json_logs_and_traces_are_logged_as_sent_and_replayed(live_service, tmp_path):
+    """OTLP/JSON over HTTP (a recorded event-only run of the real openai-v2 instrumentation):
+    the logs request is kept as its JSON body, and a replay joins its content again."""
+    import urllib.request
+
+    corpus = Path(__file__).resolve().parents[1] / "conformance" / "corpus" / "openai-v2-event_only"
+    first = live_service(_config(tmp_path / "wal", assemble={"root_grace": 600.0}))
+    for path, name in (("/v1/logs", "logs.json"), ("/v1/traces", "traces.json")):
+        req = urllib.request.Request(first.http + path, data=(corpus / name).read_bytes(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 200
+    records = first.sample("faultgate_receiver_accepted_log_records_total", transport="http")
+    spans = first.sample("faultgate_receiver_accepted_spans_total", transport="http")
+    assert records > 0 and spans > 0 and first.sink.verdicts == []
+    crashed = tmp_path / "after-the-crash"
+    crashed.mkdir()
+    for segment in (tmp_path / "wal").glob("*.wal"):
+        (crashed / segment.name).write_bytes(segment.read_bytes())
+
+    second = live_service(_config(crashed))
+    second.sink.wait_for(1)
+    assert second.sample("faultgate_receiver_accepted_log_records_total", transport="wal") == records
+    assert second.sample("faultgate_receiver_accepted_spans_total", transport="wal") == spans
+    assert second.sample("faultgate_log_contents_total", outcome="joined") > 0
