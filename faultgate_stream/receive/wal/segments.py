@@ -1,12 +1,15 @@
 """The log on disk: a directory of append-only segment files, each record checksummed.
 
 Why a segment file and not an embedded store: ``bench/wal_store.py`` drove SQLite in WAL
-mode (synchronous=FULL) and a segment file the way the service drives its log (8 requests
-in flight, 290 KB each, group commit, covered data deleted) on this machine's disk: SQLite
-kept up with 7-9 MB/s of the 48 MB/s offered (p99 1.9-3.8 s) at 9-10 CPU ms a MB, the
-segment file with all of it at 1.7-2.3 CPU ms a MB. A log is the one shape a database's
-pages and B-tree do not help: appends at the end, reads only at start, deletion from the
-front. What an embedded store would give, this file gives as follows:
+mode (synchronous=FULL), LMDB (PyPI ``lmdb`` 3.0) and a segment file the way the service
+drives its log (8 requests in flight, 290 KB each, 166 a second: the live bench's 48 MB/s,
+group commit, covered data deleted), interleaved, on this machine's disk: the segment file
+kept up with all of it (p50 1.5-1.8 ms, p99 49-72 ms, 2.0-2.5 CPU ms a MB); LMDB with 58%
+(p99 1.3-2.6 s, 2.4-2.8 CPU ms a MB); SQLite with 24% (p99 2.1-2.5 s, 9.0-9.7 CPU ms a MB).
+A log is the one shape a database's pages and B-tree do not help: appends at the end,
+reads only at start, deletion from the front; both stores write each request twice (a
+journal and pages) and sync more than once a commit. What an embedded store would give,
+this file gives as follows:
 
 - every record carries a CRC-32 of its payload and one of its header, so a torn or
   corrupt record is found, never replayed; the scan at start cuts each segment at its
