@@ -685,7 +685,8 @@ class Window:
 
 
 async def drive(call, requests: Requests, spans_per_request: int, warmup: float, seconds: float, inflight: int,
-                server: Child, downstream: Child | None, rate: float | None = None) -> Window:
+                server: Child, downstream: Child | None, rate: float | None = None,
+                call_timeout: float = CALL_TIMEOUT_S) -> Window:
     """``inflight`` workers send back to back until the window closes, or, with ``rate``
     (spans/s), each call at its slot of a fixed schedule (a late call does not make the
     next one early: the schedule never bunches up to catch up). The counters and the CPU
@@ -715,7 +716,7 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
             if loop.time() >= end:
                 return
             try:
-                await call(requests.next(), timeout=CALL_TIMEOUT_S)
+                await call(requests.next(), timeout=call_timeout)
             except grpc.aio.AioRpcError as e:
                 failed += 1
                 errors[e.code().name] = errors.get(e.code().name, 0) + 1
@@ -737,7 +738,7 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
 
     tasks = [asyncio.create_task(worker()) for _ in range(inflight)]
     edges = asyncio.create_task(sampler())
-    done, pending = await asyncio.wait(tasks, timeout=warmup + seconds + CALL_TIMEOUT_S + 5)
+    done, pending = await asyncio.wait(tasks, timeout=warmup + seconds + call_timeout + 5)
     for t in pending:  # unreachable while every call has its timeout; a bound all the same
         t.cancel()
     for t in done:
@@ -1114,6 +1115,7 @@ async def profile_load(args: argparse.Namespace, child: Child, template: tuple[b
 # workload and the service's threads are the live ones.
 INSTRUCTION_RATES = (512.0, 1536.0)
 VALGRIND_START_S = 300.0      # imports run ~50x slower under callgrind
+VALGRIND_CALL_TIMEOUT_S = 120.0
 
 
 async def paced_window(child: Child, template: tuple[bytes, list[int], int], rate: float, seconds: float) -> Drain:
@@ -1121,7 +1123,10 @@ async def paced_window(child: Child, template: tuple[bytes, list[int], int], rat
     requests = Requests(body, offsets, first_seq=time.time_ns())
     ch, call = await export_call(child, VALGRIND_START_S)
     before = counters(child.ports["metrics"])
-    w = await drive(call, requests, spans_per_request, 0.0, seconds, 2, child, None, rate=rate)
+    # under callgrind a call can wait seconds for a thread valgrind has not run (the WAL's
+    # sync thread): a timed-out call would be work done and not counted as acknowledged
+    w = await drive(call, requests, spans_per_request, 0.0, seconds, 2, child, None, rate=rate,
+                    call_timeout=VALGRIND_CALL_TIMEOUT_S)
     await ch.close()
     dr = await wait_decided(child, before, w.sent_ok, export=True)
     if w.refused:
@@ -1149,10 +1154,7 @@ def live_instructions(args: argparse.Namespace, workdir: Path, downstream: Child
         for rate in INSTRUCTION_RATES:
             name = f"{variant}-counted-{rate:.0f}"
             out = workdir / f"callgrind-{name}.out"
-            # with the log on, a request waits for the sync thread, which valgrind's default
-            # scheduler may not run for seconds (calls timed out): fair scheduling for both
-            fair = ["--fair-sched=yes"] if args.wal else []
-            argv = ["valgrind", "--tool=callgrind", *fair, f"--callgrind-out-file={out}",
+            argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                     *serve_argv(service_config(workdir, name, downstream.ports["grpc"], extra))]
             child = spawn(name, argv, workdir, server_cpu)
             try:

@@ -230,3 +230,24 @@ def test_a_full_disk_refuses_retryably_is_counted_and_the_log_recovers_when_room
     rec = again.open()
     assert rec.requests and again.read(rec.requests[-1]) == b"after"
     again.close()
+
+
+def test_a_disk_already_full_at_start_opens_the_log_and_refuses_retryably_until_room_comes(tiny_disk):
+    filler = tiny_disk / "filler"
+    with pytest.raises(OSError):
+        with filler.open("wb") as f:
+            for _ in range(100):
+                f.write(b"\0" * 1024 * 1024)
+    log, t = _log(tiny_disk / "wal", max_bytes=64 * MiB, segment_bytes=1 * MiB, fsync="always")
+    log.open()   # no exception: the service starts, and answers senders
+    with pytest.raises(CapacityError) as refused:
+        log.append(b"first")
+    assert refused.value.bound == "wal_error"
+    assert _value(t, "faultgate_wal_errors", "open") + _value(t, "faultgate_wal_errors", "write") >= 1
+    filler.unlink()
+    time.sleep(1.1)
+    seq, _ = log.append(b"first")
+    log.close()
+    again, _ = _log(tiny_disk / "wal")
+    assert [again.read(e) for e in again.open().requests] == [b"first"]
+    again.close()

@@ -183,8 +183,11 @@ class SegmentLog:
             self._t["faultgate_wal_cut_bytes"].inc(rec.cut_bytes)
             self._t["faultgate_wal_cut_tails"].inc(rec.cut_records)
         with self._lock:
-            self._open_segment()
             self._delete_covered(rec.checkpoint.first)
+            try:
+                self._open_segment()
+            except CapacityError:
+                pass   # a full or failing disk at start: counted; appends refuse, and retry it, until it works
         return rec
 
     def _scan(self, seg: Segment, rec: Recovered) -> Iterator[tuple[int, int, int, int]]:
