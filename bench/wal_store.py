@@ -200,6 +200,41 @@ def drive(store, rate: float, seconds: float, body: bytes, writers: int) -> dict
             "cpu_ms_per_mb": cpu / mb * 1e3 if mb else float("nan"), "mb_per_s": mb / seconds}
 
 
+def append_cost(body: bytes, n: int) -> None:
+    """The service's own log (receive/wal/segments.py), one request at a time: process CPU
+    (user and system, every thread: the crc32, the write into the page cache, the sync
+    thread's fdatasync and wake-ups) per request and per span of the live bench's 512."""
+    from faultgate_stream.model.telemetry import Telemetry
+    from faultgate_stream.receive.wal.config import WalConfig
+    from faultgate_stream.receive.wal.segments import SegmentLog
+
+    for fsync in ("off", "batch", "always"):
+        path = Path(tempfile.mkdtemp(prefix="faultgate-wal-cost-", dir=os.environ.get("WAL_BENCH_DIR")))
+        try:
+            log = SegmentLog(WalConfig(dir=str(path), fsync=fsync, max_bytes=64 << 30), Telemetry())
+            log.open()
+            stop = threading.Event()
+            syncer = threading.Thread(target=log.sync_loop, args=(stop.is_set,))
+            if fsync == "batch":
+                syncer.start()
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            for _ in range(n):
+                log.wait(log.append(body)[1])
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            stop.set()
+            if fsync == "batch":
+                syncer.join()
+            log.close()
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        print(f"segments.py fsync={fsync:<6} CPU {cpu / n * 1e6:6.0f} us a request = {cpu / n / 512 * 1e6:.2f} us "
+              f"a span of 512; wall {wall / n * 1e3:.2f} ms a request (one at a time: no group to share a sync)")
+    cpu0 = time.process_time()
+    for _ in range(n):
+        zlib.crc32(body)
+    print(f"of which zlib.crc32: {(time.process_time() - cpu0) / n * 1e6:.0f} us a request")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rate", type=float, default=166.0, help="requests a second (default 166)")
@@ -207,7 +242,12 @@ def main() -> int:
     p.add_argument("--bytes", type=int, default=290_000, help="bytes a request (default 290000: 512 spans)")
     p.add_argument("--writers", type=int, default=8, help="requests in flight (default 8, as bench/live.py)")
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--append-cost", type=int, metavar="N", help="instead: the CPU the service's own log costs a "
+                   "request, over N requests one at a time, with fsync off, batch and always")
     args = p.parse_args()
+    if args.append_cost:
+        append_cost(os.urandom(args.bytes), args.append_cost)
+        return 0
     stores = [Segments, Sqlite]
     try:
         import lmdb  # noqa: F401
