@@ -32,6 +32,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $config "receive" (merge (dict "grpc_endpoint" (printf "0.0.0.0:%v" .Values.ports.otlpGrpc) "http_endpoint" (printf "0.0.0.0:%v" .Values.ports.otlpHttp)) (default (dict) $config.receive)) -}}
 {{- $_ := set $config "metrics" (merge (dict "endpoint" (printf "0.0.0.0:%v" .Values.ports.metrics)) (default (dict) $config.metrics)) -}}
 {{- $_ := set $config "shutdown_grace" (printf "%vs" .Values.shutdownGraceSeconds) -}}
+{{- if .Values.wal.enabled -}}
+{{- $_ := set $config "durability" (dict "wal" (dict "dir" "/var/lib/faultgate-stream/wal" "max_bytes" .Values.wal.maxBytes "fsync" .Values.wal.fsync)) -}}
+{{- end -}}
 {{- $checks := default (dict) $config.checks -}}
 {{- with .Values.checks.enabled }}{{ $_ := set $checks "enabled" . }}{{ end -}}
 {{- with .Values.checks.plugins }}{{ $_ := set $checks "plugins" . }}{{ end -}}
