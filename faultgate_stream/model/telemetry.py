@@ -48,10 +48,11 @@ DELAY_SECONDS = delay_buckets(DEFAULT_ROOT_GRACE_S)
 # docs/metrics.md; a test keeps them in step with the reasons the code records.
 TRANSPORTS = ("grpc", "http", "kafka")
 REFUSED_REASONS = ("max_traces", "max_bytes", "export_queue", "shutdown", "internal_error")
-REJECTED_SPAN_REASONS = ("invalid_span", "too_large", "undecodable")
-REJECTED_LOG_REASONS = ("invalid_log_record", "too_large", "undecodable")
+# too_deep: values nested or numbered past read/bounds.py's limits
+REJECTED_SPAN_REASONS = ("invalid_span", "too_deep", "too_large", "undecodable")
+REJECTED_LOG_REASONS = ("invalid_log_record", "too_deep", "too_large", "undecodable")
 LOG_CONTENT_OUTCOMES = ("joined", "late", "unjoined", "capped", "duplicate")
-REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "unsupported_media_type", "unsupported_encoding",
+REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "too_deep", "unsupported_media_type", "unsupported_encoding",
                             "request_timeout", "internal_error")
 # A downstream's permanent gRPC status is its code's name; HTTP statuses fold into classes.
 EXPORT_FAILED_REASONS = ("retries_exhausted", "shutdown", "downstream_rejected", "queue_full", "internal_error",

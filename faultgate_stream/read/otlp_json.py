@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,6 +64,44 @@ def _key(kv: Any) -> str:
     if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
         raise TypeError("a kvlist entry is not a {key, value} object")
     return kv["key"]
+
+
+# A key in protobuf's own spelling (``"resource_spans":``), or one spelled with escapes
+# (``"resource\u005fspans"``) that a search of the text cannot read: worth a walk.
+_PROTO_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+_MAYBE_PROTO_NAMES = re.compile(rb'"[a-z][a-z0-9]*(?:_[a-z0-9]+)+"\s*:|\\u')
+
+
+def json_names(doc: Any, text: bytes | None = None) -> Any:
+    """``doc`` with every field named as OTLP/JSON names it (lowerCamelCase), however the
+    sender named it: the protobuf JSON mapping requires parsers to accept the proto field
+    names too (``resource_spans``, ``trace_id``, ``string_value``), and a request written so
+    was answered 200 with its spans neither taken nor rejected (issue 42). Every object of
+    an OTLP/JSON document is a message (attribute keys are values, not names), so every key
+    is renamed. A field written under both names is refused: which one the sender meant is
+    not ours to guess. ``text``: the body ``doc`` was parsed from, to skip the walk when no
+    key can be in protobuf's spelling. Changes ``doc`` in place."""
+    if text is not None and not _MAYBE_PROTO_NAMES.search(text):
+        return doc
+    todo = [doc]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(x for x in node if isinstance(x, (dict, list)))
+            continue
+        if not isinstance(node, dict):
+            continue
+        renames = [k for k in node if isinstance(k, str) and "_" in k and _PROTO_NAME.fullmatch(k)]
+        for key in renames:
+            head, *rest = key.split("_")
+            name = head + "".join(p[:1].upper() + p[1:] for p in rest)
+            if name == key:
+                continue
+            if name in node:
+                raise InputError(f"a field is written both as {key!r} and as {name!r}")
+            node[name] = node.pop(key)
+        todo.extend(v for v in node.values() if isinstance(v, (dict, list)))
+    return doc
 
 
 # Where a span sits: its (resource, scope, span) indexes, or the path already written out.

@@ -23,11 +23,31 @@ from faultgate_stream.read import events
 from faultgate_stream.read.projection import Projection
 
 
+# Where a span sits in its request: its resource_spans, scope_spans and spans indexes.
+Place = tuple[int, int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class Decoded:
     spans: list[SpanRecord]
     rejected: int
     first_problem: str  # "" when nothing was rejected
+    # each rejected span's place and reason (a faultgate_receiver_rejected_spans label):
+    # what export leaves out, whatever the span's ids (issue 42: a malformed second copy
+    # of a valid span went downstream with it)
+    rejections: tuple[tuple[int, int, int, str], ...] = ()
+
+    def reasons(self) -> dict[str, int]:
+        """Rejected spans by reason; ``invalid_span`` for those a caller counted alone."""
+        out: dict[str, int] = {}
+        for *_, reason in self.rejections:
+            out[reason] = out.get(reason, 0) + 1
+        if self.rejected > len(self.rejections):
+            out["invalid_span"] = out.get("invalid_span", 0) + self.rejected - len(self.rejections)
+        return out
+
+    def rejected_places(self) -> frozenset[Place]:
+        return frozenset(r[:3] for r in self.rejections)
 
 
 class Received:
@@ -63,13 +83,14 @@ def read(data: bytes, projection: Projection | None = None) -> Decoded:
     """The records of a request's bytes, with the attributes ``projection`` names (every
     one without it). ``data`` must be a request ``accept`` took (``decode``): the compiled
     reader reads what upb would accept, the way upb reads it, and leaves acceptance to it.
-    A span whose ids are malformed is rejected (counted, the first one named), not read."""
+    A span whose ids are malformed, or whose attributes are past a bound (read/bounds.py),
+    is rejected (listed with its place, the first one named), not read."""
     try:
-        spans, rejected, first = _native.read_spans(data, SERVICE_VERSION, events.EVENT,
-                                                    projection.wire if projection is not None else None)
+        spans, rejections, first = _native.read_spans(data, SERVICE_VERSION, events.EVENT,
+                                                       projection.wire if projection is not None else None)
     except ValueError as e:  # bytes never accepted: a caller's bug, reported as the input's
         raise InputError(f"payload is not an ExportTraceServiceRequest: {e}") from None
-    return Decoded(spans, rejected, first)
+    return Decoded(spans, len(rejections), first, tuple(rejections))
 
 
 def accept(data: bytes) -> None:

@@ -1,7 +1,8 @@
 """Request bodies -> spans, shared by the gRPC and HTTP receivers.
 
 Undecodable payloads raise ``InputError`` (INVALID_ARGUMENT / 400); a body over the size
-limit after decompression raises ``PayloadTooLarge`` (RESOURCE_EXHAUSTED / 413).
+limit after decompression raises ``PayloadTooLarge`` (RESOURCE_EXHAUSTED / 413); JSON
+nested past ``bounds.MAX_JSON_DEPTH`` raises ``bounds.TooDeep`` (400) before it is parsed.
 Individually bad spans are counted in ``Decoded.rejected`` for a partial-success answer.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 from typing import Any
 
 from faultgate_stream.model.errors import InputError
-from faultgate_stream.read import otlp_json, otlp_logs, otlp_proto
+from faultgate_stream.read import bounds, otlp_json, otlp_logs, otlp_proto
 from faultgate_stream.read.otlp_logs import DecodedLogs
 from faultgate_stream.read.otlp_proto import Decoded, Received
 from faultgate_stream.read.projection import Projection
@@ -19,6 +20,12 @@ from faultgate_stream.read.projection import Projection
 class PayloadTooLarge(InputError):
     """The request is over the size limit (after decompression). Permanent: the same
     request fails again."""
+
+
+class Unaccounted(RuntimeError):
+    """Spans of a request the reader neither took nor rejected: a bug of ours, never an
+    answer of OK (issue 42: a request with protobuf's field names had its spans silently
+    dropped). Classified as an internal error."""
 
 
 def protobuf(body: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
@@ -36,6 +43,7 @@ def logs_json(body: bytes) -> tuple[Any, DecodedLogs]:
 
 
 def _json(body: bytes, what: str = "an OTLP export request") -> dict[str, Any]:
+    bounds.check_json_depth(body)  # json.loads recurses: bounded before it runs
     try:
         doc = json.loads(body)
     except UnicodeDecodeError:
@@ -44,7 +52,7 @@ def _json(body: bytes, what: str = "an OTLP export request") -> dict[str, Any]:
         raise InputError(f"body is not valid JSON: {e}") from None
     if not isinstance(doc, dict):
         raise InputError(f"body is not {what}: expected a JSON object")
-    return doc
+    return otlp_json.json_names(doc, body if isinstance(body, bytes) else None)
 
 
 def json_body(body: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
@@ -53,8 +61,12 @@ def json_body(body: bytes, projection: Projection | None = None) -> tuple[Receiv
     request, _, first = otlp_json.to_request(doc)
     received = Received.of(request)
     decoded = otlp_proto.read(received.body, projection)
+    offered = sum(1 for _ in otlp_json.raw_spans(doc))
+    if offered != len(decoded.spans) + decoded.rejected:
+        raise Unaccounted(f"{offered} spans in the request, {len(decoded.spans)} taken and "
+                          f"{decoded.rejected} rejected")
     # the JSON path knows the field and the value at fault; the protobuf reader only bytes
-    return received, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem)
+    return received, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem, decoded.rejections)
 
 
 class Reader:
