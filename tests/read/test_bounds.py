@@ -211,3 +211,14 @@ def test_attribute_keys_are_values_and_keep_their_spelling():
     otlp_json.json_names(doc)
     kv = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][0]
     assert kv["key"] == "some_key" and kv["value"]["kvlistValue"]["values"][0]["key"] == "inner_key"
+
+
+def test_a_trace_file_in_protobufs_field_names_is_read_as_one_in_otlp_jsons(tmp_path):
+    from faultgate_stream.read.files import read_file
+
+    camel = json.loads(json.dumps(PROTO_NAMED))
+    otlp_json.json_names(camel)
+    (tmp_path / "proto.json").write_text(json.dumps(PROTO_NAMED))
+    (tmp_path / "json.json").write_text(json.dumps(camel))
+    assert read_file(tmp_path / "proto.json") == read_file(tmp_path / "json.json")
+    assert len(read_file(tmp_path / "proto.json")[1]) == 2
