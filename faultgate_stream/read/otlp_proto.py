@@ -53,13 +53,15 @@ class Decoded:
 class Received:
     """A trace request as it arrived: its bytes, which export forwards as they are (less the
     roots it holds: ``_native.cut``), and upb's parse of them, made only when a rarer
-    forwarding path must rewrite spans one by one (``message``)."""
+    forwarding path must rewrite spans one by one (``message``). ``rejected``: the places
+    of the spans the reader rejected, which are never forwarded."""
 
-    __slots__ = ("body", "_message")
+    __slots__ = ("body", "_message", "rejected")
 
     def __init__(self, body: bytes, message: ExportTraceServiceRequest | None = None) -> None:
         self.body = body
         self._message = message
+        self.rejected: frozenset[Place] = frozenset()
 
     @classmethod
     def of(cls, message: ExportTraceServiceRequest) -> Received:
@@ -105,5 +107,7 @@ def accept(data: bytes) -> None:
 def decode(data: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
     """The request as received (what export forwards) and its records."""
     accept(data)
-    return Received(data), read(data, projection)
+    received, decoded = Received(data), read(data, projection)
+    received.rejected = decoded.rejected_places()
+    return received, decoded
 

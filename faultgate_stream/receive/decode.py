@@ -65,6 +65,7 @@ def json_body(body: bytes, projection: Projection | None = None) -> tuple[Receiv
     if offered != len(decoded.spans) + decoded.rejected:
         raise Unaccounted(f"{offered} spans in the request, {len(decoded.spans)} taken and "
                           f"{decoded.rejected} rejected")
+    received.rejected = decoded.rejected_places()
     # the JSON path knows the field and the value at fault; the protobuf reader only bytes
     return received, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem, decoded.rejections)
 
