@@ -74,6 +74,66 @@ class Received:
         return self._message
 
 
+# A length-delimited field's tag and length: at most 1 + 5 bytes under 4 GiB.
+FIELD_FRAMING = 6
+
+
+def scope_overhead(rs, ss) -> int:
+    """An upper bound on the bytes a request spends on a span's resource and scope, framing
+    included (the request's entry, the resource, its schema URL, the scope entry, the scope,
+    its schema URL)."""
+    return (rs.resource.ByteSize() + ss.scope.ByteSize() + len(rs.schema_url.encode()) + len(ss.schema_url.encode())
+            + 6 * FIELD_FRAMING)
+
+
+def alone_bytes(rs, ss, span) -> int:
+    """An upper bound on the bytes of a request holding ``span`` alone, with its resource
+    and scope: the smallest request it can be sent in."""
+    return scope_overhead(rs, ss) + span.ByteSize() + FIELD_FRAMING
+
+
+def reject_larger_than(received: Received, decoded: Decoded, limit: int, why: str) -> Decoded:
+    """``decoded`` with the spans that no request of ``limit`` bytes can hold rejected too
+    (reason ``too_large``), ``why`` saying whose limit it is. A request no larger than the
+    limit holds no such span, and is not looked at again."""
+    if len(received.body) <= limit:
+        return decoded
+    rejected = set(received.rejected)
+    over: list[tuple[int, int, int, str]] = []
+    first = ""
+    for i, rs in enumerate(received.message.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            for k, span in enumerate(ss.spans):
+                if (i, j, k) in rejected:
+                    continue
+                size = alone_bytes(rs, ss, span)
+                if size > limit:
+                    over.append((i, j, k, "too_large"))
+                    first = first or (f"resource_spans[{i}].scope_spans[{j}].spans[{k}]: {size} bytes with its "
+                                      f"resource and scope, more than {limit} ({why})")
+    if not over:
+        return decoded
+    # the records are the request's spans in order, less those rejected already
+    too_large = {r[:3] for r in over}
+    kept, n = [], 0
+    for place in _places(received.message):
+        if place in rejected:
+            continue
+        if place not in too_large:
+            kept.append(decoded.spans[n])
+        n += 1
+    received.rejected = frozenset(rejected | too_large)
+    return Decoded(kept, decoded.rejected + len(over), decoded.first_problem or first,
+                   tuple(sorted(decoded.rejections + tuple(over))))
+
+
+def _places(request: ExportTraceServiceRequest):
+    for i, rs in enumerate(request.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            for k in range(len(ss.spans)):
+                yield i, j, k
+
+
 def parse(data: bytes) -> ExportTraceServiceRequest:
     try:
         return ExportTraceServiceRequest.FromString(data)

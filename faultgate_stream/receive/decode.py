@@ -73,13 +73,24 @@ def json_body(body: bytes, projection: Projection | None = None) -> tuple[Receiv
 class Reader:
     """How the receivers decode trace requests: with the attribute projection the service's
     checks need (read/projection.py), or every attribute when ``projection`` is None. The
-    service replaces ``projection`` whole on reload; a request reads the one it finds."""
+    service replaces ``projection`` whole on reload; a request reads the one it finds.
 
-    def __init__(self, projection: Projection | None = None) -> None:
+    ``max_span_bytes``: with span export on, a span that no request the downstream takes
+    could hold (with its resource, scope and verdict) is rejected on arrival, naming the
+    limit (issue 42): acknowledged, it could only have been dropped on the way out."""
+
+    def __init__(self, projection: Projection | None = None, max_span_bytes: int | None = None) -> None:
         self.projection = projection
+        self.max_span_bytes = max_span_bytes
 
     def protobuf(self, body: bytes) -> tuple[Received, Decoded]:
-        return protobuf(body, self.projection)
+        return self._sized(*protobuf(body, self.projection))
 
     def json_body(self, body: bytes) -> tuple[Received, Decoded]:
-        return json_body(body, self.projection)
+        return self._sized(*json_body(body, self.projection))
+
+    def _sized(self, received: Received, decoded: Decoded) -> tuple[Received, Decoded]:
+        if self.max_span_bytes is None:
+            return received, decoded
+        why = "the bytes a span may take in an export request: export.max_request_bytes less room for its verdict"
+        return received, otlp_proto.reject_larger_than(received, decoded, self.max_span_bytes, why)

@@ -137,8 +137,7 @@ class Forwarder:
                     target = out.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url)
                     target.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url).spans.extend(keep)
         if filtered:
-            self._s.telemetry["faultgate_exporter_filtered_spans"].inc(filtered)
-            self._s.queue.release(filtered)
+            self._s.queue.release(filtered, filtered=True)
         for payload, count in chunks(out, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
             self._s.queue.put(Item("traces", payload, count))
 
