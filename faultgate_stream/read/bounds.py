@@ -45,6 +45,23 @@ def check_json_depth(body: bytes | str) -> None:
                       f"(AnyValues may nest {MAX_VALUE_DEPTH} levels)")
 
 
+def json_span_problem(span: Any) -> str:
+    """``json_problem`` of an OTLP/JSON span's values: its attributes' and its events' and
+    links' (what the compiled reader bounds in protobuf, and more); "" for a span of
+    another shape, which the parser refuses on its own."""
+    if not isinstance(span, dict):
+        return ""
+    values = []
+    for holder in (span, *_items(span.get("events")), *_items(span.get("links"))):
+        for kv in _items(holder.get("attributes")):
+            values.append(kv.get("value"))
+    return json_problem(values)
+
+
+def _items(v: Any) -> list[dict[str, Any]]:
+    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+
+
 def json_problem(values: Iterable[Any]) -> str:
     """Why these OTLP/JSON ``AnyValue``s (one span's or log record's) are past a bound, or
     "" when they are within both: the compiled check's rule on JSON's spelling, iterative.

@@ -58,6 +58,7 @@ def _json(body: bytes, what: str = "an OTLP export request") -> dict[str, Any]:
 def json_body(body: bytes, projection: Projection | None = None) -> tuple[Received, Decoded]:
     doc = _json(body, "an ExportTraceServiceRequest")
     doc.setdefault("resourceSpans", [])
+    over = _over_bounds(doc)
     request, _, first = otlp_json.to_request(doc)
     received = Received.of(request)
     decoded = otlp_proto.read(received.body, projection)
@@ -66,8 +67,27 @@ def json_body(body: bytes, projection: Projection | None = None) -> tuple[Receiv
         raise Unaccounted(f"{offered} spans in the request, {len(decoded.spans)} taken and "
                           f"{decoded.rejected} rejected")
     received.rejected = decoded.rejected_places()
+    rejections = tuple((*r[:3], "too_deep" if r[:3] in over else r[3]) for r in decoded.rejections)
+    if over:
+        i, j, k = place = min(over)
+        first = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {over[place]}"
     # the JSON path knows the field and the value at fault; the protobuf reader only bytes
-    return received, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem, decoded.rejections)
+    return received, Decoded(decoded.spans, decoded.rejected, first or decoded.first_problem, rejections)
+
+
+def _over_bounds(doc: dict[str, Any]) -> dict[tuple[int, int, int], str]:
+    """The spans whose values are past a bound (read/bounds.py), each emptied of its values
+    and of its trace id before the protobuf parser walks them, so that the reader rejects
+    it: a span of 65,536 values cost the parser 2.7 s before the reader could refuse it."""
+    over = {}
+    for place, s in otlp_json.located_spans(doc):
+        problem = bounds.json_span_problem(s)
+        if problem:
+            over[place] = problem
+            for key in ("attributes", "events", "links"):
+                s.pop(key, None)
+            s["traceId"] = ""
+    return over
 
 
 class Reader:

@@ -62,7 +62,8 @@ def test_a_span_nested_one_level_past_the_bound_is_rejected_alone_naming_the_lim
         if rejected:
             assert decoded.rejections == ((0, 0, 1, "too_deep"),)
             assert f"nested more than {bounds.MAX_VALUE_DEPTH} levels deep" in decoded.first_problem
-            assert decoded.first_problem.startswith("resource_spans[0].scope_spans[0].spans[1]")
+            assert decoded.first_problem.startswith("resource_spans[0].scope_spans[0].spans[1]" if encoding == "protobuf"
+                                                    else "resourceSpans[0].scopeSpans[0].spans[1]")
 
 
 @pytest.mark.parametrize("encoding", ["protobuf", "json"])
@@ -222,3 +223,12 @@ def test_a_trace_file_in_protobufs_field_names_is_read_as_one_in_otlp_jsons(tmp_
     (tmp_path / "json.json").write_text(json.dumps(camel))
     assert read_file(tmp_path / "proto.json") == read_file(tmp_path / "json.json")
     assert len(read_file(tmp_path / "proto.json")[1]) == 2
+
+
+def test_a_json_span_with_a_malformed_parent_is_rejected_not_read_as_a_root():
+    """Issue 42: an OTLP/JSON span whose parentSpanId was 7 bytes lost its parent and was
+    taken as a root (the protobuf reader rejects the same span)."""
+    span = {"traceId": TRACE, "spanId": SPAN, "parentSpanId": "eee19b7ec3c1b1", "name": "step"}
+    _, decoded = decode.json_body(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode())
+    assert (decoded.spans, decoded.rejected) == ([], 1)
+    assert "parentSpanId: 'eee19b7ec3c1b1' is not a 16-digit hex id" in decoded.first_problem
