@@ -283,7 +283,8 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Checks that raised on a run (a bug): that run got an undecided result for the check, the others "
                "went on.", ("check",), "verdict"),
     MetricSpec("faultgate_internal_errors", "counter",
-               "Internal errors caught where they would have stopped a stage (a bug, logged with its traceback); "
+               "Internal errors caught where they would have stopped a stage (a bug, logged with its class), "
+               "whatever the answer they led to (a request refused retryably, a span failed, a verdict undecided); "
                "the stage went on.", ("stage",), "assemble"),
     MetricSpec("faultgate_thread_deaths", "counter",
                "Background threads that stopped on an error; readiness (/readyz) stays down after one.",

@@ -92,9 +92,9 @@ class SpanExporter:
                 self._deliver(payload, spans, tally)
             else:
                 self._deliver_logs(payload, sum(i.records for i in items))
-        except Exception:  # a bug or transport surprise: counted as failed, never silently lost
+        except Exception as e:  # a bug or transport surprise: counted as failed, never silently lost
             self._t["faultgate_internal_errors"].labels("export").inc()
-            log.exception("export_failed", kind=kind, spans=spans - tally.counted)
+            log.exception("export_failed", kind=kind, spans=spans - tally.counted, error_type=type(e).__name__)
             tally.fail("internal_error", spans - tally.counted)  # the log line names the exception
         finally:
             self._queue.done(spans, items, sent=tally.sent, failed=tally.failed)
