@@ -117,7 +117,7 @@ def test_a_permanent_refusal_is_not_retried_and_is_counted():
 def test_resource_exhausted_without_retry_info_is_answered_by_sending_the_request_in_halves():
     """The downstream's size limit is under ours: the same request would be refused again,
     its halves may not be (issue 42: the spans were dropped whole)."""
-    down, t, queue = _run([("code", grpc.StatusCode.RESOURCE_EXHAUSTED)], 5)
+    down, t, queue = _run([("code", grpc.StatusCode.RESOURCE_EXHAUSTED)], 5, payload=20_000)
     assert len(down.calls) == 3 and down.spans == 5  # 5 refused, then 3 and 2
     assert _value(t, "faultgate_exporter_sent_spans_total") == 5
     assert _value(t, "faultgate_exporter_failed_spans_total", reason="resource_exhausted") == 0
@@ -126,11 +126,19 @@ def test_resource_exhausted_without_retry_info_is_answered_by_sending_the_reques
 
 def test_a_single_span_the_downstream_refuses_as_too_large_is_dropped_counted_and_named(capsys):
     exhausted = ("code", grpc.StatusCode.RESOURCE_EXHAUSTED)
-    down, t, _ = _run([exhausted] * 3, 2)  # the pair, then each span alone
+    down, t, _ = _run([exhausted] * 3, 2, payload=40_000)  # the pair, then each span alone
     assert len(down.calls) == 3 and down.spans == 0
     assert _value(t, "faultgate_exporter_failed_spans_total", reason="resource_exhausted") == 2
     logged = capsys.readouterr().out
     assert logged.count("export_span_too_large") == 2 and "01010101010101010101010101010101" in logged
+
+
+def test_a_small_request_refused_with_resource_exhausted_is_not_cut_into_a_call_per_span():
+    """Under 64 KiB no downstream's size limit is the reason: a quota, say; halving it down
+    to single spans would be a storm of calls for nothing."""
+    down, t, _ = _run([("code", grpc.StatusCode.RESOURCE_EXHAUSTED)] * 100, 50)
+    assert len(down.calls) == 1
+    assert _value(t, "faultgate_exporter_failed_spans_total", reason="resource_exhausted") == 50
 
 
 def test_no_request_leaves_larger_than_max_request_bytes():

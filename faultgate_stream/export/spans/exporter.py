@@ -30,6 +30,11 @@ from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.threads import Threads
 
 log = structlog.get_logger("faultgate_stream.export.spans")
+# Requests refused as too large are halved down to this size, no further: no collector
+# takes less than 1 MiB (max_recv_msg_size_mib is whole MiB), and a downstream that refuses
+# with RESOURCE_EXHAUSTED for another reason (a quota) would otherwise be sent one call per
+# span (2n - 1 calls for n spans) before each was counted as failed.
+MIN_SPLIT_BYTES = 64 * 1024
 
 
 class _Tally:
@@ -117,13 +122,13 @@ class SpanExporter:
         try:
             answer = retrying(self._config, self._abort)(self._senders["traces"].send, "traces", payload)
         except ExportError as e:
-            if e.too_large and spans > 1 and not self._abort.is_set():
+            if e.too_large and spans > 1 and len(payload) > MIN_SPLIT_BYTES and not self._abort.is_set():
                 # the downstream's limit is under ours: halves, down to single spans
                 request = ExportTraceServiceRequest.FromString(payload)
                 for half, n in chunks(request, (spans + 1) // 2, 1 << 62):
                     self._deliver_one(half, n, tally)
                 return
-            if e.too_large:
+            if e.too_large and spans == 1:
                 self._too_large(payload, spans, tally, str(e), reason=e.reason)
                 return
             reason = "shutdown" if self._abort.is_set() else ("retries_exhausted" if e.retryable else e.reason)
