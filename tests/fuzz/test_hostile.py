@@ -113,7 +113,7 @@ class Client:
         return "verdict"
 
 
-HOSTILE = settings(max_examples=90, deadline=None, database=None,
+HOSTILE = settings(max_examples=60, deadline=None, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                           HealthCheck.filter_too_much])
 
