@@ -55,23 +55,30 @@ def main() -> int:
     rng = random.Random(args.seed)
     found: list[targets.InternalError] = []
 
-    def feed(doc, body: bytes) -> None:
+    docs = [0]  # documents fed: their targets take turns by it, whatever else is fed between
+
+    def step() -> int:
         i = n[0] = n[0] + 1
-        wire = None
         if i % 5000 == 0:
             engine[0] = targets.Engine()  # a fresh engine now and then: memory stays flat
             print(f"{i} inputs, {time.monotonic() - started:.0f}s, {counts}", flush=True)
+        return i
+
+    def feed(doc, body: bytes) -> None:
+        i = step()
+        d = docs[0] = docs[0] + 1
+        wire = None
         try:
-            if i % 4 == 0:
+            if d % 4 == 0:
                 counts["json"] += 1
                 engine[0].receive(body, "http", json=True)
-            elif i % 4 in (1, 3):
+            elif d % 4 in (1, 3):
                 try:
                     request, _, _ = to_request(json.loads(body))
                 except (InputError, RecursionError, ValueError):
                     request = None
                 wire = request.SerializeToString() if request is not None else body
-                if i % 4 == 3:
+                if d % 4 == 3:
                     counts["proto-bytes"] += 1
                     wire = mutate.byte_mutant(wire, rng)
                 else:
@@ -80,7 +87,7 @@ def main() -> int:
             else:
                 counts["offline"] += 1
                 targets.offline(doc)
-            if i % 200 == 0:
+            if d % 200 == 0:
                 counts["check"] += 1
                 targets.check_file(body)
         except targets.InternalError as e:
@@ -92,7 +99,7 @@ def main() -> int:
             raise _Stop from e
 
     def attack(h: hostile.Hostile) -> None:
-        i = n[0] = n[0] + 1
+        i = step()
         counts["hostile"] += 1
         try:
             for answer in engine[0].hostile(h):
