@@ -2,6 +2,7 @@
 
 pub mod accept;
 pub mod attrs;
+pub mod bounds;
 pub mod conventions;
 pub mod dumps;
 pub mod fallback;
@@ -19,6 +20,7 @@ use pyo3::prelude::*;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     accept::register(m)?;
+    bounds::register(m)?;
     otlp_proto::register(m)?;
     m.add_function(wrap_pyfunction!(json::loads, m)?)?;
     conventions::register(m)?;

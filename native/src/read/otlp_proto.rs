@@ -27,6 +27,7 @@ use std::collections::HashSet;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::read::attrs::{Attr, Attrs};
+use crate::read::bounds::{check_any_value, Over};
 use crate::read::conventions::{self, read_names, read_prefixes, Kept, Span};
 use crate::read::value::{from_py, DictBuilder, FastMap, Strings, V};
 use crate::wire::{repeated, utf8, Fields, Malformed, Result, Value, MAX_DEPTH};
@@ -370,6 +371,7 @@ struct Row<'a, 'py> {
     message: &'a [u8],
     attrs: Attrs<'a, 'py>,
     evaluations: Option<Bound<'py, PyList>>,
+    over: Option<Over>, // its attributes are past a bound (read/bounds.rs): rejected, not read
 }
 
 fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, usize, usize), event_name: &str,
@@ -411,23 +413,49 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
     utf8(message)?;
     // a repeated key keeps its first place and its last value, as a dict does
     let mut attrs = Attrs::with_capacity(kvs.len());
+    // every attribute is bounded, the span's and its events', read or not: whether a span
+    // is taken must not hang on which attributes the checks of the day read
+    let mut seen = 0usize;
+    let mut over = None;
+    'events: for event in events.as_slice() {
+        for kv in repeated(event, 3)? {
+            if let Err(o) = check_any_value(key_value(kv)?.1.as_slice(), &mut seen)? {
+                over = Some(o);
+                break 'events;
+            }
+        }
+    }
     for kv in kvs {
         let (key, value) = key_value(kv)?;
+        if over.is_none() {
+            over = check_any_value(value.as_slice(), &mut seen)?.err();
+        }
+        if over.is_some() {
+            let row = Row { place, trace_id, span_id, parent, name, start, end, code, message,
+                            attrs: Attrs::with_capacity(0), evaluations: None, over };
+            return Ok(row);
+        }
         if projection.map_or(true, |p| p.wants(key)) {
             let key = Cow::Borrowed(utf8(key)?.as_bytes());
             attrs.set(Attr { key, key_py: None, val: value_of(py, value.as_slice(), 0)?, val_py: None });
         }
     }
+    if over.is_some() {  // an event's attributes, past a bound, and a span with no attributes
+        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations: None,
+                        over });
+    }
     let evaluations = match events {
         Many::None => None,
         _ => named_events(keys, events.as_slice(), event_name)?,
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations })
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations, over: None })
 }
 
 /// ``read_spans(data, version_key, event_name, projection=None) -> (records, rejected,
 /// first_problem)``: the ``SpanRecord`` of every span of the request in wire order, but
-/// those whose ids are malformed: those are counted (``rejected``) and the first is named.
+/// those whose ids are malformed or whose attributes are past a bound (read/bounds.rs):
+/// those are listed (``rejected``: each one's ``(i, j, k, reason)``, reason ``invalid_span``
+/// or ``too_deep``) and the first is named.
 /// A root or agent span takes its resource's ``version_key`` attribute when it has none of
 /// its own; a span's ``event_name`` events are read into its evaluations (read/events.py).
 /// With a ``projection``, only the span attributes it wants are read and records keep only
@@ -436,7 +464,7 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
 #[pyo3(signature = (data, version_key, event_name, projection=None))]
 fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str,
                    projection: Option<PyRef<'py, Projection>>)
-    -> PyResult<(Bound<'py, PyList>, usize, String)> {
+    -> PyResult<(Bound<'py, PyList>, Vec<(usize, usize, usize, &'static str)>, String)> {
     let projection = projection.as_deref();
     guarded(|| {
         let mut keys = Keys { py, seen: FastMap::default(), ids: FastMap::default() };
@@ -460,7 +488,7 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
             i += 1;
         }
         let out = PyList::empty(py);
-        let (mut rejected, mut first) = (0usize, String::new());
+        let (mut rejected, mut first) = (Vec::new(), String::new());
         let records = conventions::records(py)?;
         let mut strings = Strings::new();
         let kept = match projection {
@@ -472,19 +500,21 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
             let tid = keys.id(row.trace_id, TRACE_ID_BYTES).into_bound(py);
             let sid = keys.id(row.span_id, SPAN_ID_BYTES).into_bound(py);
             let parent = keys.id(row.parent, SPAN_ID_BYTES).into_bound(py);
-            let problem = if !tid.is_truthy()? {
-                "trace_id is not 16 bytes, or is all zero"
+            let (reason, problem): (&'static str, Cow<'static, str>) = if !tid.is_truthy()? {
+                ("invalid_span", "trace_id is not 16 bytes, or is all zero".into())
             } else if !sid.is_truthy()? {
-                "span_id is not 8 bytes, or is all zero"
+                ("invalid_span", "span_id is not 8 bytes, or is all zero".into())
             } else if parent.is_none() {
-                "parent_span_id is not 8 bytes"
+                ("invalid_span", "parent_span_id is not 8 bytes".into())
+            } else if let Some(over) = &row.over {
+                ("too_deep", format!("attributes (its own and its events'): {}", over.message()).into())
             } else {
-                ""
+                ("", "".into())
             };
             if !problem.is_empty() {
-                rejected += 1;
+                let (i, j, k) = row.place;
+                rejected.push((i, j, k, reason));
                 if first.is_empty() {
-                    let (i, j, k) = row.place;
                     first = format!("resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}");
                 }
                 continue;
@@ -587,7 +617,9 @@ fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 }
 
 /// One log record's row: (trace_id, span_id, time, observed time, event_name, attributes,
-/// body); ids as ``Keys::id`` gives them, the body None when absent (as when empty).
+/// body, over); ids as ``Keys::id`` gives them, the body None when absent (as when empty);
+/// ``over`` names the bound its body and attributes are past (read/bounds.rs), "" when
+/// within them: then neither is read (attributes ``{}``, body None).
 fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Bound<'py, PyTuple>> {
     let py = keys.py;
     let (mut trace_id, mut span_id, mut event_name): (&[u8], &[u8], &[u8]) = (b"", b"", b"");
@@ -607,8 +639,18 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
             _ => {}
         }
     }
-    let attrs = attributes(keys, &kvs, None)?;
-    let body = any_value(keys, &body, 0)?;
+    let mut seen = 0usize;
+    let mut over = check_any_value(&body, &mut seen)?;
+    for kv in &kvs {
+        if over.is_err() {
+            break;
+        }
+        over = check_any_value(key_value(kv)?.1.as_slice(), &mut seen)?;
+    }
+    let (attrs, body, over) = match over {
+        Ok(()) => (attributes(keys, &kvs, None)?, any_value(keys, &body, 0)?, String::new()),
+        Err(o) => (PyDict::new(py), py.None(), o.message()),
+    };
     PyTuple::new(py, [
         keys.id(trace_id, TRACE_ID_BYTES),
         keys.id(span_id, SPAN_ID_BYTES),
@@ -617,6 +659,7 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
         PyString::new(py, utf8(event_name)?).into_any().unbind(),
         attrs.into_any().unbind(),
         body,
+        PyString::new(py, &over).into_any().unbind(),
     ])
 }
 
