@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import INPUTS, UnreadWork
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
@@ -34,6 +35,12 @@ class Check(ABC):
     # Span attributes the check reads from ``SpanRecord.attrs`` beyond the run's own
     # (``model.run.ATTRIBUTES_READ``): the live reader keeps no others (read/projection.py).
     attributes: frozenset[str] = frozenset()
+    # What the check reads of a run (model/unread.py: ``STEPS``, ``ANSWER``,
+    # ``FINISH_REASONS``), in the order a reason is chosen: where a run's spans carry agent
+    # work no convention read and it leaves one of these incomplete, a result that passed
+    # is undecided instead (``held_to_what_was_read``). All of them unless a check says
+    # less: a plug-in that does not say is held to every one.
+    reads: ClassVar[tuple[str, ...]] = INPUTS
 
     def start(self) -> Any:
         return None
@@ -58,6 +65,19 @@ class Check(ABC):
 
     def result(self, fired: bool, reason: str, confidence: float = 1.0) -> CheckResult:
         return CheckResult(self.name, fired, confidence, reason, self.severity, self.kind)
+
+    def held_to_what_was_read(self, result: CheckResult, unread: UnreadWork) -> CheckResult:
+        """``result``, or undecided when it passed on an input the run did not let the
+        reader see (``unread``: the run's ``Run.unread``). A finding stands: what fired
+        fired on what was read."""
+        if result.fired or result.undecided:
+            return result
+        reasons = unread.reasons
+        for what in self.reads:
+            why = reasons.get(what)
+            if why is not None:
+                return self.undecided(why)._replace(agent=result.agent)
+        return result
 
     def undecided(self, missing: str) -> CheckResult:
         """Neither fired nor passed: ``missing`` names the input the run did not capture."""

@@ -115,6 +115,9 @@ class RunVerdict(NamedTuple):
     previous: str = ""
     amended_checks: tuple[str, ...] = ()
     amended_by: str = ""
+    # Spans of the run that carry agent work no convention read, as (kind, count): kinds
+    # ``tool``, ``model``, ``output`` (model/unread.py). The checks they hid are undecided.
+    unread: tuple[tuple[str, int], ...] = ()
 
     @property
     def fired(self) -> tuple[CheckResult, ...]:

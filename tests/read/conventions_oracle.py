@@ -25,7 +25,7 @@ from typing import Any
 
 from faultgate_stream.model.records import (
     EXECUTE_TOOL, INVOKE_AGENT, MISSING_FINISH, MISSING_INPUT, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS,
-    MISSING_TOOL_RESULT, NO_ATTRS, SpanRecord, ToolCall, ToolExecution,
+    MISSING_TOOL_RESULT, NO_ATTRS, UNREAD_MODEL, UNREAD_OUTPUT, UNREAD_TOOL, SpanRecord, ToolCall, ToolExecution,
 )
 from faultgate_stream import _native
 from tests.read import payload_oracle as payload
@@ -79,7 +79,115 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     """The record for one span. ``attrs`` holds plain values (str, int, float, bool, list).
     ``owned``: the caller built ``attrs`` for this span alone and gives it up, so the
     record keeps it (content keys taken out) instead of a copy. ``kept``: the only
-    attributes the record keeps (read/projection.py); every one but content without it."""
+    attributes the record keeps (read/projection.py); every one but content without it.
+    Then what of it no convention read (``_unread``, native/src/read/unread.rs)."""
+    claimed = (OI_KIND in attrs or TL_KIND in attrs or any(k.startswith(_TL_INDEXED) for k in attrs)
+               or any(k in attrs for k in GENAI_MESSAGES))
+    seen = dict(attrs)  # the keys the sniff reads: build may take the caller's dict
+    rec = _build(trace_id, span_id, parent_id, name, start_ns, end_ns, status_code, status_message, attrs,
+                 owned=owned, kept=kept)
+    claimed = claimed or rec.operation is not None or rec.tool is not None
+    flags, key = _unread(name, _after_conventions(seen, rec), claimed, bool(parent_id), rec.operation,
+                         rec.tool is not None, rec.answer)
+    if not flags:
+        return rec
+    a = rec.attrs
+    if key is not None and (kept is None or UNREAD_OUTPUT_KEY in kept):
+        a = {**a, UNREAD_OUTPUT_KEY: key}
+    return rec._replace(missing=rec.missing | flags, attrs=a)
+
+
+def _after_conventions(attrs: dict[str, Any], rec: SpanRecord) -> dict[str, Any]:
+    """The attributes as the conventions left them, in their order: OpenLLMetry's mapping
+    and a budget answer add keys the sniff reads too."""
+    if TL_KIND in attrs or any(k.startswith(_TL_INDEXED) for k in attrs):
+        attrs = _openllmetry(attrs)
+    if "faultgate.termination" in rec.attrs and "faultgate.termination" not in attrs:
+        attrs = {**attrs, "faultgate.termination": rec.attrs["faultgate.termination"]}
+    return attrs
+
+
+# ---------------------------------------------------------------- what no convention read
+
+UNREAD_OUTPUT_KEY = "faultgate.unread_output"
+_READ_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
+GENAI_MESSAGES = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion")
+_TOOL_WORDS = {"tool", "tools", "toolcall", "toolcalls"}
+_CALL_FIELDS = {"call", "name", "id", "args", "arguments", "input", "output", "result", "parameters", "params",
+                "error", "execution"}
+_MODEL_NAME_WORDS = {"llm", "chat", "completion", "completions", "generate", "generation", "inference"}
+_MODEL_KEY_WORDS = {"model", "usage", "prompt", "prompts", "completion", "finish", "messages", "tokens", "llm"}
+_OUTPUT_WORDS = {"output", "outputs", "completion", "answer", "result", "results", "response"}
+_NOT_CONTENT = {"id", "ids", "code", "status", "size", "count", "type", "model", "time", "timestamp", "duration",
+                "ms", "tokens", "token", "length", "reason", "reasons", "name", "metadata", "headers", "header",
+                "format", "schema", "mime", "encoding", "index", "version", "cost", "provider"}
+
+
+def _words(s: str) -> list[str]:
+    """Runs of letters and digits, split where a lower-case letter or digit meets an
+    upper-case one; lower-cased."""
+    out, word = [], ""
+    for c in s:
+        alnum = c.isascii() and c.isalnum() or not c.isascii()
+        if not alnum:
+            if word:
+                out.append(word)
+            word = ""
+        elif word and c.isascii() and c.isupper() and not (word[-1].isascii() and word[-1].isupper()):
+            out.append(word)
+            word = c
+        else:
+            word += c
+    if word:
+        out.append(word)
+    return ["".join(ch.lower() if ch.isascii() else ch for ch in w) for w in out]
+
+
+def _unread(name: str, attrs: dict[str, Any], claimed: bool, has_parent: bool, operation: str | None,
+            is_tool: bool, answer: str) -> tuple[int, str | None]:
+    wants_work = not claimed
+    wants_output = not is_tool and not answer.strip() and (not claimed or not has_parent or operation == INVOKE_AGENT)
+    if not wants_work and not wants_output:
+        return 0, None
+    tool_name = model_name = tool_key = model_key = False
+    if wants_work:
+        prev = ""
+        for w in _words(name):
+            if w in _TOOL_WORDS or (w == "call" and prev == "function"):
+                tool_name = True
+            elif w in _MODEL_NAME_WORDS or (w == "stream" and prev == "do"):
+                model_name = True
+            prev = w
+    output = None
+    for key, value in attrs.items():
+        ws = _words(key)
+        if wants_work:
+            prev, after_tool, of_tool, model = "", False, False, False
+            for w in ws:
+                if after_tool and w in _CALL_FIELDS:
+                    tool_key = True
+                after_tool = w in ("tool", "toolcall") or (w == "call" and prev == "function")
+                of_tool |= after_tool or w in _TOOL_WORDS
+                model |= w in _MODEL_KEY_WORDS
+                prev = w
+            if prev == "tool":
+                tool_key = True
+            model_key |= model and not of_tool
+        read = key in READ_NAMES or key.startswith(_READ_PREFIXES)
+        if (wants_output and not read and output is None and any(w in _OUTPUT_WORDS for w in ws)
+                and not any(w in _TOOL_WORDS for w in ws) and ws[-1] not in _NOT_CONTENT
+                and isinstance(value, str) and value.strip()):
+            output = key
+    tool = tool_name or (tool_key and not model_name and not model_key)
+    model = not tool and (model_name or model_key)
+    if tool:
+        output = None
+    return ((UNREAD_TOOL if tool else 0) | (UNREAD_MODEL if model else 0) | (UNREAD_OUTPUT if output else 0)), output
+
+
+def _build(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
+           end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any], *,
+           owned: bool = False, kept: frozenset[str] | None = None) -> SpanRecord:
     if OI_KIND in attrs:
         return _openinference(trace_id, span_id, parent_id, name, start_ns, end_ns, status_code,
                               status_message, attrs, kept)

@@ -66,6 +66,7 @@ class MetricsSink:
         self._duration, self._steps, self._delay = (telemetry[n] for n in (
             "faultgate_run_duration_seconds", "faultgate_run_steps", "faultgate_verdict_delay_seconds"))
         self._waste = {name: telemetry[metric] for name, metric in WASTE.items()}
+        self._unread = telemetry["faultgate_unread_spans"]
 
     def early(self, finding: EarlyFinding) -> None:
         self._early.labels(self.agent(finding.agent), finding.check).inc(
@@ -107,6 +108,8 @@ class MetricsSink:
         for r in v.shadow:
             if r.fired:
                 self._shadow.inc((agent, r.check), 1, ex, now)
+        for kind, n in v.unread:  # kinds: model/unread.py's KINDS
+            self._unread.inc((agent, kind), n, ex, now)
         latency = v.measures.get("latency_ms")
         if latency is not None:
             self._duration.observe((agent,), latency / 1000, ex, now)

@@ -31,6 +31,7 @@ use crate::read::payload::{
     call_arguments,
 };
 use crate::read::text::{lower, strip};
+use crate::read::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
 use crate::read::value::{borrowed_text, from_py, Strings, Text, V};
 
 pub const OI_KIND: &str = "openinference.span.kind";
@@ -52,6 +53,9 @@ pub const CONTENT_KEYS: [&str; 9] = [
 ];
 pub const TOOL_CONTENT_KEYS: [&str; 3] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters"];
 pub const USER_KEYS: [&str; 4] = ["enduser.id", "user.id", "user_id", "userId"];
+/// GenAI's message content: a span that carries it was read as a model call, with or
+/// without an operation (read/unread.rs).
+const GENAI_MESSAGES: [&str; 4] = ["gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion"];
 /// Operations of a model call: the spans whose messages and finish reasons checks read.
 const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_content"];
 /// Every other attribute a record is built from (with CONTENT_KEYS, TOOL_CONTENT_KEYS,
@@ -91,6 +95,11 @@ pub fn read_names() -> impl Iterator<Item = &'static str> {
 
 pub fn read_prefixes() -> impl Iterator<Item = &'static str> {
     TL_INDEXED.into_iter().chain(OI_MESSAGES)
+}
+
+/// Whether a convention reads ``key`` (a name of ``read_names`` or one of its prefixes).
+fn is_read(key: &[u8]) -> bool {
+    read_names().any(|n| n.as_bytes() == key) || read_prefixes().any(|p| key.starts_with(p.as_bytes()))
 }
 
 /// The span's own fields, which the record takes as they are.
@@ -252,8 +261,38 @@ fn tool_result<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
     Ok(raw)
 }
 
-/// The record's fields from the span and its attributes (every convention).
+/// The record's fields from the span and its attributes (every convention), and what of
+/// them no convention read (unread.rs).
 pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>) -> PyResult<Fields<'a, 'py>> {
+    build_seen(py, span, attrs, |_| Ok(()))
+}
+
+/// ``build``, where ``skipped`` tells the sniff of the attributes a reader left out of
+/// ``attrs`` (a projection's: what no convention reads may still say what a span is).
+pub fn build_seen<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>,
+                           skipped: impl FnOnce(&mut Sniff) -> PyResult<()>) -> PyResult<Fields<'a, 'py>> {
+    let claimed = attrs.has(OI_KIND) || attrs.has(TL_KIND) || attrs.any_key_starting(&TL_INDEXED)
+        || GENAI_MESSAGES.iter().any(|k| attrs.has(k));
+    let mut f = convention(py, span, attrs)?;
+    let claimed = claimed || f.operation.is_some() || f.tool.is_some();
+    let Some(mut sniff) = unread::sniff(claimed, span.has_parent, f.operation.as_deref(), f.tool.is_some(), &f.answer)
+    else {
+        return Ok(f);
+    };
+    sniff.name(&span.name);
+    for a in &f.attrs.items {
+        sniff.key(&a.key, Some(&a.val), is_read(&a.key));
+    }
+    skipped(&mut sniff)?;
+    let (flags, output) = sniff.finish();
+    f.missing |= flags;
+    if let Some(key) = output {
+        f.attrs.set_value(UNREAD_OUTPUT_KEY, V::Str(Cow::Owned(key)));
+    }
+    Ok(f)
+}
+
+fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>) -> PyResult<Fields<'a, 'py>> {
     if attrs.has(OI_KIND) {
         return openinference::build(py, span, attrs);
     }

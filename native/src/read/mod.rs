@@ -13,6 +13,7 @@ pub mod otlp_json;
 pub mod otlp_proto;
 pub mod payload;
 pub mod text;
+pub mod unread;
 pub mod value;
 
 use pyo3::prelude::*;

@@ -369,6 +369,9 @@ struct Row<'a, 'py> {
     code: i32,
     message: &'a [u8],
     attrs: Attrs<'a, 'py>,
+    /// Every attribute as the wire has it: with a projection, those it left out may still
+    /// say what the span is (read/unread.rs), when no convention claimed it.
+    kvs: Vec<&'a [u8]>,
     evaluations: Option<Bound<'py, PyList>>,
 }
 
@@ -411,7 +414,7 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
     utf8(message)?;
     // a repeated key keeps its first place and its last value, as a dict does
     let mut attrs = Attrs::with_capacity(kvs.len());
-    for kv in kvs {
+    for &kv in &kvs {
         let (key, value) = key_value(kv)?;
         if projection.map_or(true, |p| p.wants(key)) {
             let key = Cow::Borrowed(utf8(key)?.as_bytes());
@@ -422,7 +425,7 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
         Many::None => None,
         _ => named_events(keys, events.as_slice(), event_name)?,
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations })
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations })
 }
 
 /// ``read_spans(data, version_key, event_name, projection=None) -> (records, rejected,
@@ -529,7 +532,17 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
                 message: Cow::Borrowed(row.message),
                 message_py: strings.text(py, row.message)?.into_any(),
             };
-            let fields = conventions::build(py, &span, attrs)?;
+            let fields = conventions::build_seen(py, &span, attrs, |sniff| {
+                let Some(p) = projection else { return Ok(()) };
+                for &kv in &row.kvs {
+                    let (key, value) = key_value(kv)?;
+                    if !p.wants(key) {
+                        let v = if sniff.needs_value(key) { Some(value_of(py, value.as_slice(), 0)?) } else { None };
+                        sniff.key(key, v.as_ref(), false);
+                    }
+                }
+                Ok(())
+            })?;
             out.append(records.record(py, &mut strings, &span, fields, &kept)?)?;
         }
         Ok((out, rejected, first))
