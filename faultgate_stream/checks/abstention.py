@@ -30,6 +30,7 @@ from faultgate_stream.model.verdict import CheckResult
 class Abstention(Check):
     name = "abstention"
     reads = (ANSWER,)
+    fires_on_evidence = True
     description = "Final answer explicitly says the information could not be found."
 
     def __init__(self) -> None:

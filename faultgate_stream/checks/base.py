@@ -41,6 +41,11 @@ class Check(ABC):
     # is undecided instead (``held_to_what_was_read``). All of them unless a check says
     # less: a plug-in that does not say is held to every one.
     reads: ClassVar[tuple[str, ...]] = INPUTS
+    # Whether every finding of the check is evidence it saw (a denied argument, three
+    # identical calls, a cut-off finish reason): such a finding stands when other work of the
+    # run was not read. A finding that rests on an absence (no later success, no answer, a
+    # required call never made) is undecided instead: the unread work may hold what is absent.
+    fires_on_evidence: ClassVar[bool] = False
 
     def start(self) -> Any:
         return None
@@ -67,10 +72,10 @@ class Check(ABC):
         return CheckResult(self.name, fired, confidence, reason, self.severity, self.kind)
 
     def held_to_what_was_read(self, result: CheckResult, unread: UnreadWork) -> CheckResult:
-        """``result``, or undecided when it passed on an input the run did not let the
-        reader see (``unread``: the run's ``Run.unread``). A finding stands: what fired
-        fired on what was read."""
-        if result.fired or result.undecided:
+        """``result``, or undecided when it passed, or fired on an absence
+        (``fires_on_evidence``), on an input the run did not let the reader see (``unread``:
+        the run's ``Run.unread``). A finding on evidence stands: it fired on what was read."""
+        if result.undecided or (result.fired and self.fires_on_evidence):
             return result
         reasons = unread.reasons
         for what in self.reads:

@@ -25,6 +25,7 @@ from faultgate_stream.model.verdict import CheckResult
 class ContextOverflow(Check):
     name = "context_overflow"
     reads = (FINISH_REASONS, STEPS)
+    fires_on_evidence = True
     description = "The run hit the context window or output token limit (finish reason or provider error)."
 
     def __init__(self) -> None:

@@ -259,6 +259,7 @@ class _Seen:
 class Loop(Check):
     name = "loop"
     reads = (STEPS,)
+    fires_on_evidence = True
     attributes = frozenset({USAGE_IN, USAGE_OUT, COST})
     description = ("Same call with equivalent arguments and overlapping results, ping-pong between two calls, "
                    "or consecutive calls that add nothing new (not faultgate's: run when named).")

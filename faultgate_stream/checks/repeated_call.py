@@ -25,6 +25,7 @@ from faultgate_stream.model.verdict import CheckResult
 class RepeatedCall(Check):
     name = "repeated_call"
     reads = (STEPS,)
+    fires_on_evidence = True
     description = "Same tool and arguments called >=3 times with identical results."
 
     def __init__(self) -> None:

@@ -144,3 +144,20 @@ def test_the_reader_with_a_projection_tells_the_same_from_keys_it_leaves_out():
     full, projected = otlp_proto.read(data).spans, otlp_proto.read(data, projection).spans
     assert [s.missing for s in projected] == [s.missing for s in full] == [UNREAD_MODEL | UNREAD_OUTPUT, UNREAD_TOOL]
     assert "ai.response.text" not in projected[0].attrs and projected[0].attrs[UNREAD_OUTPUT_KEY] == "ai.response.text"
+
+
+def test_a_finding_that_rests_on_an_absence_is_undecided_when_the_work_that_may_hold_it_was_not_read():
+    """A failed call read as a step, its retry in a vocabulary no reader knows: "never
+    succeeded afterwards" is not known, so unrecovered_tool_error does not fire; a denied
+    argument seen on a read call still does."""
+    t = trace_id()
+    root = agent(t, prompt="How much is invoice INV-9?", answer="Invoice INV-9 is 120 EUR.")
+    spans = [root, tool(t, root.span_id, "fetch_invoice", {"invoice_id": "INV-9", "path": "../../etc/passwd"}, "",
+                        status=2),
+             span(t, "ai.toolCall", parent=root.span_id, start_s=3, attributes={
+                 "ai.toolCall.name": "fetch_invoice", "ai.toolCall.args": '{"invoice_id": "INV-9"}',
+                 "ai.toolCall.result": "120 EUR"})]
+    by = {r.check: r for r in _verdict(spans).results}
+    assert by["unrecovered_tool_error"].undecided
+    assert "1 span named ai.toolCall not read as a tool call" in by["unrecovered_tool_error"].reason
+    assert by["policy"].fired

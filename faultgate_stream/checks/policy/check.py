@@ -78,6 +78,7 @@ class _Seen:
 class PolicyCheck(Check):
     name = "policy"
     reads = (STEPS,)
+    fires_on_evidence = True
     description = ("A tool call broke the policy: unlisted tool, denied argument pattern, oversized argument, "
                    "call budget, argument limit, identity mismatch, missing prerequisite, per-value budget, "
                    "value not allowed, missing required argument, missing confirmation, or (with "

@@ -20,6 +20,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 class Forbidden(Check):
     name = "trajectory.forbidden"
     reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "A tool the spec forbids for this task was called."
     severity = Severity.HARD

@@ -18,6 +18,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 class MaxSteps(Check):
     name = "trajectory.max_steps"
     reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "The run made more tool calls than the spec's step budget."
     severity = Severity.SOFT

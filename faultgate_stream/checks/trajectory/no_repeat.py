@@ -27,6 +27,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 class NoRepeat(Check):
     name = "trajectory.no_repeat"
     reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "An identical call repeated work that had already succeeded (retries after a failure excepted)."
     severity = Severity.SOFT

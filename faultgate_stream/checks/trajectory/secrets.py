@@ -62,6 +62,7 @@ def _text(value: Any) -> str:
 class Secrets(Check):
     name = "trajectory.secrets"
     reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "A vendor-prefixed credential (API key, token, private key) in a tool call's arguments or result."
     severity = Severity.WARN

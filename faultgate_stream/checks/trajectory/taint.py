@@ -33,6 +33,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 class Taint(Check):
     name = "trajectory.taint"
     reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "A privileged call's argument carries data that an untrusted tool returned and the user did not give."
     severity = Severity.HARD

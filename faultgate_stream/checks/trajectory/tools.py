@@ -20,6 +20,7 @@ from faultgate_stream.model.verdict import CheckResult, Severity
 class Tools(Check):
     name = "trajectory.tools"
     reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "A tool outside the spec's vocabulary was called (hallucinated or renamed)."
     severity = Severity.HARD
