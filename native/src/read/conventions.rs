@@ -27,11 +27,12 @@ use crate::read::attrs::{Attr, Attrs, RECORD_BYTES};
 use crate::read::openinference::{self, OI_MESSAGES};
 use crate::read::openllmetry::{self, TL_INDEXED};
 use crate::read::payload::{
-    lc_tool_result, load_json, messages_and_text, parts, render, role_text_of, str_get, unrepr_messages,
-    call_arguments,
+    call_arguments, decode, lc_tool_result, load_json, messages_and_text, parts, python_literal, render,
+    role_text_of, str_get, unrepr_messages,
 };
 use crate::read::text::{lower, strip};
 use crate::read::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
+use crate::read::vercel::{self, AI_OPERATION};
 use crate::read::value::{borrowed_text, from_py, Strings, Text, V};
 
 pub const OI_KIND: &str = "openinference.span.kind";
@@ -47,11 +48,15 @@ pub const MISSING_TOOL_ARGUMENTS: u32 = 8;
 pub const MISSING_TOOL_RESULT: u32 = 16;
 
 /// Content the record carries parsed; the raw attribute is not kept beside it.
-pub const CONTENT_KEYS: [&str; 9] = [
+pub const CONTENT_KEYS: [&str; 18] = [
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.prompt",
     "gen_ai.completion", "input.value", "output.value", "traceloop.entity.input", "traceloop.entity.output",
+    // the Vercel AI SDK's (vercel.rs)
+    "ai.prompt", "ai.prompt.messages", "ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object",
+    "ai.response.toolCalls", "ai.result.toolCalls", "ai.toolCall.args",
 ];
-pub const TOOL_CONTENT_KEYS: [&str; 3] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters"];
+pub const TOOL_CONTENT_KEYS: [&str; 6] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters",
+                                          "ai.toolCall.input", "ai.toolCall.result", "ai.toolCall.output"];
 pub const USER_KEYS: [&str; 4] = ["enduser.id", "user.id", "user_id", "userId"];
 /// GenAI's message content: a span that carries it was read as a model call, with or
 /// without an operation (read/unread.rs).
@@ -63,11 +68,14 @@ const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_conten
 /// other out (read/projection.py). A name read here and missing from these is an attribute
 /// the live service never sees (tests/read/test_projection.py reads every recorded trace
 /// both ways).
-const READ_OTHERS: [&str; 17] = [
+const TOOL_STATUS_KEYS: [&str; 2] = ["gen_ai.tool.status", "tool.status"];
+const READ_OTHERS: [&str; 24] = [
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
     "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
     "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion", "llm.finish_reason",
     "llm.response.finish_reason", "traceloop.entity.name",
+    AI_OPERATION, "ai.telemetry.functionId", "ai.toolCall.name", "ai.toolCall.id", "ai.response.finishReason",
+    TOOL_STATUS_KEYS[0], TOOL_STATUS_KEYS[1],
 ];
 
 /// What a framework writes as the answer when its own step budget ended the run: the run
@@ -187,6 +195,13 @@ pub fn finish_reasons<'a, 'py>(py: Python<'py>, raw: &V<'a, 'py>) -> PyResult<Ve
             }
             out
         }
+        // one JSON-encoded string (``json.dumps(reasons)``: AG2's instrumentation): its items
+        V::Str(s) if s.first() == Some(&b'[') => match decode(py, s)? {
+            Some(V::List(items)) if items.iter().all(V::is_str) => {
+                items.iter().map(|r| r.py_str(py)).collect::<PyResult<_>>()?
+            }
+            _ => vec![raw.py_str(py)?],
+        },
         other => vec![other.py_str(py)?],
     })
 }
@@ -241,18 +256,50 @@ pub fn responses<'a, 'py>(py: Python<'py>, inputs: &[V<'a, 'py>]) -> PyResult<Ve
     Ok(out)
 }
 
-/// Arguments as the tool got them, when the span holds a framework's callback payload.
+/// Whether the tool span says, in an attribute, that the tool failed when its status does
+/// not: Strands records a handled tool exception as ``gen_ai.tool.status`` (``tool.status``
+/// before 1.0) ``error`` with the span's status OK, the exception's text as the result.
+fn tool_status_failed(py: Python<'_>, a: &Attrs<'_, '_>) -> PyResult<bool> {
+    for key in TOOL_STATUS_KEYS {
+        if let Some(V::Str(s)) = a.get(key) {
+            let s = lower(py, s.clone())?;
+            return Ok(&*s == b"error" || &*s == b"failed");
+        }
+    }
+    Ok(false)
+}
+
+/// Arguments as the tool got them, when the span holds a framework's callback payload, or
+/// JSON when it holds a Python dict's repr (``str(args)``: ``{'path': '../x'}``), which
+/// checks that read arguments as JSON could not read.
 fn tool_arguments<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
     if raw.first() == Some(&b'{') && markers()[0].iter().any(|m| m.find(&raw).is_some()) {
         if let Some(unwrapped) = call_arguments(py, &load_json(py, &V::Str(raw.clone()))?)? {
             return Ok(unwrapped);
         }
     }
+    if raw.starts_with(b"{'") {
+        if let Some(lit) = python_literal(py, &raw)? {
+            if lit.is_instance_of::<PyDict>() {
+                let s = crate::read::fallback::python(py)?.str_dumps.bind(py).call1((lit,))?;
+                return Ok(Cow::Owned(crate::read::value::text_of_py(s.downcast::<PyString>()?)?));
+            }
+        }
+    }
     Ok(raw)
 }
 
-/// A result as the tool returned it, when the span holds a serialised LangChain message.
+/// A result as the tool returned it: the string inside when the span holds it JSON-encoded
+/// once more (``JSON.stringify`` of a string: ``"\"Error: ...\""``), and the content when it
+/// holds a serialised LangChain message.
 fn tool_result<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
+    let raw = match raw.first() {
+        Some(b'"') if raw.len() >= 2 && raw.last() == Some(&b'"') => match decode(py, &raw)? {
+            Some(V::Str(inner)) => inner,
+            _ => raw,
+        },
+        _ => raw,
+    };
     if raw.first() == Some(&b'{') && markers()[1].iter().any(|m| m.find(&raw).is_some()) {
         if let Some(content) = lc_tool_result(py, &load_json(py, &V::Str(raw.clone()))?)? {
             return Ok(content);
@@ -298,6 +345,8 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
     }
     let mut attrs = if attrs.has(TL_KIND) || attrs.any_key_starting(&TL_INDEXED) {
         openllmetry::map(py, &attrs)?
+    } else if attrs.has(AI_OPERATION) {
+        vercel::map(py, &attrs)?
     } else {
         attrs
     };
@@ -324,10 +373,16 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
                 }
             }
         };
+        let mut result = tool_result(py, str_or_empty(py, attrs.get("gen_ai.tool.call.result"))?)?;
+        if tool_status_failed(py, &attrs)? && !result.starts_with(b"Error: ") {
+            let mut r = b"Error: ".to_vec();
+            r.extend_from_slice(&result);
+            result = Cow::Owned(r);
+        }
         Some([
             tool_name,
             tool_arguments(py, str_or_empty(py, attrs.get("gen_ai.tool.call.arguments"))?)?,
-            tool_result(py, str_or_empty(py, attrs.get("gen_ai.tool.call.result"))?)?,
+            result,
             str_or_empty(py, attrs.get("gen_ai.tool.call.id"))?,
         ])
     } else {
@@ -345,7 +400,8 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
     let finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none());
     let mut missing = 0;
     if tool.is_some() {
-        missing = tool_missing(py, &attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", span.failed)?;
+        missing = tool_missing(py, &attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+                               span.failed || tool_status_failed(py, &attrs)?)?;
     } else if operation.as_deref().is_some_and(|op| MODEL_OPERATIONS.iter().any(|m| m.as_bytes() == op)) {
         missing = model_missing(raw_in.is_some() || attrs.has("gen_ai.prompt"),
                                 raw_out.is_some() || attrs.has("gen_ai.completion"), finish.is_some());
