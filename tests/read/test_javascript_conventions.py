@@ -105,14 +105,30 @@ def test_an_sdk_operation_not_mapped_is_left_to_the_honesty_floor():
 
 
 def test_finish_reasons_written_as_one_json_string_are_read_as_the_list():
-    """AG2's instrumentation (autogen.opentelemetry) writes ``json.dumps(reasons)``: a cut-off
-    at the token limit was missed, and the run was not undecided either."""
+    """Mastra's OTel bridge (@mastra/otel-bridge 1.5, tests/conformance/corpus/
+    mastra-otel-bridge) and AG2's instrumentation write ``JSON.stringify`` / ``json.dumps``
+    of the list: a cut-off at the token limit was missed, and the run was not undecided either."""
     t = trace_id()
     root = agent(t, prompt="Describe the weather.", answer="It is 18C and sunny. The wind")
-    chat = span(t, "chat gpt-4o", parent=root.span_id, start_s=1, attributes={
-        "ag2.span.type": "llm", "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": '["length"]'})
+    chat = span(t, "chat scripted-1", parent=root.span_id, start_s=1, attributes={
+        "gen_ai.operation.name": "chat", "mastra.span.type": "model_generation",
+        "gen_ai.response.finish_reasons": '["length"]'})
     assert chat.finish_reasons == ("length",)
     assert _fired([root, chat], select(["context_overflow"]))[0] == {"context_overflow"}
+
+
+def test_mastras_agent_run_carries_its_input_and_output_under_its_own_keys():
+    """@mastra/otel-bridge 1.5: the invoke_agent span's prompt and answer are
+    ``mastra.agent_run.input`` / ``.output`` (``{"text", "files"}``); an empty text is an
+    empty answer read, not output left unread."""
+    t = trace_id()
+    attrs = {"gen_ai.operation.name": "invoke_agent", "mastra.span.type": "agent_run", "gen_ai.agent.name": "assistant",
+             "mastra.agent_run.input": "Weather in Paris?"}
+    answered = span(t, "invoke_agent assistant", attributes={
+        **attrs, "mastra.agent_run.output": '{"text":"It is 18C and sunny.","files":[]}'})
+    assert (answered.prompt, answered.answer) == ("Weather in Paris?", "It is 18C and sunny.")
+    cut = span(trace_id(), "invoke_agent assistant", attributes={**attrs, "mastra.agent_run.output": '{"text":"","files":[]}'})
+    assert cut.answer == "" and not cut.missing & UNREAD
 
 
 def test_a_tool_result_json_encoded_once_more_is_read_as_the_string_inside():

@@ -27,8 +27,8 @@ use crate::read::attrs::{Attr, Attrs, RECORD_BYTES};
 use crate::read::openinference::{self, OI_MESSAGES};
 use crate::read::openllmetry::{self, TL_INDEXED};
 use crate::read::payload::{
-    call_arguments, decode, lc_tool_result, load_json, messages_and_text, parts, python_literal, render,
-    role_text_of, str_get, unrepr_messages,
+    call_arguments, decode, lc_tool_result, load_json, messages_and_text, parts, plain_text, python_literal,
+    render, role_text_of, str_get, unrepr_messages,
 };
 use crate::read::text::{lower, strip};
 use crate::read::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
@@ -48,12 +48,14 @@ pub const MISSING_TOOL_ARGUMENTS: u32 = 8;
 pub const MISSING_TOOL_RESULT: u32 = 16;
 
 /// Content the record carries parsed; the raw attribute is not kept beside it.
-pub const CONTENT_KEYS: [&str; 18] = [
+const MASTRA_RUN: [&str; 2] = ["mastra.agent_run.input", "mastra.agent_run.output"];
+pub const CONTENT_KEYS: [&str; 20] = [
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.prompt",
     "gen_ai.completion", "input.value", "output.value", "traceloop.entity.input", "traceloop.entity.output",
     // the Vercel AI SDK's (vercel.rs)
     "ai.prompt", "ai.prompt.messages", "ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object",
     "ai.response.toolCalls", "ai.result.toolCalls", "ai.toolCall.args",
+    MASTRA_RUN[0], MASTRA_RUN[1],
 ];
 pub const TOOL_CONTENT_KEYS: [&str; 6] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters",
                                           "ai.toolCall.input", "ai.toolCall.result", "ai.toolCall.output"];
@@ -318,10 +320,11 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
 /// ``attrs`` (a projection's: what no convention reads may still say what a span is).
 pub fn build_seen<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>,
                            skipped: impl FnOnce(&mut Sniff) -> PyResult<()>) -> PyResult<Fields<'a, 'py>> {
-    let claimed = attrs.has(OI_KIND) || attrs.has(TL_KIND) || attrs.any_key_starting(&TL_INDEXED)
-        || GENAI_MESSAGES.iter().any(|k| attrs.has(k));
     let mut f = convention(py, span, attrs)?;
-    let claimed = claimed || f.operation.is_some() || f.tool.is_some();
+    // claimed: a convention read the span as what it is (tested in this order: a span
+    // read as an operation or a tool call, the common case, costs no lookup)
+    let claimed = f.operation.is_some() || f.tool.is_some() || f.attrs.has(OI_KIND) || f.attrs.has(TL_KIND)
+        || f.attrs.any_key_starting(&TL_INDEXED) || GENAI_MESSAGES.iter().any(|k| f.attrs.has(k));
     let Some(mut sniff) = unread::sniff(claimed, span.has_parent, f.operation.as_deref(), f.tool.is_some(), &f.answer)
     else {
         return Ok(f);
@@ -416,6 +419,16 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
     }
     if answer.is_empty() {
         answer = str_or_empty(py, attrs.get("gen_ai.completion"))?;
+    }
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        // Mastra's OTel bridge writes its agent run's input and output under its own keys
+        // (``{"text": ..., "files": [...]}``), beside GenAI's operation and agent names
+        if let (true, Some(v)) = (prompt.is_empty(), attrs.get(MASTRA_RUN[0])) {
+            prompt = plain_text(py, &load_json(py, v)?, "user")?;
+        }
+        if let (true, Some(v)) = (answer.is_empty(), attrs.get(MASTRA_RUN[1])) {
+            answer = plain_text(py, &load_json(py, v)?, "assistant")?;
+        }
     }
     Ok(Fields {
         operation,
