@@ -22,7 +22,8 @@ main_families=(langgraph-openinference langgraph-openllmetry openai-agents-openi
 crewai_families=(crewai-openinference)
 # JavaScript families: family -> its folder under generator/js/ (package-lock.json pins it)
 declare -A node_families=([vercel-ai-generate]=vercel-ai [vercel-ai-stream]=vercel-ai
-  [langgraph-js-openinference]=langgraph-openinference [openai-agents-js-openinference]=openai-agents-openinference)
+  [langgraph-js-openinference]=langgraph-openinference [openai-agents-js-openinference]=openai-agents-openinference
+  [mastra-otel-bridge]=mastra)
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=("${main_families[@]}" "${crewai_families[@]}" "${!node_families[@]}")
 for f in "${want[@]}"; do

@@ -35,7 +35,7 @@ def test_three_or_more_families_are_made_in_javascript_with_the_real_npm_package
     """Issue 40: the JavaScript agent ecosystem, each family a Node process running the
     framework's npm packages (pinned by its package-lock.json) under the OTel JS SDK."""
     js = {expected(f)["framework"]: f.name for f in FAMILIES if expected(f).get("language", "python") == "javascript"}
-    assert {"ai", "@openai/agents", "@langchain/langgraph"} <= set(js), js
+    assert {"ai", "@openai/agents", "@langchain/langgraph", "@mastra/core"} <= set(js), js
     for f in FAMILIES:
         doc = expected(f)
         if doc.get("language") == "javascript":

@@ -122,7 +122,10 @@ class Node:
         if not (family.path / "node_modules").is_dir():
             raise RuntimeError(f"{family.path}: run `npm ci` there first (regenerate.sh does)")
         self._err = stderr.open("w")
-        self._proc = subprocess.Popen(["node", "play.mjs", *family.args], cwd=family.path, stdin=subprocess.PIPE,
+        # a family that needs another Node than the machine's pins it (the npm package `node`)
+        pinned = family.path / "node_modules" / ".bin" / "node"
+        node = str(pinned) if pinned.exists() else "node"
+        self._proc = subprocess.Popen([node, "play.mjs", *family.args], cwd=family.path, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1)
         self._lines: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

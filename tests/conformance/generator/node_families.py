@@ -16,4 +16,7 @@ NODE_FAMILIES = {f.name: f for f in [
     NodeFamily("openai-agents-js-openinference", "openai-agents-openinference", "@openai/agents",
                "@arizeai/openinference-instrumentation-openai-agents",
                supports=frozenset({"parallel", "budget", "nested", "session"})),
+    NodeFamily("mastra-otel-bridge", "mastra", "@mastra/core", "@mastra/otel-bridge",
+               supports=frozenset({"parallel", "budget", "nested"}), extras={"observability": "@mastra/observability",
+                                                                           "node": "node"}),
 ]}

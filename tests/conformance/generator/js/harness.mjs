@@ -112,3 +112,10 @@ export function inMemoryTracing(otel, serviceName) {
     serialize: () => JsonTraceSerializer.serializeRequest(exporter.getFinishedSpans()),
   };
 }
+
+/** A tool's parameters (name -> "string" | "number", as `init` gives them) as a zod object, with
+ *  the family's own zod passed in. */
+export function zodObject(z, params) {
+  return z.object(Object.fromEntries(Object.entries(params).map(([p, type]) => [p, type === 'number'
+    ? z.number().describe(p) : z.string().describe(p)])));
+}

@@ -17,7 +17,7 @@ import { GraphRecursionError } from '@langchain/langgraph';
 import { createReactAgent, ToolNode } from '@langchain/langgraph/prebuilt';
 import { z } from 'zod';
 
-import { inMemoryTracing, serve, toolCaller } from '../harness.mjs';
+import { inMemoryTracing, serve, toolCaller, zodObject } from '../harness.mjs';
 
 const tracing = inMemoryTracing(
   { NodeTracerProvider, SimpleSpanProcessor, InMemorySpanExporter, JsonTraceSerializer, resourceFromAttributes },
@@ -30,8 +30,7 @@ function tools(only) {
   return env.specs.filter((t) => !only || only.includes(t.name)).map((t) => tool(
     async (args) => env.call(t.name, args),
     { name: t.name, description: t.description,
-      schema: z.object(Object.fromEntries(Object.entries(t.params).map(([p, type]) => [p, type === 'number'
-        ? z.number().describe(p) : z.string().describe(p)]))) }));
+      schema: zodObject(z, t.params) }));
 }
 
 // handleToolErrors: a raised tool error goes back to the model as a ToolMessage with status

@@ -13,7 +13,7 @@ import { OpenAIAgentsInstrumentation } from '@arizeai/openinference-instrumentat
 import { setSession } from '@arizeai/openinference-core';
 import { z } from 'zod';
 
-import { inMemoryTracing, serve, toolCaller } from '../harness.mjs';
+import { inMemoryTracing, serve, toolCaller, zodObject } from '../harness.mjs';
 
 const { Agent, MaxTurnsExceededError, getGlobalTraceProvider, run, setDefaultOpenAIKey, setOpenAIAPI, tool } = agents;
 const tracing = inMemoryTracing(
@@ -27,8 +27,7 @@ let env;
 function tools(only) {
   return env.specs.filter((t) => !only || only.includes(t.name)).map((t) => tool({
     name: t.name, description: t.description,
-    parameters: z.object(Object.fromEntries(Object.entries(t.params).map(([p, type]) => [p, type === 'number'
-      ? z.number().describe(p) : z.string().describe(p)]))),
+    parameters: zodObject(z, t.params),
     execute: async (args) => env.call(t.name, args),
   }));
 }

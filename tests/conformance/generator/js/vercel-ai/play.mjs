@@ -11,7 +11,7 @@ import { generateText, stepCountIs, streamText, tool } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { z } from 'zod';
 
-import { inMemoryTracing, serve, toolCaller } from '../harness.mjs';
+import { inMemoryTracing, serve, toolCaller, zodObject } from '../harness.mjs';
 
 const mode = process.argv.includes('--mode') ? process.argv[process.argv.indexOf('--mode') + 1] : 'generate';
 const tracing = inMemoryTracing(
@@ -24,9 +24,7 @@ function tools(specs, only) {
   const out = {};
   for (const t of specs) {
     if (only && !only.includes(t.name)) continue;
-    const shape = Object.fromEntries(Object.entries(t.params).map(([p, type]) => [p, type === 'number'
-      ? z.number().describe(p) : z.string().describe(p)]));
-    out[t.name] = tool({ description: t.description, inputSchema: z.object(shape),
+    out[t.name] = tool({ description: t.description, inputSchema: zodObject(z, t.params),
       execute: async (args) => env.call(t.name, args) });
   }
   return out;
