@@ -2,9 +2,9 @@
 the reader (``UNREAD_*``, native/src/read/unread.rs), and a check whose input they leave
 incomplete is undecided, never passed (model/unread.py, ``Check.held_to_what_was_read``).
 
-The unknown vocabulary here is the Vercel AI SDK's as its telemetry writes it (ai@6.0,
-``experimental_telemetry``: the shapes recorded in tests/conformance/ once that convention
-is read), and a made-up one: the reader recognises the work by words, not by vendor."""
+The unknown vocabulary here is made up on the Vercel AI SDK's pattern (``acme.toolCall`` with
+``acme.toolCall.args``; the Vercel SDK's own is read since, read/vercel.rs): the reader
+recognises the work by words, not by vendor."""
 from __future__ import annotations
 
 import json
@@ -25,17 +25,17 @@ def unknown_tool_loop(calls: int = 3, *, answer: str = "") -> list:
     """A generateText loop as an unknown convention writes it: a root, a model call per
     turn, a tool call between them, every result empty."""
     t = trace_id()
-    root = span(t, "ai.generateText", end_s=calls + 2, attributes={
-        "ai.operationId": "ai.generateText", "ai.model.id": "m", "ai.prompt": '{"prompt":"Find our refund policy"}',
-        **({"ai.response.text": answer} if answer else {})})
+    root = span(t, "acme.generateText", end_s=calls + 2, attributes={
+        "acme.operationId": "acme.generateText", "acme.model.id": "m", "acme.prompt": '{"prompt":"Find our refund policy"}',
+        **({"acme.response.text": answer} if answer else {})})
     out = [root]
     for i in range(calls):
-        out.append(span(t, "ai.generateText.doGenerate", parent=root.span_id, start_s=1 + i, attributes={
-            "ai.model.id": "m", "ai.usage.inputTokens": 40, "ai.response.finishReason": "tool-calls",
-            "ai.response.toolCalls": json.dumps([{"toolCallId": f"c{i}", "toolName": "search_docs", "input": "{}"}])}))
-        out.append(span(t, "ai.toolCall", parent=root.span_id, start_s=1.5 + i, attributes={
-            "ai.toolCall.name": "search_docs", "ai.toolCall.id": f"c{i}", "ai.toolCall.args": '{"query": "refunds"}',
-            "ai.toolCall.result": "[]"}))
+        out.append(span(t, "acme.generateText.doGenerate", parent=root.span_id, start_s=1 + i, attributes={
+            "acme.model.id": "m", "acme.usage.inputTokens": 40, "acme.response.finishReason": "tool-calls",
+            "acme.response.toolCalls": json.dumps([{"toolCallId": f"c{i}", "toolName": "search_docs", "input": "{}"}])}))
+        out.append(span(t, "acme.toolCall", parent=root.span_id, start_s=1.5 + i, attributes={
+            "acme.toolCall.name": "search_docs", "acme.toolCall.id": f"c{i}", "acme.toolCall.args": '{"query": "refunds"}',
+            "acme.toolCall.result": "[]"}))
     return out
 
 
@@ -48,7 +48,7 @@ def test_the_reader_tells_tool_calls_model_calls_and_an_answer_in_a_vocabulary_i
     root, model, call = unknown_tool_loop(1, answer="It is sunny.")
     assert model.missing & UNREAD_MODEL and not model.missing & UNREAD_TOOL
     assert call.missing & UNREAD_TOOL and not call.missing & UNREAD_OUTPUT  # a tool's result is no answer
-    assert root.missing & UNREAD_OUTPUT and root.attrs[UNREAD_OUTPUT_KEY] == "ai.response.text"
+    assert root.missing & UNREAD_OUTPUT and root.attrs[UNREAD_OUTPUT_KEY] == "acme.response.text"
 
 
 def test_a_run_whose_tool_calls_were_not_read_is_undecided_naming_them_never_clean():
@@ -56,11 +56,11 @@ def test_a_run_whose_tool_calls_were_not_read_is_undecided_naming_them_never_cle
     assert v.verdict == "undecided" and v.steps == 0
     by = {r.check: r for r in v.results}
     for check in ("search_loop", "policy", "repeated_call", "unrecovered_tool_error"):
-        assert by[check].undecided and "12 spans named ai.toolCall not read as tool calls" in by[check].reason
-    assert by["context_overflow"].undecided and "12 spans named ai.generateText.doGenerate" in by["context_overflow"].reason
+        assert by[check].undecided and "12 spans named acme.toolCall not read as tool calls" in by[check].reason
+    assert by["context_overflow"].undecided and "12 spans named acme.generateText.doGenerate" in by["context_overflow"].reason
     # no answer anywhere: the model calls not read may hold it (their tool calls are no answer)
     assert by["abstention"].reason == ("undecided: the answer was not read: 12 spans named "
-                                       "ai.generateText.doGenerate not read as model calls")
+                                       "acme.generateText.doGenerate not read as model calls")
     assert dict(v.unread) == {"tool": 12, "model": 12}
 
 
@@ -68,8 +68,8 @@ def test_an_answer_an_unknown_root_carries_is_named_with_its_key():
     spans = unknown_tool_loop(1, answer="I could not find the refund policy.")
     (run,) = assemble_runs(spans)
     assert run.answer == ""
-    assert run.unread.reasons["answer"] == ("the answer was not read: span 'ai.generateText' carries output in "
-                                            "ai.response.text, which no convention reads")
+    assert run.unread.reasons["answer"] == ("the answer was not read: span 'acme.generateText' carries output in "
+                                            "acme.response.text, which no convention reads")
 
 
 def test_a_check_that_reads_only_what_was_read_still_passes_and_a_finding_stands():
@@ -132,18 +132,18 @@ def test_the_reader_with_a_projection_tells_the_same_from_keys_it_leaves_out():
     from faultgate_stream.read.projection import Projection
 
     doc = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [
-        {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "ai.generateText", "startTimeUnixNano": "1",
-         "endTimeUnixNano": "9", "attributes": [{"key": "ai.response.text", "value": {"stringValue": "Done."}},
-                                                {"key": "ai.model.id", "value": {"stringValue": "m"}}]},
+        {"traceId": "ab" * 16, "spanId": "01" * 8, "name": "acme.generateText", "startTimeUnixNano": "1",
+         "endTimeUnixNano": "9", "attributes": [{"key": "acme.response.text", "value": {"stringValue": "Done."}},
+                                                {"key": "acme.model.id", "value": {"stringValue": "m"}}]},
         {"traceId": "ab" * 16, "spanId": "02" * 8, "parentSpanId": "01" * 8, "name": "step", "startTimeUnixNano": "2",
-         "endTimeUnixNano": "3", "attributes": [{"key": "ai.toolCall.args", "value": {"stringValue": "{}"}}]}]}]}]}
+         "endTimeUnixNano": "3", "attributes": [{"key": "acme.toolCall.args", "value": {"stringValue": "{}"}}]}]}]}]}
     request, _, problem = otlp_json.to_request(doc)
     assert not problem
     data = request.SerializeToString()
     projection = Projection(["gen_ai.agent.name", UNREAD_OUTPUT_KEY])
     full, projected = otlp_proto.read(data).spans, otlp_proto.read(data, projection).spans
     assert [s.missing for s in projected] == [s.missing for s in full] == [UNREAD_MODEL | UNREAD_OUTPUT, UNREAD_TOOL]
-    assert "ai.response.text" not in projected[0].attrs and projected[0].attrs[UNREAD_OUTPUT_KEY] == "ai.response.text"
+    assert "acme.response.text" not in projected[0].attrs and projected[0].attrs[UNREAD_OUTPUT_KEY] == "acme.response.text"
 
 
 def test_a_finding_that_rests_on_an_absence_is_undecided_when_the_work_that_may_hold_it_was_not_read():
@@ -154,10 +154,10 @@ def test_a_finding_that_rests_on_an_absence_is_undecided_when_the_work_that_may_
     root = agent(t, prompt="How much is invoice INV-9?", answer="Invoice INV-9 is 120 EUR.")
     spans = [root, tool(t, root.span_id, "fetch_invoice", {"invoice_id": "INV-9", "path": "../../etc/passwd"}, "",
                         status=2),
-             span(t, "ai.toolCall", parent=root.span_id, start_s=3, attributes={
-                 "ai.toolCall.name": "fetch_invoice", "ai.toolCall.args": '{"invoice_id": "INV-9"}',
-                 "ai.toolCall.result": "120 EUR"})]
+             span(t, "acme.toolCall", parent=root.span_id, start_s=3, attributes={
+                 "acme.toolCall.name": "fetch_invoice", "acme.toolCall.args": '{"invoice_id": "INV-9"}',
+                 "acme.toolCall.result": "120 EUR"})]
     by = {r.check: r for r in _verdict(spans).results}
     assert by["unrecovered_tool_error"].undecided
-    assert "1 span named ai.toolCall not read as a tool call" in by["unrecovered_tool_error"].reason
+    assert "1 span named acme.toolCall not read as a tool call" in by["unrecovered_tool_error"].reason
     assert by["policy"].fired
