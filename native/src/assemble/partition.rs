@@ -89,10 +89,35 @@ pub fn partition(py: Python<'_>, t: &Trace, steps: &mut u64) -> PyResult<Partiti
             join(&mut out, end, s);
         }
     }
+    if !out.unattached.is_empty() && has_agent {
+        above_runs(&parent, &mut out, steps);
+    }
     if !out.unattached.is_empty() && has_agent && out.runs.len() == 1 {
         adopt(py, t, &mut out)?;
     }
     Ok(out)
+}
+
+/// A span above a run's root whose own chain breaks (the trace's root span was never sent:
+/// the OpenAI Agents SDK for JavaScript ends no trace whose run threw, MaxTurnsExceededError
+/// say, and OpenInference's processor then never ends the root span) is above every agent,
+/// as a span around the agent is: outside, not an orphan run of its own.
+fn above_runs(parent: &[Option<u32>], out: &mut Partition, steps: &mut u64) {
+    let mut above = vec![false; parent.len()];
+    for &(root, _) in &out.runs {
+        let mut cur = parent[root as usize];
+        while let Some(c) = cur {
+            *steps += 1;
+            if above[c as usize] {
+                break; // walked already (from another run, or a parent loop)
+            }
+            above[c as usize] = true;
+            cur = parent[c as usize];
+        }
+    }
+    let (up, rest): (Vec<u32>, Vec<u32>) = out.unattached.iter().partition(|&&s| above[s as usize]);
+    out.outside.extend(up);
+    out.unattached = rest;
 }
 
 /// A fragment whose parent is missing from the export (a span the exporter dropped or

@@ -27,10 +27,12 @@ use crate::read::attrs::{Attr, Attrs, RECORD_BYTES};
 use crate::read::openinference::{self, OI_MESSAGES};
 use crate::read::openllmetry::{self, TL_INDEXED};
 use crate::read::payload::{
-    lc_tool_result, load_json, messages_and_text, parts, render, role_text_of, str_get, unrepr_messages,
-    call_arguments,
+    call_arguments, decode, lc_tool_result, load_json, messages_and_text, parts, plain_text, python_literal,
+    render, role_text_of, str_get, unrepr_messages,
 };
 use crate::read::text::{lower, strip};
+use crate::read::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
+use crate::read::vercel::{self, AI_OPERATION};
 use crate::read::value::{borrowed_text, from_py, Strings, Text, V};
 
 pub const OI_KIND: &str = "openinference.span.kind";
@@ -46,12 +48,21 @@ pub const MISSING_TOOL_ARGUMENTS: u32 = 8;
 pub const MISSING_TOOL_RESULT: u32 = 16;
 
 /// Content the record carries parsed; the raw attribute is not kept beside it.
-pub const CONTENT_KEYS: [&str; 9] = [
+const MASTRA_RUN: [&str; 2] = ["mastra.agent_run.input", "mastra.agent_run.output"];
+pub const CONTENT_KEYS: [&str; 20] = [
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.prompt",
     "gen_ai.completion", "input.value", "output.value", "traceloop.entity.input", "traceloop.entity.output",
+    // the Vercel AI SDK's (vercel.rs)
+    "ai.prompt", "ai.prompt.messages", "ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object",
+    "ai.response.toolCalls", "ai.result.toolCalls", "ai.toolCall.args",
+    MASTRA_RUN[0], MASTRA_RUN[1],
 ];
-pub const TOOL_CONTENT_KEYS: [&str; 3] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters"];
+pub const TOOL_CONTENT_KEYS: [&str; 6] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters",
+                                          "ai.toolCall.input", "ai.toolCall.result", "ai.toolCall.output"];
 pub const USER_KEYS: [&str; 4] = ["enduser.id", "user.id", "user_id", "userId"];
+/// GenAI's message content: a span that carries it was read as a model call, with or
+/// without an operation (read/unread.rs).
+const GENAI_MESSAGES: [&str; 4] = ["gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion"];
 /// Operations of a model call: the spans whose messages and finish reasons checks read.
 const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_content"];
 /// Every other attribute a record is built from (with CONTENT_KEYS, TOOL_CONTENT_KEYS,
@@ -59,11 +70,14 @@ const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_conten
 /// other out (read/projection.py). A name read here and missing from these is an attribute
 /// the live service never sees (tests/read/test_projection.py reads every recorded trace
 /// both ways).
-const READ_OTHERS: [&str; 17] = [
+const TOOL_STATUS_KEYS: [&str; 2] = ["gen_ai.tool.status", "tool.status"];
+const READ_OTHERS: [&str; 24] = [
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
     "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
     "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion", "llm.finish_reason",
     "llm.response.finish_reason", "traceloop.entity.name",
+    AI_OPERATION, "ai.telemetry.functionId", "ai.toolCall.name", "ai.toolCall.id", "ai.response.finishReason",
+    TOOL_STATUS_KEYS[0], TOOL_STATUS_KEYS[1],
 ];
 
 /// What a framework writes as the answer when its own step budget ended the run: the run
@@ -91,6 +105,11 @@ pub fn read_names() -> impl Iterator<Item = &'static str> {
 
 pub fn read_prefixes() -> impl Iterator<Item = &'static str> {
     TL_INDEXED.into_iter().chain(OI_MESSAGES)
+}
+
+/// Whether a convention reads ``key`` (a name of ``read_names`` or one of its prefixes).
+fn is_read(key: &[u8]) -> bool {
+    read_names().any(|n| n.as_bytes() == key) || read_prefixes().any(|p| key.starts_with(p.as_bytes()))
 }
 
 /// The span's own fields, which the record takes as they are.
@@ -178,6 +197,13 @@ pub fn finish_reasons<'a, 'py>(py: Python<'py>, raw: &V<'a, 'py>) -> PyResult<Ve
             }
             out
         }
+        // one JSON-encoded string (``json.dumps(reasons)``: AG2's instrumentation): its items
+        V::Str(s) if s.first() == Some(&b'[') => match decode(py, s)? {
+            Some(V::List(items)) if items.iter().all(V::is_str) => {
+                items.iter().map(|r| r.py_str(py)).collect::<PyResult<_>>()?
+            }
+            _ => vec![raw.py_str(py)?],
+        },
         other => vec![other.py_str(py)?],
     })
 }
@@ -232,18 +258,50 @@ pub fn responses<'a, 'py>(py: Python<'py>, inputs: &[V<'a, 'py>]) -> PyResult<Ve
     Ok(out)
 }
 
-/// Arguments as the tool got them, when the span holds a framework's callback payload.
+/// Whether the tool span says, in an attribute, that the tool failed when its status does
+/// not: Strands records a handled tool exception as ``gen_ai.tool.status`` (``tool.status``
+/// before 1.0) ``error`` with the span's status OK, the exception's text as the result.
+fn tool_status_failed(py: Python<'_>, a: &Attrs<'_, '_>) -> PyResult<bool> {
+    for key in TOOL_STATUS_KEYS {
+        if let Some(V::Str(s)) = a.get(key) {
+            let s = lower(py, s.clone())?;
+            return Ok(&*s == b"error" || &*s == b"failed");
+        }
+    }
+    Ok(false)
+}
+
+/// Arguments as the tool got them, when the span holds a framework's callback payload, or
+/// JSON when it holds a Python dict's repr (``str(args)``: ``{'path': '../x'}``), which
+/// checks that read arguments as JSON could not read.
 fn tool_arguments<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
     if raw.first() == Some(&b'{') && markers()[0].iter().any(|m| m.find(&raw).is_some()) {
         if let Some(unwrapped) = call_arguments(py, &load_json(py, &V::Str(raw.clone()))?)? {
             return Ok(unwrapped);
         }
     }
+    if raw.starts_with(b"{'") {
+        if let Some(lit) = python_literal(py, &raw)? {
+            if lit.is_instance_of::<PyDict>() {
+                let s = crate::read::fallback::python(py)?.str_dumps.bind(py).call1((lit,))?;
+                return Ok(Cow::Owned(crate::read::value::text_of_py(s.downcast::<PyString>()?)?));
+            }
+        }
+    }
     Ok(raw)
 }
 
-/// A result as the tool returned it, when the span holds a serialised LangChain message.
+/// A result as the tool returned it: the string inside when the span holds it JSON-encoded
+/// once more (``JSON.stringify`` of a string: ``"\"Error: ...\""``), and the content when it
+/// holds a serialised LangChain message.
 fn tool_result<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
+    let raw = match raw.first() {
+        Some(b'"') if raw.len() >= 2 && raw.last() == Some(&b'"') => match decode(py, &raw)? {
+            Some(V::Str(inner)) => inner,
+            _ => raw,
+        },
+        _ => raw,
+    };
     if raw.first() == Some(&b'{') && markers()[1].iter().any(|m| m.find(&raw).is_some()) {
         if let Some(content) = lc_tool_result(py, &load_json(py, &V::Str(raw.clone()))?)? {
             return Ok(content);
@@ -252,13 +310,46 @@ fn tool_result<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
     Ok(raw)
 }
 
-/// The record's fields from the span and its attributes (every convention).
+/// The record's fields from the span and its attributes (every convention), and what of
+/// them no convention read (unread.rs).
 pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>) -> PyResult<Fields<'a, 'py>> {
+    build_seen(py, span, attrs, |_| Ok(()))
+}
+
+/// ``build``, where ``skipped`` tells the sniff of the attributes a reader left out of
+/// ``attrs`` (a projection's: what no convention reads may still say what a span is).
+pub fn build_seen<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>,
+                           skipped: impl FnOnce(&mut Sniff) -> PyResult<()>) -> PyResult<Fields<'a, 'py>> {
+    let mut f = convention(py, span, attrs)?;
+    // claimed: a convention read the span as what it is (tested in this order: a span
+    // read as an operation or a tool call, the common case, costs no lookup)
+    let claimed = f.operation.is_some() || f.tool.is_some() || f.attrs.has(OI_KIND) || f.attrs.has(TL_KIND)
+        || f.attrs.any_key_starting(&TL_INDEXED) || GENAI_MESSAGES.iter().any(|k| f.attrs.has(k));
+    let Some(mut sniff) = unread::sniff(claimed, span.has_parent, f.operation.as_deref(), f.tool.is_some(), &f.answer)
+    else {
+        return Ok(f);
+    };
+    sniff.name(&span.name);
+    for a in &f.attrs.items {
+        sniff.key(&a.key, Some(&a.val), is_read(&a.key));
+    }
+    skipped(&mut sniff)?;
+    let (flags, output) = sniff.finish();
+    f.missing |= flags;
+    if let Some(key) = output {
+        f.attrs.set_value(UNREAD_OUTPUT_KEY, V::Str(Cow::Owned(key)));
+    }
+    Ok(f)
+}
+
+fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>) -> PyResult<Fields<'a, 'py>> {
     if attrs.has(OI_KIND) {
         return openinference::build(py, span, attrs);
     }
     let mut attrs = if attrs.has(TL_KIND) || attrs.any_key_starting(&TL_INDEXED) {
         openllmetry::map(py, &attrs)?
+    } else if attrs.has(AI_OPERATION) {
+        vercel::map(py, &attrs)?
     } else {
         attrs
     };
@@ -285,10 +376,16 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
                 }
             }
         };
+        let mut result = tool_result(py, str_or_empty(py, attrs.get("gen_ai.tool.call.result"))?)?;
+        if tool_status_failed(py, &attrs)? && !result.starts_with(b"Error: ") {
+            let mut r = b"Error: ".to_vec();
+            r.extend_from_slice(&result);
+            result = Cow::Owned(r);
+        }
         Some([
             tool_name,
             tool_arguments(py, str_or_empty(py, attrs.get("gen_ai.tool.call.arguments"))?)?,
-            tool_result(py, str_or_empty(py, attrs.get("gen_ai.tool.call.result"))?)?,
+            result,
             str_or_empty(py, attrs.get("gen_ai.tool.call.id"))?,
         ])
     } else {
@@ -306,7 +403,8 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
     let finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none());
     let mut missing = 0;
     if tool.is_some() {
-        missing = tool_missing(py, &attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", span.failed)?;
+        missing = tool_missing(py, &attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+                               span.failed || tool_status_failed(py, &attrs)?)?;
     } else if operation.as_deref().is_some_and(|op| MODEL_OPERATIONS.iter().any(|m| m.as_bytes() == op)) {
         missing = model_missing(raw_in.is_some() || attrs.has("gen_ai.prompt"),
                                 raw_out.is_some() || attrs.has("gen_ai.completion"), finish.is_some());
@@ -321,6 +419,16 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
     }
     if answer.is_empty() {
         answer = str_or_empty(py, attrs.get("gen_ai.completion"))?;
+    }
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        // Mastra's OTel bridge writes its agent run's input and output under its own keys
+        // (``{"text": ..., "files": [...]}``), beside GenAI's operation and agent names
+        if let (true, Some(v)) = (prompt.is_empty(), attrs.get(MASTRA_RUN[0])) {
+            prompt = plain_text(py, &load_json(py, v)?, "user")?;
+        }
+        if let (true, Some(v)) = (answer.is_empty(), attrs.get(MASTRA_RUN[1])) {
+            answer = plain_text(py, &load_json(py, v)?, "assistant")?;
+        }
     }
     Ok(Fields {
         operation,

@@ -14,6 +14,8 @@ pub mod otlp_json;
 pub mod otlp_proto;
 pub mod payload;
 pub mod text;
+pub mod unread;
+pub mod vercel;
 pub mod value;
 
 use pyo3::prelude::*;

@@ -370,6 +370,9 @@ struct Row<'a, 'py> {
     code: i32,
     message: &'a [u8],
     attrs: Attrs<'a, 'py>,
+    /// Every attribute as the wire has it: with a projection, those it left out may still
+    /// say what the span is (read/unread.rs), when no convention claimed it.
+    kvs: Vec<&'a [u8]>,
     evaluations: Option<Bound<'py, PyList>>,
     over: Option<Over>, // its attributes are past a bound (read/bounds.rs): rejected, not read
 }
@@ -425,14 +428,14 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
             }
         }
     }
-    for kv in kvs {
+    for &kv in &kvs {
         let (key, value) = key_value(kv)?;
         if over.is_none() {
             over = check_any_value(value.as_slice(), &mut seen)?.err();
         }
         if over.is_some() {
             let row = Row { place, trace_id, span_id, parent, name, start, end, code, message,
-                            attrs: Attrs::with_capacity(0), evaluations: None, over };
+                            attrs: Attrs::with_capacity(0), kvs: Vec::new(), evaluations: None, over };
             return Ok(row);
         }
         if projection.map_or(true, |p| p.wants(key)) {
@@ -441,14 +444,14 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
         }
     }
     if over.is_some() {  // an event's attributes, past a bound, and a span with no attributes
-        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations: None,
+        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations: None,
                         over });
     }
     let evaluations = match events {
         Many::None => None,
         _ => named_events(keys, events.as_slice(), event_name)?,
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations, over: None })
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations, over: None })
 }
 
 /// ``read_spans(data, version_key, event_name, projection=None) -> (records, rejected,
@@ -559,7 +562,17 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
                 message: Cow::Borrowed(row.message),
                 message_py: strings.text(py, row.message)?.into_any(),
             };
-            let fields = conventions::build(py, &span, attrs)?;
+            let fields = conventions::build_seen(py, &span, attrs, |sniff| {
+                let Some(p) = projection else { return Ok(()) };
+                for &kv in &row.kvs {
+                    let (key, value) = key_value(kv)?;
+                    if !p.wants(key) {
+                        let v = if sniff.needs_value(key) { Some(value_of(py, value.as_slice(), 0)?) } else { None };
+                        sniff.key(key, v.as_ref(), false);
+                    }
+                }
+                Ok(())
+            })?;
             out.append(records.record(py, &mut strings, &span, fields, &kept)?)?;
         }
         Ok((out, rejected, first))
