@@ -31,12 +31,13 @@ def test_the_corpus_has_eight_or_more_families_and_every_failure_mode_in_several
     assert all(len(fams) >= 3 for fams in enacted.values()), {c: len(f) for c, f in enacted.items()}
 
 
-def test_every_family_scores_100_percent(capsys):
+def test_every_family_scores_100_percent():
+    # The table is printed with the test's output (pytest shows it on a failure, or with -s)
+    # and by `python -m tests.conformance.score`: never between the progress dots.
     scores = [score(f, offline_verdicts(f)) for f in FAMILIES]
-    with capsys.disabled():
-        print("\n" + table(scores))
+    print(table(scores))
     wrong = [(s.family, o.scenario, o.want_verdict, o.want_fires, o.got) for s in scores for o in s.wrong()]
-    assert not wrong
+    assert not wrong, table(scores)
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda p: p.name)
