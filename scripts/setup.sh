@@ -1,52 +1,106 @@
 #!/usr/bin/env bash
 # Installs what faultgate-stream and its tests need, idempotently: a fresh machine gets
 # everything, a machine that already has it spends seconds. Used by the README's commands
-# and by .ci/run.
+# and by .ci/run. Each step says what it does and how long it took; long ones show their
+# elapsed time (and a cargo build the crate it is on) while they run.
 #
-#   bash scripts/setup.sh                 the package, the test extras and the real peers
-#                                         (Prometheus, a collector built with Go, helm)
 #   bash scripts/setup.sh --package-only  the package alone, into .venv: all that `demo`,
 #                                         `serve`, `check` and `replay` need (Python, and
-#                                         Rust's cargo for the compiled reader)
+#                                         Rust's cargo for the compiled core); about a
+#                                         minute on a fresh 2-core machine (bench/first_run.py)
+#   bash scripts/setup.sh                 that, the test extras and the real peers the tests
+#                                         talk to (scripts/install_peers.sh: Prometheus, two
+#                                         collectors and helm built with Go, a Kafka broker
+#                                         fetched with Maven and run on Java)
+#   --profile-guided                      build the compiled core with a profile of its own
+#                                         workload (scripts/native_profile.sh; ~2 min more
+#                                         when the profile is not cached): what the benches
+#                                         measure and the wheel ships; without it, a plain
+#                                         release build, the same results
 set -euo pipefail
 cd "$(dirname "$0")/.."
+STEP_NAME=setup
+. scripts/steps.sh
 
-# The package's compiled reader (native/, faultgate_stream._native) is built by cargo
+package_only=0 profile_guided=0
+for arg in "$@"; do
+  case "$arg" in
+    --package-only) package_only=1 ;;
+    --profile-guided) profile_guided=1 ;;
+    *) say "unknown option $arg (--package-only, --profile-guided)"; exit 2 ;;
+  esac
+done
+started=$SECONDS
+
+# The package's compiled core (native/, faultgate_stream._native) is built by cargo
 # through maturin, its build backend, with pyo3 from crates.io. rustup installs cargo in
 # ~/.cargo/bin, which a non-login shell may not have on PATH.
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: cargo is not installed; the package's compiled OTLP reader (native/) needs Rust:" \
-       "install it with rustup (https://rustup.rs), then run this again" >&2
+  say "cargo is not installed; the package's compiled core (native/) needs Rust: install it with" \
+      "rustup (https://rustup.rs) and run this again, or install a wheel instead (scripts/build_wheel.sh," \
+      "README: Install)"
   exit 2
 fi
 
+logs=.venv/setup-logs
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  say "creating .venv ($("$PY" --version 2>&1))"
   "$PY" -m venv .venv
 fi
+mkdir -p "$logs"
+PIP=(.venv/bin/python -m pip --disable-pip-version-check)
+
+# Dependencies first, on their own, so the build below is only the build: pyproject's list
+# (its lower bounds) and maturin, the build backend, which the build then uses from .venv
+# instead of installing it into a fresh isolated environment every time. pip's own cache
+# (~/.cache/pip) makes a second install quick; what is installed and satisfies the bounds stays.
+deps=$(.venv/bin/python - "$package_only" <<'EOF'
+import sys, tomllib
+p = tomllib.load(open("pyproject.toml", "rb"))
+wanted = p["build-system"]["requires"] + p["project"]["dependencies"]
+if sys.argv[1] == "0":
+    wanted += p["project"]["optional-dependencies"]["test"]
+print("\n".join(wanted))
+EOF
+)
+what="the package's dependencies"
+[ "$package_only" = 1 ] || what="the package's dependencies and the test extras"
+mapfile -t requirements <<<"$deps"
+run_step "installing $what (pip, ${#requirements[@]} requirements)" "$logs/pip-deps.log" \
+  "${PIP[@]}" install "${requirements[@]}"
+
+# The compiled core: a plain release build unless --profile-guided. The profile is made by
+# an instrumented build trained on the bundled examples (scripts/native_profile.sh, cached
+# under ~/.cache/faultgate-stream/pgo by the Rust sources).
+how="a release build"
+if [ "$profile_guided" = 1 ]; then
+  profile_to() { bash scripts/native_profile.sh >"$1"; }
+  run_step "making the build's profile (scripts/native_profile.sh: cached, else an instrumented build and its training, ~2 min)" \
+    "$logs/profile.log" profile_to "$logs/profile"
+  profile=$(cat "$logs/profile")
+  grep 'native_profile:' "$logs/profile.log" >&2 || true
+  if [ -n "$profile" ]; then
+    export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-Cprofile-use=$profile"
+    how="a profile-guided release build"
+  fi
+fi
+# -v: cargo's "Compiling <crate>" lines reach the log, so the wait shows which crate it is on.
+# maturin's build backend runs the maturin program it finds on PATH: the one in .venv.
+export PATH="$PWD/.venv/bin:$PATH"
+run_step "building the compiled core (cargo, $how of native/) and installing the package editable" \
+  "$logs/pip-package.log" "${PIP[@]}" install -v --no-deps --no-build-isolation -e .
 # pip compiles a wheel's modules when it installs them; an editable install leaves that
 # to the first import, which writes nothing when PYTHONDONTWRITEBYTECODE is set, and then
 # every start compiles the package again (~110 ms, measured, of a `check` of one file).
 # A module edited since is recompiled from its newer source, never run stale.
-compile_package() { .venv/bin/python -m compileall -q faultgate_stream >/dev/null; }
-# The compiled module is built with a profile of its own workload when one can be made
-# (scripts/native_profile.sh: rustup's llvm-tools, cached under ~/.cache/faultgate-stream).
-profile=$(bash scripts/native_profile.sh)
-if [ -n "$profile" ]; then
-  export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-Cprofile-use=$profile"
+.venv/bin/python -m compileall -q faultgate_stream >/dev/null
+
+if [ "$package_only" = 0 ]; then
+  # The real peers the end-to-end tests talk to (cached under ~/.cache/faultgate-stream).
+  bash scripts/install_peers.sh >/dev/null
 fi
-if [ "${1:-}" = "--package-only" ]; then
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e .
-  compile_package
-  exit 0
-fi
-# pip's own cache (~/.cache/pip) makes a second install quick; --upgrade-strategy keeps
-# what is already there when it satisfies pyproject's lower bounds.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-compile_package
-# The real peers the end-to-end tests talk to: Debian's Prometheus, an OpenTelemetry
-# Collector built from the Go module proxy and helm (cached under ~/.cache/faultgate-stream).
-bash scripts/install_peers.sh
+say "ready in $(_elapsed $((SECONDS - started)))"
