@@ -73,11 +73,18 @@ mapfile -t requirements <<<"$deps"
 run_step "installing $what (pip, ${#requirements[@]} requirements)" "$logs/pip-deps.log" \
   "${PIP[@]}" install "${requirements[@]}"
 
-# The compiled core: a plain release build unless --profile-guided. The profile is made by
-# an instrumented build trained on the bundled examples (scripts/native_profile.sh, cached
-# under ~/.cache/faultgate-stream/pgo by the Rust sources).
-how="a release build"
-if [ "$profile_guided" = 1 ]; then
+# The compiled core: a plain release build unless --profile-guided. Plain is cargo's own
+# release profile (opt-level 3, 16 codegen units, crate-local LTO), not native/Cargo.toml's
+# (whole-program LTO in one codegen unit), which is for what is measured and shipped: that
+# one compiles the crate on one core: 53 s of CPU against 32 s spread over both cores
+# (`touch native/src/lib.rs && time cargo build --release`, each profile), most of a first run.
+# --profile-guided builds as the wheel does: Cargo.toml's profile and an instrumented build
+# trained on the bundled examples (scripts/native_profile.sh, cached under
+# ~/.cache/faultgate-stream/pgo by the Rust sources).
+how="a plain release build"
+if [ "$profile_guided" = 0 ]; then
+  export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+else
   profile_to() { bash scripts/native_profile.sh >"$1"; }
   run_step "making the build's profile (scripts/native_profile.sh: cached, else an instrumented build and its training, ~2 min)" \
     "$logs/profile.log" profile_to "$logs/profile"
