@@ -15,13 +15,18 @@ ones (as the demo itself does when they are taken), and prints each setup step's
 setup.sh reported it, the demo's time, the total and the 1-minute load average before and
 after; the last line is
 
-    RESULT first_run_s=<total> setup_s=<..> build_s=<..> demo_s=<..> [wheel_s=<..>] load=<before>
+    RESULT first_run_s=<wall> first_run_cpu_s=<..> setup_s=<..> build_s=<..> demo_s=<..>
+           [wheel_s=<..> wheel_cpu_s=<..>] load=<before>
+
+The CPU seconds are the steadier figure on a shared machine: the wall time of an idle
+2-core machine lies between half of them (all of it spread over both cores) and all of them.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -46,16 +51,24 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[tuple[float, str]], float]:
-    """Run ``argv``, echoing its output as it comes; (status, [(seconds since start, line)], total)."""
-    started = time.monotonic()
+def cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children and theirs."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[tuple[float, str]], float, float]:
+    """Run ``argv``, echoing its output as it comes; (status, [(seconds since start, line)],
+    wall seconds, CPU seconds). The CPU time moves little with the machine's load, the wall
+    time a lot: on an idle 2-core machine the wall time lies between CPU/2 and CPU."""
+    started, cpu0 = time.monotonic(), cpu()
     lines: list[tuple[float, str]] = []
     with subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as p:
         for line in p.stdout:
             at = time.monotonic() - started
             lines.append((at, line.rstrip("\n")))
             print(f"{at:7.1f}s  {line}", end="", flush=True)
-    return p.returncode, lines, time.monotonic() - started
+    return p.returncode, lines, time.monotonic() - started, cpu() - cpu0
 
 
 def first_run(work: Path, cold: bool) -> dict[str, float]:
@@ -68,7 +81,7 @@ def first_run(work: Path, cold: bool) -> dict[str, float]:
         env.pop("PIP_FIND_LINKS", None)
     command = readme_command("Run ")
     print(f"$ {command}   (in a fresh clone of {ROOT} at {clone}{', nothing cached' if cold else ''})")
-    code, lines, total = timed(["bash", "-c", command], clone, env)
+    code, lines, total, used = timed(["bash", "-c", command], clone, env)
     if code != 0:
         raise SystemExit(f"the run command failed (exit {code})")
     steps = {}
@@ -78,11 +91,11 @@ def first_run(work: Path, cold: bool) -> dict[str, float]:
             steps[m["label"]] = int(m["m"] or 0) * 60 + int(m["s"])
     ready = next(at for at, line in lines if line.startswith("setup: ready in"))
     build = next((s for label, s in steps.items() if label.startswith("building the compiled core")), 0.0)
-    return {"first_run_s": total, "setup_s": ready, "build_s": build, "demo_s": total - ready,
-            **{f"step: {k}": v for k, v in steps.items()}}
+    return {"first_run_s": total, "first_run_cpu_s": used, "setup_s": ready, "build_s": build,
+            "demo_s": total - ready, **{f"step: {k}": v for k, v in steps.items()}}
 
 
-def wheel_run(work: Path) -> float:
+def wheel_run(work: Path) -> tuple[float, float]:
     built = subprocess.run(["bash", str(ROOT / "scripts" / "build_wheel.sh"), "--out", str(work / "dist")],
                            capture_output=True, text=True)
     if built.returncode != 0:
@@ -92,10 +105,10 @@ def wheel_run(work: Path) -> float:
     command = (f"{sys.executable} -m venv {venv} && {venv}/bin/pip install --quiet --disable-pip-version-check "
                f"{wheel} && {venv}/bin/faultgate-stream demo")
     print(f"$ {command}")
-    code, _, total = timed(["bash", "-c", command], work, {**os.environ, **PORTS})
+    code, _, total, used = timed(["bash", "-c", command], work, {**os.environ, **PORTS})
     if code != 0:
         raise SystemExit(f"the wheel route failed (exit {code})")
-    return total
+    return total, used
 
 
 def main() -> int:
@@ -108,7 +121,7 @@ def main() -> int:
         work = Path(tmp)
         figures = first_run(work, args.cold)
         if args.wheel:
-            figures["wheel_s"] = wheel_run(work)
+            figures["wheel_s"], figures["wheel_cpu_s"] = wheel_run(work)
     after = load()
     print(f"\n{'what':<90} {'seconds':>8}")
     for k, v in figures.items():

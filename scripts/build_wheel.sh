@@ -10,9 +10,9 @@
 #                                                            dist/), print the wheel's path last
 #
 # Cached like the collector in scripts/install_peers.sh: under ~/.cache/faultgate-stream/
-# wheel/<key>/, keyed by every file that goes into the wheel, the profile, the toolchain and
-# the build tools; a second build of the same sources costs a copy. Cargo's target directory
-# is kept beside it, so a change to the Python alone rebuilds no Rust.
+# wheel/<key>/ (the 20 newest), keyed by every file that goes into the wheel, the profile,
+# the toolchain and the build tools; a second build of the same sources costs a copy.
+# Cargo's target directory is kept beside it, so a change to the Python alone rebuilds no Rust.
 # Used by tests/test_wheel.py and the Dockerfile. Needs cargo, python3 >= 3.11 and PyPI
 # (maturin and ziglang, installed once into a cached tools environment).
 set -euo pipefail
@@ -78,8 +78,8 @@ fi
 profile=""
 if [ "$profile_wanted" = 1 ]; then
   profile_to() { bash scripts/native_profile.sh >"$1"; }
-  run_step "the compiled core's profile (scripts/native_profile.sh: cached, else an instrumented build and its training, ~2 min)" \
-    "$work/profile.log" profile_to "$work/profile"
+  run_step "the compiled core's profile (scripts/native_profile.sh: cached, else an instrumented build and its \
+training, ~2 min)" "$work/profile.log" profile_to "$work/profile"
   profile=$(cat "$work/profile")
   grep 'native_profile:' "$work/profile.log" >&2 || true
 fi
@@ -119,6 +119,8 @@ else
   mv "$dir/.partial" "$dir/$(basename "$built")"  # in place only once complete
   wheel="$dir/$(basename "$built")"
   say "built $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
+  # bounded: the 20 newest builds are kept (~2 MB each), older ones removed
+  ls -dt "$CACHE_ROOT"/wheel/*/ | grep -Ev '/(tools-[^/]*|build|target)/$' | tail -n +21 | xargs -r rm -rf
 fi
 mkdir -p "$OUT"
 cp "$wheel" "$OUT/"

@@ -86,8 +86,8 @@ if [ "$profile_guided" = 0 ]; then
   export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 else
   profile_to() { bash scripts/native_profile.sh >"$1"; }
-  run_step "making the build's profile (scripts/native_profile.sh: cached, else an instrumented build and its training, ~2 min)" \
-    "$logs/profile.log" profile_to "$logs/profile"
+  run_step "making the build's profile (scripts/native_profile.sh: cached, else an instrumented build and its \
+training, ~2 min)" "$logs/profile.log" profile_to "$logs/profile"
   profile=$(cat "$logs/profile")
   grep 'native_profile:' "$logs/profile.log" >&2 || true
   if [ -n "$profile" ]; then

@@ -67,7 +67,8 @@ wait_steps() {
       else
         failed=1
         tail -n 40 "${_STEP_LOGS[$i]}" >&2
-        say "${_STEP_LABELS[$i]}: FAILED (exit $status) after $(_elapsed $((SECONDS - _STEP_STARTS[i]))); full log: ${_STEP_LOGS[$i]}"
+        say "${_STEP_LABELS[$i]}: FAILED (exit $status) after $(_elapsed $((SECONDS - _STEP_STARTS[i])));" \
+            "full log: ${_STEP_LOGS[$i]}"
       fi
     done
     [ "${#running[@]}" -eq 0 ] && break

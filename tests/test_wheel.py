@@ -61,7 +61,8 @@ def test_the_wheel_installs_with_no_cargo_and_runs_demo_and_check(tmp_path):
                          timeout=900)
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
     cli = str(venv / "bin" / "faultgate-stream")
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import faultgate_stream; print(faultgate_stream.__file__)"],
+    where = subprocess.run([str(venv / "bin" / "python"), "-c",
+                            "import faultgate_stream; print(faultgate_stream.__file__)"],
                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert where.stdout.startswith(str(venv)), where.stdout + where.stderr  # the wheel's, not the checkout's
 
