@@ -54,6 +54,14 @@ if [ -s "$profile" ]; then
   echo "$profile"
   exit 0
 fi
+# Two trainings of the same sources at once (two worktrees' wheel tests): the second waits
+# for the first's profile instead of writing the same file beside it.
+exec 9>"$cache/$key.lock"
+flock 9
+if [ -s "$profile" ]; then
+  echo "$profile"
+  exit 0
+fi
 
 # The training imports the package's dependencies: they are installed first, as the
 # package's own install would (pyproject.toml's list, its lower bounds).
