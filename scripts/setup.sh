@@ -48,20 +48,20 @@ fi
 logs=.venv/setup-logs
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
-  say "creating .venv ($("$PY" --version 2>&1))"
-  "$PY" -m venv .venv
+  run_step "creating .venv ($("$PY" --version 2>&1), python -m venv)" "$logs/venv.log" "$PY" -m venv .venv
 fi
-mkdir -p "$logs"
 PIP=(.venv/bin/python -m pip --disable-pip-version-check)
 
-# Dependencies first, on their own, so the build below is only the build: pyproject's list
-# (its lower bounds) and maturin, the build backend, which the build then uses from .venv
-# instead of installing it into a fresh isolated environment every time. pip's own cache
+# What pip installs: the build backend (maturin, which the build then uses from .venv
+# instead of installing it into a fresh isolated environment every time), pyproject's
+# dependencies (their lower bounds) and, for the tests, the test extras. pip's own cache
 # (~/.cache/pip) makes a second install quick; what is installed and satisfies the bounds stays.
-deps=$(.venv/bin/python - "$package_only" <<'EOF'
+mapfile -t backend < <(.venv/bin/python -c 'import tomllib
+print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+mapfile -t requirements < <(.venv/bin/python - "$package_only" <<'EOF'
 import sys, tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))
-wanted = p["build-system"]["requires"] + p["project"]["dependencies"]
+wanted = p["project"]["dependencies"]
 if sys.argv[1] == "0":
     wanted += p["project"]["optional-dependencies"]["test"]
 print("\n".join(wanted))
@@ -69,9 +69,11 @@ EOF
 )
 what="the package's dependencies"
 [ "$package_only" = 1 ] || what="the package's dependencies and the test extras"
-mapfile -t requirements <<<"$deps"
-run_step "installing $what (pip, ${#requirements[@]} requirements)" "$logs/pip-deps.log" \
-  "${PIP[@]}" install "${requirements[@]}"
+run_step "installing the build backend (pip: ${backend[*]})" "$logs/pip-backend.log" "${PIP[@]}" install "${backend[@]}"
+install_dependencies() {
+  start_step "installing $what (pip, ${#requirements[@]} requirements)" "$logs/pip-deps.log" \
+    "${PIP[@]}" install "${requirements[@]}"
+}
 
 # The compiled core: a plain release build unless --profile-guided. Plain is cargo's own
 # release profile (opt-level 3, 16 codegen units, crate-local LTO), not native/Cargo.toml's
@@ -80,11 +82,13 @@ run_step "installing $what (pip, ${#requirements[@]} requirements)" "$logs/pip-d
 # (`touch native/src/lib.rs && time cargo build --release`, each profile), most of a first run.
 # --profile-guided builds as the wheel does: Cargo.toml's profile and an instrumented build
 # trained on the bundled examples (scripts/native_profile.sh, cached under
-# ~/.cache/faultgate-stream/pgo by the Rust sources).
+# ~/.cache/faultgate-stream/pgo by the Rust sources), which needs the dependencies first.
 how="a plain release build"
 if [ "$profile_guided" = 0 ]; then
   export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
 else
+  install_dependencies
+  wait_steps
   profile_to() { bash scripts/native_profile.sh >"$1"; }
   run_step "making the build's profile (scripts/native_profile.sh: cached, else an instrumented build and its \
 training, ~2 min)" "$logs/profile.log" profile_to "$logs/profile"
@@ -98,8 +102,15 @@ fi
 # -v: cargo's "Compiling <crate>" lines reach the log, so the wait shows which crate it is on.
 # maturin's build backend runs the maturin program it finds on PATH: the one in .venv.
 export PATH="$PWD/.venv/bin:$PATH"
-run_step "building the compiled core (cargo, $how of native/) and installing the package editable" \
+start_step "building the compiled core (cargo, $how of native/) and installing the package editable" \
   "$logs/pip-package.log" "${PIP[@]}" install -v --no-deps --no-build-isolation -e .
+if [ "$profile_guided" = 0 ]; then
+  # Side by side with the build: pip waits on the network and the disk while cargo keeps the
+  # cores busy. The two write different files: the build's install only the package's own
+  # (its .pth, dist-info and command), this one only the dependencies'.
+  install_dependencies
+fi
+wait_steps
 # pip compiles a wheel's modules when it installs them; an editable install leaves that
 # to the first import, which writes nothing when PYTHONDONTWRITEBYTECODE is set, and then
 # every start compiles the package again (~110 ms, measured, of a `check` of one file).
