@@ -109,11 +109,19 @@ else
   mkdir -p "$build_dir"
   (cd "$stage" && tar -c .) | tar -x -C "$build_dir"
   export CARGO_TARGET_DIR="$CACHE_ROOT/wheel/target"
+  # cargo decides what to compile again by the sources' file times, and a fresh clone's (CI's)
+  # are all new: when the crate's files are those of the last build here, their times are
+  # set back, so a change to the Python alone compiles no Rust in a fresh clone either.
+  rust_key=$( (cd "$build_dir" && find "$crate_root" -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum)
+  if [ "$(cat "$CARGO_TARGET_DIR/.last-sources" 2>/dev/null)" = "$rust_key" ]; then
+    find "$build_dir/$crate_root" -type f -exec touch -d @946684800 {} +
+  fi
   build() {
     (cd "$build_dir" && PATH="$tools/bin:$PATH" maturin build --release --zig --compatibility manylinux_2_17 \
       --interpreter "$tools/bin/python" --out "$work/out")
   }
   run_step "building the wheel (maturin with zig, $how, abi3 manylinux_2_17)" "$work/maturin.log" build
+  echo "$rust_key" >"$CARGO_TARGET_DIR/.last-sources"
   built=$(ls "$work"/out/*.whl)
   cp "$built" "$dir/.partial"
   mv "$dir/.partial" "$dir/$(basename "$built")"  # in place only once complete
