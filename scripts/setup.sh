@@ -11,7 +11,8 @@
 #   bash scripts/setup.sh                 that, the test extras and the real peers the tests
 #                                         talk to (scripts/install_peers.sh: Prometheus, two
 #                                         collectors and helm built with Go, a Kafka broker
-#                                         fetched with Maven and run on Java)
+#                                         fetched with Maven and run on Java; then Debian's
+#                                         chromium, scripts/install_browser.sh)
 #   --profile-guided                      build the compiled core with a profile of its own
 #                                         workload (scripts/native_profile.sh; ~2 min more
 #                                         when the profile is not cached): what the benches
@@ -120,5 +121,10 @@ wait_steps
 if [ "$package_only" = 0 ]; then
   # The real peers the end-to-end tests talk to (cached under ~/.cache/faultgate-stream).
   bash scripts/install_peers.sh >/dev/null
+  # Debian's chromium, for the HTML report's test (tests/cli/test_html_report.py); after the
+  # peers, whose Prometheus install does not wait for apt's lock
+  run_step "Debian's chromium (apt; the HTML report's test renders its page in it)" \
+    "${FAULTGATE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/faultgate-stream}/logs/chromium.log" \
+    bash scripts/install_browser.sh
 fi
 say "ready in $(_elapsed $((SECONDS - started)))"
