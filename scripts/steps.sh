@@ -74,7 +74,8 @@ wait_steps() {
     [ "${#running[@]}" -eq 0 ] && break
     if [ "$STEP_TTY" = 1 ]; then
       local line
-      line=$(IFS=';'; echo "${running[*]}")
+      line=$(printf '%s; ' "${running[@]}")
+      line=${line%; }
       printf '\r\033[K%s:   ... %s' "$STEP_NAME" "${line:0:$((${COLUMNS:-100} - ${#STEP_NAME} - 8))}" >&2
     elif [ $((SECONDS - last)) -ge "$STEP_TICK" ]; then
       last=$SECONDS
