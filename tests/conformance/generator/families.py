@@ -39,6 +39,9 @@ class Family:
     captures: frozenset[str] = frozenset({"content", "finish_reasons"})
     content: str = "span"     # where message content is captured: span, span_only, event_only, span_and_event, off
     extras: dict[str, str] = field(default_factory=dict)
+    # the framework's own hand-off to the named agent (scenarios.HAND_OFF stands for it): the
+    # turns of the agent that hands off
+    hand_off: Callable[[str], tuple[Turn, ...]] | None = None
 
     def plays(self, s: Scenario) -> bool:
         return s.needs <= self.supports and s.name not in self.skip

@@ -8,8 +8,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 from .capture import Capture
-from .scenarios import SCENARIOS, WORLD
-from .scripted_model import ScriptedModel
+from .scenarios import HAND_OFF, SCENARIOS, WORLD
+from .scripted_model import ScriptedModel, Turn
 
 # What each built-in check reads beyond spans and statuses: a family that does not capture it
 # leaves the check undecided, whatever the run did.
@@ -32,12 +32,33 @@ def _traces(capture: Capture) -> set[int]:
     return {sp.context.trace_id for sp in capture.spans.get_finished_spans()}
 
 
-def _family(name: str):  # noqa: ANN202 (Family, imported lazily: CrewAI's venv differs)
-    if name == "crewai-openinference":
-        from .crewai_family import FAMILY
-        return FAMILY
-    from .families import FAMILIES
-    return FAMILIES[name]
+# The module of each family outside families.py: each runs in a venv of its own
+# (regenerate.sh), so it is imported only by name.
+MODULES = {"crewai-openinference": "crewai_family",
+           "strands-native": "strands_family", "strands-native-latest": "strands_family",
+           "llamaindex-openinference": "llamaindex_family", "llamaindex-openllmetry": "llamaindex_family",
+           "autogen-openinference": "autogen_family", "semantic-kernel-native": "semantic_kernel_family",
+           "google-adk-native": "adk_family", "haystack-openinference": "haystack_family",
+           "dspy-openinference": "dspy_family", "beeai-openinference": "beeai_family"}
+
+
+def _family(name: str):  # noqa: ANN202 (Family, imported lazily: each venv differs)
+    import importlib
+    module = importlib.import_module(f".{MODULES.get(name, 'families')}", __package__)
+    return module.FAMILIES[name]
+
+
+def _hand_off(family, turns: list[Turn]) -> list[Turn]:  # noqa: ANN001 (Family)
+    """The script with each stand-in hand-off made the framework's own (one or more turns)."""
+    out = []
+    for turn in turns:
+        if not any(name == HAND_OFF for name, _ in turn.calls):
+            out.append(turn)
+            continue
+        assert family.hand_off is not None, f"{family.name} plays a hand-off without saying how its framework makes one"
+        (_, args), = turn.calls
+        out.extend(family.hand_off(args["to"]))
+    return out
 
 
 def main(family_name: str, out: Path) -> None:
@@ -51,6 +72,7 @@ def main(family_name: str, out: Path) -> None:
                 continue
             WORLD.start(s)
             script = s.script()
+            script.turns = _hand_off(family, script.turns)
             if family.adapt is not None:
                 script.turns = [family.adapt(t) for t in script.turns]
                 tail = script.tail
