@@ -167,6 +167,17 @@ class OracleRun:
         order, not a second one. A chat-only run (no tool spans) has its calls only in
         messages, each paired with its result by call id."""
         tool_spans = [s for s in self.spans if s.tool is not None]
+        # A tool span whose parent is a tool span of the same tool is that call again, one
+        # instrumentation layer down: one step, which takes the inner layer's call id.
+        by_id = {s.span_id: s for s in tool_spans}
+        inner = [s for s in tool_spans if s.parent_id in by_id and by_id[s.parent_id] is not s
+                 and by_id[s.parent_id].tool.name == s.tool.name]
+        inner_ids: dict[str, str] = {}
+        for s in inner:
+            if s.tool.call_id:
+                inner_ids.setdefault(s.parent_id, s.tool.call_id)
+        inner_spans = {id(s) for s in inner}
+        tool_spans = [s for s in tool_spans if id(s) not in inner_spans]
         # A call's result is the last tool_call_response carrying its id.
         responses = {cid: res for s in self.spans for cid, res in s.responses}
         if tool_spans:
@@ -177,7 +188,7 @@ class OracleRun:
             steps = []
             for i, s in enumerate(tool_spans, start=1):
                 t = s.tool
-                call_id = t.call_id or paired.get(s.span_id, "")
+                call_id = t.call_id or inner_ids.get(s.span_id) or paired.get(s.span_id, "")
                 args, result, missing = t.arguments, t.result, s.missing & _STEP_MISSING
                 if call_id:
                     if (missing & MISSING_TOOL_ARGUMENTS or not args) and call_id in named:
@@ -256,8 +267,8 @@ class OracleRun:
     def answer_not_captured(self) -> str:
         """Why the run's answer cannot be read ("" when it can): no span carries an answer and
         some model span recorded no output messages, so an answer may exist unseen."""
-        if self.answer.strip() or not self.missing & MISSING_OUTPUT:
-            return ""
+        if self.answer.strip() or self.termination or not self.missing & MISSING_OUTPUT:
+            return ""  # a run its root says the framework ended (a step limit) did not answer
         n = sum(1 for s in self.spans if s.missing & MISSING_OUTPUT)
         return f"the final answer was not captured (no output messages on {n} model span(s))"
 

@@ -67,7 +67,7 @@ MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 # live service never sees (tests/read/test_projection.py reads every recorded trace both ways).
 READ_NAMES = CONTENT_KEYS | TOOL_CONTENT_KEYS | frozenset(USER_KEYS) | frozenset({
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
-    "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata",
+    "gen_ai.response.finish_reasons", "gen_ai.response.finish_reason", "gen_ai.agent.name", "error.type", "metadata",
     "tool.name", "tool.id", "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion",
     "llm.finish_reason", "llm.response.finish_reason", "traceloop.entity.name",
 })
@@ -93,7 +93,9 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     tool = None
     # A tool span: the operation says so, or, when the exporter left it out, the semconv
     # span name does (``execute_tool`` / ``execute_tool {gen_ai.tool.name}``).
-    if operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool "))):
+    is_tool = operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool ")))
+    # Google ADK's span around a batch of parallel calls, beside each call's own: not a call
+    if is_tool and attrs.get("gen_ai.tool.name") != "(merged tools)":
         tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
         tool = ToolExecution(str(tool_name), _tool_arguments(_str(attrs.get("gen_ai.tool.call.arguments"))),
                              _tool_result(_str(attrs.get("gen_ai.tool.call.result"))),
@@ -106,6 +108,8 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
         outputs = payload.unrepr_messages(outputs)
         answer = payload.role_text_of(outputs, "assistant")
     finish = attrs.get("gen_ai.response.finish_reasons")
+    if finish is None:
+        finish = _singular_finish_reason(attrs.get("gen_ai.response.finish_reason"))
     missing = 0
     if tool is not None:
         missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", status_code)
@@ -116,6 +120,16 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
         attrs, answer = _budget_ended(attrs, answer)
         owned = True  # a copy of the caller's
         size = _size(name, attrs)
+    if operation == INVOKE_AGENT:
+        if not answer.strip() and _ended_on_a_call(outputs):
+            attrs = dict(attrs)
+            attrs.setdefault("faultgate.termination", ENDED_ON_A_CALL)
+            owned = True
+        if _limit_error(status_code, status_message):
+            attrs = dict(attrs)
+            attrs.setdefault("faultgate.termination", f"step limit: {status_message.strip()}")
+            owned = True
+        size = _size(name, attrs)
     prompt = prompt or _str(attrs.get("gen_ai.prompt"))
     answer = answer or _str(attrs.get("gen_ai.completion"))
     # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
@@ -125,6 +139,14 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
         _calls(outputs) if outputs else (), _responses(inputs) if inputs else (),
         _finish_reasons(finish) if finish is not None else (), False, size, missing,
     )
+
+
+def _singular_finish_reason(raw: Any) -> list[str] | None:
+    """Semantic Kernel's one finish reason, as its enum's text (``FinishReason.LENGTH``)."""
+    if not isinstance(raw, str):
+        return None
+    member = raw.removeprefix("FinishReason.") if raw.startswith("FinishReason.") else None
+    return [member.lower() if member is not None and member.isascii() else raw]
 
 
 def _tool_missing(attrs: dict[str, Any], arguments: str, result: str, status_code: int = 0) -> int:
@@ -142,6 +164,26 @@ def _model_missing(has_input: bool, has_output: bool, has_finish: bool) -> int:
 # What a framework writes as the answer when its own step budget ended the run: the run
 # ended at its step limit without an answer (LangGraph's prebuilt agent at recursion_limit).
 BUDGET_ANSWERS = frozenset({"Sorry, need more steps to process this request."})
+
+
+LIMIT_ERRORS = ("llm calls limit", "max iterations", "recursion limit", "max turns", "max steps")
+
+
+def _limit_error(status_code: int, status_message: str) -> bool:
+    return status_code == 2 and any(w in status_message.lower() for w in LIMIT_ERRORS)
+
+
+ENDED_ON_A_CALL = "step limit: the agent's last output was a tool call, not an answer"
+
+
+def _ended_on_a_call(outputs: Any) -> bool:
+    if not outputs:
+        return False
+    last = outputs[-1]
+    calls = last.get("tool_calls")
+    return last.get("role") == "assistant" and (
+        (isinstance(calls, list) and bool(calls))
+        or any(isinstance(p, dict) and p.get("type") == "tool_call" for p in payload.parts(last)))
 
 
 def _budget_ended(attrs: dict[str, Any], answer: str) -> tuple[dict[str, Any], str]:
@@ -171,6 +213,11 @@ def _tool_result(raw: str) -> str:
         content = payload.lc_tool_result(payload.load_json(raw))
         if content is not None:
             return content
+    if raw.startswith('{"result": '):
+        # Google ADK wraps a tool's return value that is not an object as {"result": value}
+        v = payload.load_json(raw)
+        if isinstance(v, dict) and len(v) == 1 and "result" in v:
+            return payload.render(v["result"])
     return raw
 
 
@@ -368,9 +415,16 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
             a[dst] = int(v)  # inf and NaN are no count
     if answer and answer.strip() in BUDGET_ANSWERS:
         a, answer = _budget_ended(a, answer)
+    if operation == INVOKE_AGENT and _limit_error(status_code, status_message):
+        a.setdefault("faultgate.termination", f"step limit: {status_message.strip()}")
     finish = _finish_reasons(a.get("gen_ai.response.finish_reasons"))
     if a.get("llm.finish_reason"):
         finish = (str(a["llm.finish_reason"]),)
+    if not finish and kind == "LLM":
+        out = payload.load_json(a.get("output.value"))
+        reason = out.get("finish_reason") if isinstance(out, dict) else None
+        if isinstance(reason, str) and reason:
+            finish = (reason,)
     missing = 0
     if tool is not None:
         missing = _tool_missing(a, "input.value", "output.value", status_code)

@@ -316,3 +316,104 @@ def test_search_loop_decides_when_the_results_it_cannot_see_cannot_change_it():
     assert r.fired, r.reason  # 11 of 12 empty: a search loop, whatever the twelfth returned
     r = _results(_event_only_loop(seen=5), "search_loop")
     assert r.undecided, r.reason  # 5 of 12 empty and 7 unseen: they decide it
+
+
+# ---------------------------------------------------------------- issue 35: frameworks new to the corpus
+
+def _chat(t, parent, start_s, **attrs):
+    return span(t, "chat scripted-1", parent=parent, start_s=start_s,
+                attributes={"gen_ai.operation.name": "chat", **attrs})
+
+
+def _undecided(spans, check):
+    (v,) = check_spans([spans], select([check]))
+    return [r.check for r in v.results if r.undecided]
+
+
+def test_semantic_kernels_one_finish_reason_written_as_its_enum_is_read_so_a_cut_off_fires():
+    # semantic-kernel 1.45 writes gen_ai.response.finish_reason (singular) = "FinishReason.LENGTH"
+    t = trace_id()
+    root = agent(t, name="assistant", answer="It is 18C and sunny in Paris. The wind comes from the")
+    cut = _chat(t, root.span_id, 1, **{"gen_ai.response.finish_reason": "FinishReason.LENGTH"})
+    assert cut.finish_reasons == ("length",)
+    assert _fired([root, cut], "context_overflow") == ["context_overflow"]
+    done = _chat(t, root.span_id, 1, **{"gen_ai.response.finish_reason": "FinishReason.STOP"})
+    assert _fired([root, done], "context_overflow") == [] and _undecided([root, done], "context_overflow") == []
+
+
+def test_an_autogen_llm_span_keeps_its_finish_reason_inside_output_value_and_it_is_read():
+    # openinference-instrumentation-autogen-agentchat 0.1.22: no llm.finish_reason, the model's
+    # result as JSON in output.value
+    t = trace_id()
+    root = span(t, "assistant.on_messages_stream", attributes={"openinference.span.kind": "AGENT"})
+    llm = span(t, "OpenAIChatCompletionClient.create", parent=root.span_id, start_s=1, attributes={
+        "openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Describe the weather in Paris.",
+        "output.value": json.dumps({"finish_reason": "length", "content": "It is 18C. The wind comes from the",
+                                    "usage": {"prompt_tokens": 50}, "cached": False}),
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "It is 18C. The wind comes from the"})
+    assert llm.finish_reasons == ("length",)
+    assert _fired([root, llm], "context_overflow") == ["context_overflow"]
+
+
+def test_a_tool_span_inside_a_tool_span_of_the_same_tool_is_one_step_with_the_inner_call_id():
+    # AutoGen: autogen-core's own execute_tool span (call id, no content) inside
+    # OpenInference's TOOL span (content, no call id): one call, not a second one unrecorded
+    t = trace_id()
+    root = agent(t, name="assistant", answer="It is 18C in Paris.")
+    outer = _oi_tool(t, root.span_id, "get_weather", '{"city": "Paris"}', "18C, sunny", 1)
+    inner = span(t, "execute_tool get_weather", parent=outer.span_id, start_s=1.01, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "call_0"})
+    run = _one_run([root, outer, inner])
+    assert [(s.tool, s.result, s.call_id) for s in run.steps] == [("get_weather", "18C, sunny", "call_0")]
+    assert _undecided([root, outer, inner], "unrecovered_tool_error") == []
+
+
+def test_an_agent_whose_last_output_is_a_tool_call_ended_at_its_step_limit_and_did_not_answer():
+    # Semantic Kernel at maximum_auto_invoke_attempts returns the model's last tool call as the
+    # agent's output; its chat spans carry no messages, so without this the answer was "not captured"
+    t = trace_id()
+    last = [{"role": "assistant", "tool_calls": [{"id": "c12", "type": "function", "function": {
+        "name": "tools-search_docs", "arguments": '{"query": "refund policy"}'}}]}]
+    root = span(t, "invoke_agent assistant", attributes={"gen_ai.operation.name": "invoke_agent",
+                                                        "gen_ai.agent.name": "assistant", "gen_ai.input.messages": "[]",
+                                                        "gen_ai.output.messages": json.dumps(last)})
+    chats = [_chat(t, root.span_id, 1 + i, **{"gen_ai.response.finish_reason": "FinishReason.TOOL_CALLS"})
+             for i in range(12)]
+    searches = [tool(t, root.span_id, "tools-search_docs", {"query": f"refund policy {i}"}, "[]", start_s=1.5 + i)
+                for i in range(12)]
+    spans = [root, *chats, *searches]
+    run = _one_run(spans)
+    assert run.termination.startswith("step limit") and run.answer_not_captured == ""
+    assert _fired(spans, "search_loop") == ["search_loop"]
+
+
+def test_a_framework_budget_error_on_the_agent_span_says_the_step_limit_ended_the_run():
+    # google-adk 2.13 at RunConfig.max_llm_calls: the agent span fails with this message, no answer
+    t = trace_id()
+    root = span(t, "invoke_agent assistant", status=2,
+                message="LlmCallsLimitExceededError: Max number of llm calls limit of `12` exceeded",
+                attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant"})
+    searches = [tool(t, root.span_id, "search_docs", {"query": f"refund policy {i}"}, "[]", start_s=1 + i)
+                for i in range(11)]
+    run = _one_run([root, *searches])
+    assert run.termination == "step limit: LlmCallsLimitExceededError: Max number of llm calls limit of `12` exceeded"
+    assert _fired([root, *searches], "search_loop") == ["search_loop"]
+    ok = span(t, "invoke_agent assistant", status=2, message="ValueError: bad input",
+              attributes={"gen_ai.operation.name": "invoke_agent"})
+    assert _one_run([ok]).termination == ""
+
+
+def test_adks_result_wrapper_reads_as_the_value_and_its_span_of_merged_parallel_calls_is_no_step():
+    # google-adk 2.13 wraps a tool's non-object return as {"result": ...} and writes an
+    # "execute_tool (merged)" span beside the spans of two parallel calls
+    t = trace_id()
+    root = agent(t, name="assistant", answer="Both are at 18C.")
+    calls = [tool(t, root.span_id, "get_weather", {"city": c}, json.dumps({"result": "[]"}), start_s=1 + i,
+                  call_id=f"c{i}") for i, c in enumerate(["Paris", "Rome"])]
+    merged = span(t, "execute_tool (merged)", parent=root.span_id, start_s=3, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "(merged tools)", "gen_ai.tool.call.id": "ev-1"})
+    run = _one_run([root, *calls, merged])
+    assert [(s.tool, s.result) for s in run.steps] == [("get_weather", "[]"), ("get_weather", "[]")]
+    assert _undecided([root, *calls, merged], "policy") == []

@@ -59,9 +59,9 @@ const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_conten
 /// other out (read/projection.py). A name read here and missing from these is an attribute
 /// the live service never sees (tests/read/test_projection.py reads every recorded trace
 /// both ways).
-const READ_OTHERS: [&str; 17] = [
+const READ_OTHERS: [&str; 18] = [
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
-    "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
+    "gen_ai.response.finish_reasons", "gen_ai.response.finish_reason", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
     "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion", "llm.finish_reason",
     "llm.response.finish_reason", "traceloop.entity.name",
 ];
@@ -153,6 +153,35 @@ pub fn model_missing(has_input: bool, has_output: bool, has_finish: bool) -> u32
         | (if has_finish { 0 } else { MISSING_FINISH })
 }
 
+/// Why a run ended whose agent's last output was a tool call: the framework's step or
+/// tool-call budget stopped it before the call's result came back (Semantic Kernel at
+/// ``maximum_auto_invoke_attempts`` returns that call as the agent's output).
+pub const ENDED_ON_A_CALL: &str = "step limit: the agent's last output was a tool call, not an answer";
+
+/// Whether the last output message is the assistant's and calls a tool (OpenAI's
+/// ``tool_calls`` or GenAI ``tool_call`` parts).
+fn ended_on_a_call(outputs: &[V<'_, '_>]) -> bool {
+    let Some(last) = outputs.last() else { return false };
+    last.get("role").is_some_and(|r| r.eq_str("assistant"))
+        && (matches!(last.get("tool_calls"), Some(V::List(c)) if !c.is_empty())
+            || parts(last).iter().any(|p| p.get("type").is_some_and(|t| t.eq_str("tool_call"))))
+}
+
+/// What a framework's error says when its own step or model-call budget ended the run
+/// (Google ADK's ``LlmCallsLimitExceededError: Max number of llm calls limit of `12`
+/// exceeded``, LlamaIndex's ``Max iterations of 12 reached!``, LangGraph's ``Recursion limit
+/// of 25 reached``, the OpenAI Agents SDK's ``Max turns (12) exceeded``), lowercase.
+const LIMIT_ERRORS: [&str; 5] = ["llm calls limit", "max iterations", "recursion limit", "max turns", "max steps"];
+
+/// An agent span that failed with its framework's budget error ended at its step limit.
+pub fn limit_ended<'a, 'py>(span: &Span<'a, 'py>, a: &mut Attrs<'a, 'py>) {
+    if span.failed && LIMIT_ERRORS.iter().any(|w| crate::checks::pattern::lower_contains(&span.message, w.as_bytes())) {
+        let mut why = b"step limit: ".to_vec();
+        why.extend_from_slice(strip(&span.message));
+        a.setdefault("faultgate.termination", V::Str(Cow::Owned(why)));
+    }
+}
+
 /// A budget answer is no answer: the attributes say the step limit ended the run instead.
 pub fn budget_ended<'a, 'py>(a: &mut Attrs<'a, 'py>, answer: &mut Text<'a>) {
     if answer.is_empty() {
@@ -165,6 +194,17 @@ pub fn budget_ended<'a, 'py>(a: &mut Attrs<'a, 'py>, answer: &mut Text<'a>) {
         a.setdefault("faultgate.termination", V::Str(Cow::Owned(why)));
         *answer = Cow::Borrowed(b"");
     }
+}
+
+/// Semantic Kernel 1.45 writes one finish reason, under the singular name, as its Python
+/// enum's text (``FinishReason.LENGTH``): the reason is the member, as the API said it.
+fn singular_finish_reason<'a, 'py>(raw: Option<&V<'a, 'py>>) -> Option<V<'a, 'py>> {
+    let Some(V::Str(r)) = raw else { return None };
+    let member = r.strip_prefix(b"FinishReason.".as_slice()).filter(|m| m.is_ascii());
+    Some(V::List(vec![V::Str(match member {
+        Some(m) => Cow::Owned(m.to_ascii_lowercase()),
+        None => r.clone(),
+    })]))
 }
 
 pub fn finish_reasons<'a, 'py>(py: Python<'py>, raw: &V<'a, 'py>) -> PyResult<Vec<Text<'a>>> {
@@ -249,8 +289,20 @@ fn tool_result<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
             return Ok(content);
         }
     }
+    if raw.starts_with(ADK_RESULT) {
+        // Google ADK wraps a tool's return value that is not an object as {"result": value}
+        let v = load_json(py, &V::Str(raw.clone()))?;
+        if v.dict_len() == 1 {
+            if let Some(inner) = v.get("result") {
+                return render(py, inner);
+            }
+        }
+    }
     Ok(raw)
 }
+
+const ADK_MERGED: &str = "(merged tools)";
+const ADK_RESULT: &[u8] = b"{\"result\": ";
 
 /// The record's fields from the span and its attributes (every convention).
 pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>) -> PyResult<Fields<'a, 'py>> {
@@ -273,6 +325,8 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         Some(op) => &**op == EXECUTE_TOOL.as_bytes(),
         None => name == EXECUTE_TOOL.as_bytes() || name.starts_with(b"execute_tool "),
     };
+    // Google ADK's span around a batch of parallel calls, beside each call's own: not a call
+    let is_tool = is_tool && !attrs.get("gen_ai.tool.name").is_some_and(|t| t.eq_str(ADK_MERGED));
     let tool = if is_tool {
         let tool_name = match attrs.get("gen_ai.tool.name") {
             Some(t) if t.truthy()? => t.py_str(py)?,
@@ -303,7 +357,10 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         outputs = unrepr_messages(py, outputs)?;
         answer = role_text_of(py, &outputs, "assistant")?;
     }
-    let finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none());
+    let mut finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none()).cloned();
+    if finish.is_none() {
+        finish = singular_finish_reason(attrs.get("gen_ai.response.finish_reason"));
+    }
     let mut missing = 0;
     if tool.is_some() {
         missing = tool_missing(py, &attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", span.failed)?;
@@ -311,11 +368,17 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         missing = model_missing(raw_in.is_some() || attrs.has("gen_ai.prompt"),
                                 raw_out.is_some() || attrs.has("gen_ai.completion"), finish.is_some());
     }
-    let finish = match finish {
+    let finish = match &finish {
         Some(f) => finish_reasons(py, f)?,
         None => Vec::new(),
     };
     budget_ended(&mut attrs, &mut answer);
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        if strip(&answer).is_empty() && ended_on_a_call(&outputs) {
+            attrs.setdefault("faultgate.termination", V::Str(Cow::Borrowed(ENDED_ON_A_CALL.as_bytes())));
+        }
+        limit_ended(span, &mut attrs);
+    }
     if prompt.is_empty() {
         prompt = str_or_empty(py, attrs.get("gen_ai.prompt"))?;
     }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::read::attrs::Attrs;
 use crate::read::conventions::{
-    budget_ended, calls, finish_reasons, model_missing, responses, str_or_empty, tool_missing, Fields, Span,
+    budget_ended, calls, finish_reasons, limit_ended, model_missing, responses, str_or_empty, tool_missing, Fields, Span,
     INVOKE_AGENT, MISSING_TOOL_ARGUMENTS, OI_KIND, USER_KEYS,
 };
 use crate::read::payload::{
@@ -284,10 +284,22 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         }
     }
     budget_ended(&mut a, &mut answer);
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        limit_ended(span, &mut a);
+    }
     let mut finish = finish_reasons(py, a.value("gen_ai.response.finish_reasons"))?;
     if let Some(r) = a.get("llm.finish_reason") {
         if r.truthy()? {
             finish = vec![r.py_str(py)?];
+        }
+    }
+    if finish.is_empty() && &*kind == b"LLM" {
+        // openinference-instrumentation-autogen-agentchat writes no llm.finish_reason: the
+        // model's result, finish reason included, is the JSON of output.value
+        if let Some(V::Str(r)) = load_json(py, a.value("output.value"))?.get("finish_reason") {
+            if !r.is_empty() {
+                finish = vec![r.clone()];
+            }
         }
     }
     let mut missing = 0;

@@ -177,6 +177,43 @@ fn pair_id_less_spans<'py>(spans: &[Span<'py>], tool_spans: &[usize])
     Ok(out)
 }
 
+/// The tool spans that are steps, and the call id each took from an inner layer. A tool
+/// span whose parent is a tool span of the same tool is that call again, one instrumentation
+/// layer down (AutoGen's own `execute_tool` span inside OpenInference's TOOL span, the
+/// content on the outer, the call id on the inner): one step, not two.
+fn outer_tool_spans<'py>(spans: &[Span<'py>]) -> PyResult<(Vec<usize>, HashMap<Vec<u8>, Bound<'py, PyString>>)> {
+    let all: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].tool.is_some()).collect();
+    let mut by_id: HashMap<Vec<u8>, usize> = HashMap::default();
+    for &i in &all {
+        by_id.insert(bytes_of(&spans[i].span_id)?, i);
+    }
+    let mut outer = Vec::with_capacity(all.len());
+    let mut inner_ids: HashMap<Vec<u8>, Bound<'py, PyString>> = HashMap::default();
+    for &i in &all {
+        let s = &spans[i];
+        let parent = match s.parent_id.downcast::<PyString>() {
+            Ok(p) => by_id.get(text::read(p)?.bytes()).copied(),
+            Err(_) => None,
+        };
+        let name = str_item(s.tool.as_ref().unwrap(), TOOL_NAME)?;
+        let same = match parent {
+            Some(p) if p == i => false, // a span its own parent is no layer of itself
+            Some(p) => text::read(&str_item(spans[p].tool.as_ref().unwrap(), TOOL_NAME)?)?.bytes()
+                == text::read(&name)?.bytes(),
+            None => false,
+        };
+        if !same {
+            outer.push(i);
+            continue;
+        }
+        let cid = str_item(s.tool.as_ref().unwrap(), TOOL_CALL_ID)?;
+        if !text::read(&cid)?.bytes().is_empty() {
+            inner_ids.entry(bytes_of(&spans[parent.unwrap()].span_id)?).or_insert(cid);
+        }
+    }
+    Ok((outer, inner_ids))
+}
+
 /// The steps and their view: one step per tool span when the run has tool spans, else
 /// one per call its model spans name.
 fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>])
@@ -189,7 +226,7 @@ fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>]
             responses.insert(bytes_of(&str_item(&pair, 0)?)?, str_item(&pair, 1)?);
         }
     }
-    let tool_spans: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].tool.is_some()).collect();
+    let (tool_spans, inner_ids) = outer_tool_spans(spans)?;
     let mut out = Vec::with_capacity(spans.len());
     let mut items = Vec::with_capacity(spans.len());
     let empty = PyString::new(py, "");
@@ -213,6 +250,8 @@ fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>]
             let own = str_item(t, TOOL_CALL_ID)?;
             let call_id = if !text::read(&own)?.bytes().is_empty() {
                 own
+            } else if let Some(inner) = inner_ids.get(text::read(&s.span_id)?.bytes()) {
+                inner.clone()
             } else {
                 paired.get(text::read(&s.span_id)?.bytes()).cloned().unwrap_or_else(|| empty.clone())
             };
@@ -501,7 +540,9 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
             Ok(!text::read(st.arguments.bind(py))?.bytes().is_empty() || !text::read(st.result.bind(py))?.bytes().is_empty())
         }).collect::<PyResult<Vec<bool>>>()?.into_iter().any(|x| x);
     let answer_blank = is_blank(&answer)?;
-    let answer_not_captured = if answer_blank && missing & MISSING_OUTPUT != 0 {
+    // a run its root says the framework ended (a step limit) did not answer: nothing unseen
+    let ended = !text::read(&termination)?.bytes().is_empty();
+    let answer_not_captured = if answer_blank && !ended && missing & MISSING_OUTPUT != 0 {
         format!("the final answer was not captured (no output messages on {no_output} model span(s))")
     } else {
         String::new()

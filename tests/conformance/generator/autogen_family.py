@@ -77,7 +77,10 @@ def setup_autogen(c: Capture) -> None:
 
 FAMILIES = {f.name: f for f in [
     Family("autogen-openinference", "autogen-agentchat", "openinference-instrumentation-autogen-agentchat",
-           setup_autogen, play_autogen, supports=frozenset({"parallel", "budget", "nested", "supervisor", "handoff",
-                                                            "stream"}),
-           adapt=autogen_turn, hand_off=autogen_hand_off),
+           setup_autogen, play_autogen, supports=frozenset({"parallel", "budget", "nested", "supervisor", "stream"}),
+           adapt=autogen_turn, hand_off=autogen_hand_off,
+           # not "handoff": openinference-instrumentation-autogen-agentchat 0.1.22 records no span of
+           # an agent that runs inside a Swarm team (only the team's CHAIN and autogen-core's
+           # messaging spans), so a hand-off run carries no evidence of its agents' calls
+           why_skipped="hand-offs: the instrumentation records no span of the agents inside a Swarm team"),
 ]}
