@@ -38,8 +38,7 @@ MODULES = {"crewai-openinference": "crewai_family",
            "strands-native": "strands_family", "strands-native-latest": "strands_family",
            "llamaindex-openinference": "llamaindex_family", "llamaindex-openllmetry": "llamaindex_family",
            "autogen-openinference": "autogen_family", "semantic-kernel-native": "semantic_kernel_family",
-           "google-adk-native": "adk_family", "haystack-openinference": "haystack_family",
-           "dspy-openinference": "dspy_family", "beeai-openinference": "beeai_family"}
+           "google-adk-native": "adk_family"}
 
 
 def _family(name: str):  # noqa: ANN202 (Family, imported lazily: each venv differs)
