@@ -26,6 +26,8 @@ span_order = attrgetter("start_ns", "span_id")
 
 _ROW_ORDER = itemgetter(0, 1, 2, 3)
 _STEP_MISSING = MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT
+CALL_REASONS = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
+ENDED_ON_A_CALL = "step limit: the agent's last output was a tool call, not an answer"
 
 # Counts and costs are what senders wrote: doubles may be inf or NaN, JSON integers may
 # have thousands of digits. None of those is a measure (int(inf) raised, and killed the
@@ -138,7 +140,13 @@ class OracleRun:
     @cached_property
     def termination(self) -> str:
         v = self._root_attr(TERMINATION)
-        return str(v) if v is not None else ""
+        if v is not None:
+            return str(v)
+        # a run with no answer whose last model call stopped to call tools was stopped there
+        last = next((s for s in reversed(self.spans) if s.finish_reasons), None)
+        if not self.answer.strip() and last is not None and all(r.lower() in CALL_REASONS for r in last.finish_reasons):
+            return ENDED_ON_A_CALL
+        return ""
 
     @cached_property
     def agent(self) -> str:
@@ -205,9 +213,11 @@ class OracleRun:
             if not s.calls:
                 continue
             for n, c in enumerate(s.calls):
-                result = responses.get(c.call_id, "")
+                result = responses.get(c.call_id)
+                missing = 0 if result is not None else MISSING_TOOL_RESULT  # no later input carries it
+                result = result or ""
                 rows.append((s.start_ns, 1, s.span_id, n, c.name, c.arguments, result, s.span_id, c.call_id,
-                             s.start_ns, not result.startswith("Error: "), 0))
+                             s.start_ns, not result.startswith("Error: "), missing))
         rows.sort(key=_ROW_ORDER)
         return tuple([Step(i, *r[4:]) for i, r in enumerate(rows, start=1)])
 

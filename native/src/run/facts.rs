@@ -303,17 +303,22 @@ fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>]
         group.sort_by_key(|g| (g.0, g.1));
         for (_, _, c, s) in group {
             let cid = str_item(&c, CALL_ID)?;
-            let result = responses.get(text::read(&cid)?.bytes()).cloned().unwrap_or_else(|| empty.clone());
+            let found = responses.get(text::read(&cid)?.bytes()).cloned();
+            // a call whose result no later model input carries (no response under its id, or
+            // the instrumentation wrote the tool message without its content: Haystack's
+            // OpenInference): what it returned was not captured
+            let missing = if found.is_some() { 0 } else { MISSING_TOOL_RESULT };
+            let result = found.unwrap_or_else(|| empty.clone());
             let ok = !text::read(&result)?.bytes().starts_with(b"Error: ");
             let index = (out.len() + 1) as i64;
             let name = str_item(&c, CALL_NAME)?;
             let args = str_item(&c, CALL_ARGUMENTS)?;
             items.push(StepItem { index, tool: name.clone().unbind(), arguments: args.clone().unbind(),
-                                  result: result.clone().unbind(), span_id: s.span_id.clone().unbind(), missing: 0 });
+                                  result: result.clone().unbind(), span_id: s.span_id.clone().unbind(), missing });
             out.push(new_step(py, [index.into_pyobject(py)?.into_any(), name.into_any(), args.into_any(),
                                    result.into_any(), s.span_id.clone().into_any(), cid.into_any(),
                                    s.start_ns.clone(), PyBool::new(py, ok).to_owned().into_any(),
-                                   0i64.into_pyobject(py)?.into_any()])?);
+                                   missing.into_pyobject(py)?.into_any()])?);
         }
         i = j;
     }
@@ -421,6 +426,27 @@ fn scenario<'py>(py: Python<'py>, root: Option<&Bound<'py, PyTuple>>, prompt: &B
     Ok(PyString::new(py, &format!("p-{}", &hex[..12])))
 }
 
+/// Finish reasons that say the model stopped to call tools.
+const CALL_REASONS: [&str; 4] = ["tool_calls", "tool_call", "tool_use", "function_call"];
+/// read/conventions.rs's ENDED_ON_A_CALL: what ended a run whose model last asked for a call.
+const ENDED_ON_A_CALL: &str = "step limit: the agent's last output was a tool call, not an answer";
+
+/// Whether the last model call of the run (the last span, in start order, with finish
+/// reasons) stopped to call tools: a run that ends there, with no answer, was stopped by its
+/// framework before the model saw the calls' results (LlamaIndex at ``max_iterations``,
+/// whose OpenLLMetry instrumentation records neither the exception nor a status).
+fn ended_on_a_call(spans: &[SpanItem], py: Python<'_>) -> PyResult<bool> {
+    let Some(last) = spans.iter().rev().find(|s| !s.finish_reasons.bind(py).is_empty()) else { return Ok(false) };
+    for r in last.finish_reasons.bind(py).iter() {
+        let r = r.downcast_into::<PyString>()?;
+        let t = text::read(&r)?;
+        if !CALL_REASONS.iter().any(|w| crate::checks::pattern::lower_equals(t.bytes(), w.as_bytes())) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Every fact of the run, into its `__dict__`.
 pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = run.py();
@@ -499,6 +525,7 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
     };
     let termination = match root_attr(root.as_ref(), intern!(py, TERMINATION))? {
         Some(v) => py_str(&v)?,
+        None if is_blank(&answer)? && ended_on_a_call(&span_items, py)? => PyString::new(py, ENDED_ON_A_CALL),
         None => PyString::new(py, ""),
     };
 
