@@ -24,12 +24,10 @@ main_families=(langgraph-openinference langgraph-openllmetry openai-agents-openi
 declare -A venv_of=([crewai-openinference]=crewai
   [strands-native]=strands [strands-native-latest]=strands
   [llamaindex-openinference]=llamaindex [llamaindex-openllmetry]=llamaindex
-  [autogen-openinference]=autogen [semantic-kernel-native]=sk [google-adk-native]=adk)
-# Strands and LlamaIndex play by name (their corpora are not committed: README.md says what the
-# reader does not read of them yet)
+  [autogen-openinference]=autogen [semantic-kernel-native]=sk [google-adk-native]=adk
+  [haystack-openinference]=haystack [dspy-openinference]=dspy [beeai-openinference]=beeai)
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=("${main_families[@]}" crewai-openinference autogen-openinference
-  semantic-kernel-native google-adk-native)
+[ ${#want[@]} -eq 0 ] && want=("${main_families[@]}" "${!venv_of[@]}")
 for f in "${want[@]}"; do
   name="${venv_of[$f]:-}"
   if [ -n "$name" ]; then

@@ -11,20 +11,34 @@ from .capture import Capture
 from .scenarios import HAND_OFF, SCENARIOS, WORLD
 from .scripted_model import ScriptedModel, Turn
 
-# What each built-in check reads beyond spans and statuses: a family that does not capture it
-# leaves the check undecided, whatever the run did.
-NEEDS = {"search_loop": {"content"}, "abstention": {"content"}, "policy": {"content"},
-         "repeated_call": {"content"}, "unrecovered_tool_error": set(), "context_overflow": {"finish_reasons"}}
+# What each built-in check reads, as alternatives (any one is enough): a family that captures
+# none of them leaves the check undecided, whatever the run did. "content" stands for all of
+# "answers", "arguments" and "results"; every family has "tool_status" (tool spans with their
+# status) unless it says "no_tool_spans".
+NEEDS = {"search_loop": ({"answers", "results"},), "abstention": ({"answers"},), "policy": ({"arguments"},),
+         "repeated_call": ({"arguments", "results"},), "unrecovered_tool_error": ({"tool_status"}, {"results"}),
+         "context_overflow": ({"finish_reasons"},)}
 
 
-def truth(enacts: list[str], captures: frozenset[str]) -> tuple[list[str], str]:
+def _expanded(captures: frozenset[str]) -> set[str]:
+    out = set(captures)
+    if "content" in out:
+        out |= {"answers", "arguments", "results"}
+    if "no_tool_spans" not in out:
+        out.add("tool_status")
+    return out
+
+
+def truth(enacts: list[str], captures: frozenset[str], gap: str = "") -> tuple[list[str], str]:
     """(checks that must fire, run verdict) for a run that enacted ``enacts``, recorded by an
     instrumentation that captures ``captures``: an enacted failure the capture cannot show
     must not fire, and a run on which nothing fired is undecided, not clean, when a check
-    could not see its input."""
-    blind = {c for c, needs in NEEDS.items() if not needs <= captures}
+    could not see its input, or when this run's recording has a ``gap`` (the family's
+    ``undecided_on``)."""
+    seen = _expanded(captures)
+    blind = {c for c, alternatives in NEEDS.items() if not any(needs <= seen for needs in alternatives)}
     fires = sorted(set(enacts) - blind)
-    return fires, "failed" if fires else ("undecided" if blind else "clean")
+    return fires, "failed" if fires else ("undecided" if blind or gap else "clean")
 
 
 def _traces(capture: Capture) -> set[int]:
@@ -38,7 +52,8 @@ MODULES = {"crewai-openinference": "crewai_family",
            "strands-native": "strands_family", "strands-native-latest": "strands_family",
            "llamaindex-openinference": "llamaindex_family", "llamaindex-openllmetry": "llamaindex_family",
            "autogen-openinference": "autogen_family", "semantic-kernel-native": "semantic_kernel_family",
-           "google-adk-native": "adk_family"}
+           "google-adk-native": "adk_family", "haystack-openinference": "haystack_family",
+           "dspy-openinference": "dspy_family", "beeai-openinference": "beeai_family"}
 
 
 def _family(name: str):  # noqa: ANN202 (Family, imported lazily: each venv differs)
@@ -60,6 +75,13 @@ def _hand_off(family, turns: list[Turn]) -> list[Turn]:  # noqa: ANN001 (Family)
     return out
 
 
+def _adapted(family, turn: Turn) -> tuple[Turn, ...]:  # noqa: ANN001 (Family)
+    """The turn as the family's framework expects it: one turn, or several (DSPy's ReAct
+    answers in two)."""
+    out = family.adapt(turn)
+    return out if isinstance(out, tuple) else (out,)
+
+
 def main(family_name: str, out: Path) -> None:
     family = _family(family_name)
     capture = Capture(family.name)
@@ -73,9 +95,9 @@ def main(family_name: str, out: Path) -> None:
             script = s.script()
             script.turns = _hand_off(family, script.turns)
             if family.adapt is not None:
-                script.turns = [family.adapt(t) for t in script.turns]
+                script.turns = [a for t in script.turns for a in _adapted(family, t)]
                 tail = script.tail
-                script.tail = None if tail is None else (lambda i, tail=tail: family.adapt(tail(i)))
+                script.tail = None if tail is None else (lambda i, tail=tail: _adapted(family, tail(i))[0])
             model.play(script, s.name)
             before = _traces(capture)
             invoke = family.play(s, model)
@@ -89,8 +111,10 @@ def main(family_name: str, out: Path) -> None:
                 invoke()
             new = sorted(_traces(capture) - before - built)
             assert len(new) == 1, f"{family.name}/{s.name}: {len(new)} traces, expected one"
-            fires, verdict = truth(list(s.fires), family.captures)
+            gap = family.undecided_on.get(s.name, "")
+            fires, verdict = truth(list(s.fires), family.captures, gap)
             runs.append({"scenario": s.name, "trace_id": f"{new[0]:032x}",
+                         **({"undecided_because": gap} if gap else {}),
                          "not_runs": [f"{t:032x}" for t in sorted(built)], "enacts": sorted(s.fires),
                          "fires": fires, "verdict": verdict, "loop": s.loops,
                          **({"session": s.session, "over_session_budget": s.over_session_budget}
@@ -116,7 +140,11 @@ def rewrite_truth(family_name: str, out: Path) -> None:
     doc = json.loads(path.read_text())
     doc["captures"] = sorted(family.captures)
     for run in doc["runs"]:
-        run["fires"], run["verdict"] = truth(run["enacts"], family.captures)
+        gap = family.undecided_on.get(run["scenario"], "")
+        run.pop("undecided_because", None)
+        if gap:
+            run["undecided_because"] = gap
+        run["fires"], run["verdict"] = truth(run["enacts"], family.captures, gap)
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
 

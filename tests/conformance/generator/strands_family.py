@@ -20,10 +20,29 @@ def _model(model: ScriptedModel, stream: bool) -> Any:
                        model_id=MODEL, stream=stream)
 
 
-def _agent(name: str, llm: Any, tools: list[Any]) -> Any:
+def _agent(name: str, llm: Any, tools: list[Any], hooks: list[Any] | None = None) -> Any:
     from strands import Agent
-    return Agent(name=name, model=llm, tools=tools, callback_handler=None,
+    return Agent(name=name, model=llm, tools=tools, callback_handler=None, hooks=hooks,
                  system_prompt="Help the user; use the tools.")
+
+
+class RetryFailedTools:
+    """Strands' own tool retry: an ``AfterToolCallEvent`` hook that sets ``retry`` runs the
+    tool again and discards the failed result (one span per attempt); here a failed call is
+    tried once more."""
+
+    def __init__(self) -> None:
+        self.retried: set[str] = set()
+
+    def register_hooks(self, registry: Any, **kwargs: Any) -> None:
+        from strands.hooks import AfterToolCallEvent
+        registry.add_callback(AfterToolCallEvent, self.after)
+
+    def after(self, event: Any) -> None:
+        call = event.tool_use["toolUseId"]
+        if event.result.get("status") == "error" and call not in self.retried:
+            self.retried.add(call)
+            event.retry = True
 
 
 def play_strands(s: Scenario, model: ScriptedModel) -> Callable[[], None]:
@@ -41,7 +60,7 @@ def play_strands(s: Scenario, model: ScriptedModel) -> Callable[[], None]:
     if "nested" in s.needs or "supervisor" in s.needs:
         for name, f in WORKERS.items():
             tools.append(_agent(name, llm, [tool(f)]).as_tool(name=name, description=f"Ask the {name} agent."))
-    agent = _agent("assistant", llm, tools)
+    agent = _agent("assistant", llm, tools, hooks=[RetryFailedTools()] if "retry" in s.needs else None)
 
     def invoke() -> None:
         try:
@@ -73,10 +92,10 @@ def strands_setup(latest: bool) -> Callable[[Capture], None]:
     return setup
 
 
-STRANDS = frozenset({"parallel", "budget", "nested", "supervisor", "handoff", "stream"})
+STRANDS = frozenset({"parallel", "budget", "nested", "supervisor", "handoff", "stream", "retry"})
 FAMILIES = {f.name: f for f in [
     Family("strands-native", "strands-agents", "strands-agents", strands_setup(False), play_strands,
-           supports=STRANDS, hand_off=strands_hand_off, content="event_only"),
+           supports=STRANDS, hand_off=strands_hand_off, content="span_events"),
     Family("strands-native-latest", "strands-agents", "strands-agents", strands_setup(True), play_strands,
-           supports=STRANDS, hand_off=strands_hand_off, content="event_only"),
+           supports=STRANDS, hand_off=strands_hand_off, content="span_events"),
 ]}
