@@ -20,14 +20,18 @@ from prometheus_client.registry import Collector
 from faultgate_stream import __version__
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.live import LiveAssembler
+from faultgate_stream.checks.plugins.isolate import PluginMetrics
 from faultgate_stream.checks.telemetry import WindowStoreMetrics
 from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.config import ServiceConfig
+from faultgate_stream.durable import ServiceProgress
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
 from faultgate_stream.export.metrics import runtime
 from faultgate_stream.export.metrics.sink import MetricsSink
+from faultgate_stream.export.query import api as query_api
+from faultgate_stream.export.query.ring import RingMetrics, VerdictRing
 from faultgate_stream.export.spans.exporter import SpanExporter
 from faultgate_stream.export.spans.forward import Forwarder
 from faultgate_stream.export.spans.sender import sender_for
@@ -37,10 +41,11 @@ from faultgate_stream.export.stream.sink import VerdictStream
 from faultgate_stream.gate.live import LiveGate
 from faultgate_stream.judge.contract import QUESTIONS, Question
 from faultgate_stream.judge.openai import get_judge
+from faultgate_stream.judge.route import Router
 from faultgate_stream.judge.stage import JudgeStage, QueueGauge
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
-from faultgate_stream.model.telemetry import CATALOG, Telemetry
+from faultgate_stream.model.telemetry import CATALOG, Telemetry, describe
 from faultgate_stream.model.threads import Threads
 from faultgate_stream.model.verdict import Completion
 from faultgate_stream.read.projection import Projection
@@ -49,9 +54,12 @@ from faultgate_stream.receive.decode import Reader
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
 from faultgate_stream.receive.kafka.replay import ReplayLedger
+from faultgate_stream.receive.wal.stage import WriteAheadLog
+from faultgate_stream.sessions.stage import SessionStage
 from faultgate_stream.verdict import ruleset
 from faultgate_stream.verdict.amend import DecidedRuns
 from faultgate_stream.verdict.evaluate import Evaluator
+from faultgate_stream.verdict.profile import Profiler
 from faultgate_stream.verdict.redact import get_redactor
 
 
@@ -82,20 +90,30 @@ class Service:
                                    max_events_per_key=config.checks.windows.max_events_per_key)
         self.telemetry.registry.register(WindowStoreMetrics(self.windows))
         self.ruleset = ruleset.build(config.checks, store=self.windows)
+        self.profiler = self._build_profiler()
         # the receivers read only the span attributes these checks and the run's facts need
-        self.reader = Reader(Projection(self.ruleset.attributes))
+        self.reader = Reader(Projection(self.ruleset.attributes | (self.profiler.attributes if self.profiler else
+                                                                    frozenset())))
         redact = get_redactor(config.log.redact)
         sinks = self._build_sinks(redact) + list(extra_sinks or [])
         self.replays = self._build_replays()
         if self.replays is not None:
             sinks.append(self.replays)
+        self.wal_replays = ReplayLedger(self.telemetry["faultgate_wal_replayed_verdicts"]) \
+            if config.durability.wal.enabled else None
+        if self.wal_replays is not None:
+            sinks.append(self.wal_replays)
         clock = clock or WallClock()
+        self.sessions = self._build_sessions(sinks, clock)
+        if self.sessions is not None:
+            sinks.append(self.sessions)
         self.evaluator = self._build_evaluate(VerdictFanout(sinks, self._sink_failed), clock)
         self.assembler = self._build_assemble(self.evaluator, clock)
         self.ingest = self._build_forward(self.assembler)
         self._ready = threading.Event()
         self._stopped = threading.Event()
-        self._build_receive(self.ingest)
+        self.wal = self._build_wal(self.ingest)
+        self._build_receive(self.wal or self.ingest)
         self.kafka = self._build_kafka(self.ingest)
 
     # -- export: verdict sinks, each independent ------------------------------------------
@@ -109,6 +127,9 @@ class Service:
         self.stream = self._build_stream(redact)
         if self.stream is not None:
             sinks.append(self.stream)
+        self.query = self._build_query(redact)
+        if self.query is not None:
+            sinks.append(self.query)
         span_sink = self._build_span_export(redact)
         if span_sink is not None:
             sinks.append(span_sink)
@@ -119,6 +140,21 @@ class Service:
         if self.judge is not None:
             sinks.append(self.judge)
         return sinks
+
+    def _build_profiler(self) -> Profiler | None:
+        """A run's profile (shape, session, task) is worked out only for what reads it: the
+        gate's drift, the sessions stage, judge routing by drift."""
+        c = self.config
+        if not ((c.gate.bands and c.gate.drift.enabled) or c.sessions.enabled or "drifted" in c.judge.when):
+            return None
+        return Profiler(c.sessions.end_attribute, c.sessions.monotonic)
+
+    def _build_sessions(self, sinks: list[VerdictConsumer], clock: Clock) -> SessionStage | None:
+        """Fed run verdicts like a sink; its session verdicts go to every sink that takes them."""
+        if not self.config.sessions.enabled:
+            return None
+        takers = [s for s in sinks if callable(getattr(s, "session", None))]
+        return SessionStage(self.config.sessions, takers, clock, self.telemetry, self.threads, self._sink_failed)
 
     def _build_judge(self, redact: Callable[[str], str]) -> JudgeStage | None:
         """The live judge, when ``judge.spec`` is set: fed first verdicts like a sink, its
@@ -134,8 +170,10 @@ class Service:
                 named = self.ruleset.judged(agent)
                 return every_run + tuple(QUESTIONS[n] for n in named if n not in jc.checks)
 
+            gate = self.gate
+            router = Router(jc.when, jc.sample, gate.drifted if gate is not None else None)
             stage = JudgeStage(jc, get_judge(jc.spec, timeout=jc.timeout), questions, self.telemetry,
-                               self.threads, redact)
+                               self.threads, redact, router=router)
         self.telemetry.registry.register(QueueGauge(stage))
         return stage
 
@@ -151,6 +189,16 @@ class Service:
         if not config.receive.grpc_endpoint:
             return None
         return VerdictStream(redact, config.stream, registry=self.telemetry.registry)
+
+    def _build_query(self, redact: Callable[[str], str]) -> VerdictRing | None:
+        """The verdict API's ring: fed verdicts like the other sinks, served on the metrics
+        endpoint (``_build_receive``)."""
+        self._redact = redact
+        if not self.config.query.enabled:
+            return None
+        ring = VerdictRing(self.config.query, redact)
+        self.telemetry.registry.register(RingMetrics(ring, describe))
+        return ring
 
     def _build_span_export(self, redact: Callable[[str], str]) -> SpanSink | None:
         """Span export's two sides share one state: the sink behind evaluation (returned)
@@ -176,7 +224,11 @@ class Service:
         answers) can amend their verdicts."""
         amend = self.config.amend
         decided = DecidedRuns(amend, clock, self.telemetry) if amend.enabled else None
-        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided)
+        evaluator = Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided, profile=self.profiler,
+                              isolation=self.config.checks.isolation, threads=self.threads)
+        # plug-ins' counters, read at scrape time from the stage that runs them (if any yet)
+        self.telemetry.registry.register(PluginMetrics(lambda: evaluator.isolation))
+        return evaluator
 
     def _build_assemble(self, evaluator: Evaluator, clock: Clock) -> LiveAssembler:
         config = self.config
@@ -199,15 +251,17 @@ class Service:
         # two hosts, two event loops: probes and scrapes never wait behind a request's parse
         self.http = HttpHost("http", limits, lambda site: refused.labels(site).inc())
         self.metrics_http = HttpHost("metrics-http", limits, lambda site: refused.labels(site).inc())
+        api = () if self.query is None else query_api.routes(
+            self.query, self.gate.status if self.gate is not None else None, self._redact)
         self.metrics_http.add("metrics", metrics_endpoint.app(self.telemetry.registry, lambda: self.ready,
-                                                              security.token_of(mc, "metrics")),
+                                                              security.token_of(mc, "metrics"), api),
                               mc.endpoint, security.ssl_context(mc.tls, "metrics"))
         token = security.token_of(rc)
         if rc.http_endpoint:
             # GenAI content in log records goes straight to the assembler: logs are not forwarded
             self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token,
-                                                  contents=self.assembler, request_timeout=rc.request_timeout,
-                                                  reader=self.reader),
+                                                  contents=self.wal or self.assembler,
+                                                  request_timeout=rc.request_timeout, reader=self.reader),
                           rc.http_endpoint, security.ssl_context(rc.tls), raw_body=True)
         interceptors = (security.BearerTokenInterceptor(token),) if token else ()
         # each open Subscribe stream holds a worker thread of the sync server for its
@@ -215,7 +269,7 @@ class Service:
         self.grpc = GrpcReceiver(rc.grpc_endpoint, ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers + config.stream.max_subscribers,
                                  credentials=security.grpc_credentials(rc.tls), interceptors=interceptors,
-                                 contents=self.assembler, request_timeout=rc.request_timeout,
+                                 contents=self.wal or self.assembler, request_timeout=rc.request_timeout,
                                  max_streams_per_connection=rc.grpc_max_streams_per_connection,
                                  reader=self.reader) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
@@ -241,11 +295,21 @@ class Service:
         if self.replays is None:
             return None
         # imported here: confluent-kafka loads librdkafka, which a service without Kafka never needs
-        from faultgate_stream.durable import ServiceProgress
         from faultgate_stream.receive.kafka.source import KafkaSource
         progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
         return KafkaSource(self.config.receive.kafka, ingest, progress, self.telemetry, self.replays,
                            max_message_bytes=self.config.receive.max_request_bytes, reader=self.reader)
+
+    # -- the write-ahead log, between the OTLP receivers and the span path --------------------
+
+    def _build_wal(self, ingest: SpanConsumer) -> WriteAheadLog | None:
+        """What the OTLP receivers accept is logged before it is acknowledged; finished is
+        judged as for Kafka (``ServiceProgress``)."""
+        if self.wal_replays is None:
+            return None
+        progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
+        return WriteAheadLog(self.config.durability.wal, ingest, progress, self.telemetry, self.wal_replays,
+                             self.threads, self.reader, contents=self.assembler)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -259,10 +323,14 @@ class Service:
             self.exporter.start()
         if self.judge is not None:
             self.judge.start(self.evaluator)
+        if self.sessions is not None:
+            self.sessions.start()
         self.assembler.start()
         self.metrics_http.start()
         if self.kafka is not None:
             self.kafka.start()
+        if self.wal is not None:
+            self.wal.start()   # replays what no checkpoint covers, before the receivers open
         self.http.start()
         if self.grpc is not None:
             self.grpc.start()
@@ -307,12 +375,22 @@ class Service:
             # first: its runs in flight are finished or handed over, not closed as shutdown
             self.kafka.stop()
         runs = self.assembler.shutdown(Completion.SHUTDOWN)
+        # the plug-ins' results of those runs, within the grace; verdicts still waiting then
+        # go out with those results undecided
+        out_plugins = self.evaluator.close(grace)
         if self.judge is not None:
             # before the sinks close: a call in progress gets its timeout, the rest is counted
             self.judge.stop(min(grace, self.config.judge.timeout))
+        if self.sessions is not None:
+            # after the last run verdicts: the sessions they end go out before the sinks close
+            out_sessions = self.sessions.stop()
         if self.stream is not None:
             self.stream.close()  # after the shutdown verdicts are queued: subscribers get them, then OK
         out: dict[str, Any] = {"runs_completed_at_shutdown": runs}
+        if self.sessions is not None:
+            out["sessions_decided_at_shutdown"] = out_sessions
+        if out_plugins:
+            out["verdicts_without_plugin_results"] = out_plugins
         if self.exporter is not None:
             # spans no run claimed still go out, unannotated
             self.span_sink.export_held({sid: h for (_, sid), h in self.held.release_all().items()}, None)
@@ -322,6 +400,8 @@ class Service:
         if self.grpc is not None:
             self.grpc.stop(min(grace, 1.0))
         self.http.stop()
+        if self.wal is not None:
+            self.wal.stop()   # last: a checkpoint covering what was decided and flushed
         self.metrics_http.stop()
         self.log.info("stopped", **out)
         return out

@@ -11,7 +11,7 @@ scenario key is masked by the redactor before it is written.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from faultgate_stream import __version__
@@ -28,6 +28,9 @@ class Report(NamedTuple):
     verdicts: list[RunVerdict]
     redaction: str = "builtin"
     judge: str = "none"  # the judge's name when judge checks ran (``check --judge``)
+    # Each run's spans as rows (``verdict/timeline.py``), by run id, for the HTML report
+    # (``check --html``); empty otherwise. Read-only: the default is shared.
+    timelines: Mapping[str, tuple[Any, ...]] = {}
 
     @property
     def trace_ids(self) -> list[str]:
@@ -96,10 +99,16 @@ class Report(NamedTuple):
                     fired[r.check] += 1
                 elif r.undecided:
                     undecided_checks.append(r.check)
-                results.append({"trace_id": trace_id, "scenario": scenario, "check": r.check,
-                                "detected": None if r.undecided else r.fired, "confidence": rounded(r.confidence),
-                                "reason": mask(r.reason), "run_id": run_id, "completion": completion,
-                                "steps": steps, "severity": _SEVERITY[r.severity]})
+                row = {"trace_id": trace_id, "scenario": scenario, "check": r.check,
+                       "detected": None if r.undecided else r.fired, "confidence": rounded(r.confidence),
+                       "reason": mask(r.reason), "run_id": run_id, "completion": completion,
+                       "steps": steps, "severity": _SEVERITY[r.severity]}
+                if r.evaluator or r.span_ids:  # a plug-in's or a rule's: who made it, what it points at
+                    row["evaluator"] = r.evaluator or f"faultgate-stream {__version__}"
+                    row["span_ids"] = list(r.span_ids)
+                    if r.measures:
+                        row["measures"] = dict(r.measures)
+                results.append(row)
             verdict = verdict_of(bool(fired_checks), bool(undecided_checks))
             if fired_checks:
                 failed_traces.add(trace_id)
@@ -152,6 +161,12 @@ def _rounded() -> Callable[[float], float]:
 
 def _unmasked(text: str) -> str:
     return text
+
+
+def masker(redact: Redact | None) -> Redact:
+    """The mask every renderer of a report applies to text that leaves it: ``redact`` asked
+    once per distinct text, or nothing masked (``--redact off``)."""
+    return _once_per_text(redact) if redact else _unmasked
 
 
 def _once_per_text(redact: Redact) -> Redact:
