@@ -7,7 +7,8 @@ use pyo3::types::{PyDict, PyString};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::outcome::Outcomes;
-use super::{signals, text};
+use super::{context_overflow, pattern, signals, text};
+use crate::read::conventions::LIMIT_ERRORS;
 use crate::run::record::{SpanItem, MISSING_TOOL_RESULT};
 use crate::run::steps::StepsView;
 
@@ -60,7 +61,9 @@ pub fn finish(py: Python<'_>, run: &Bound<'_, PyAny>, alternatives: &Bound<'_, P
         }
     }
     let spans = view.get().spans(run)?;
-    if !spans.iter().any(|s| s.status_error || s.error_type.is_some()) {
+    let failing = spans.iter().map(|s| Ok((s.status_error || s.error_type.is_some()) && !limit_failure(py, s)?))
+        .collect::<PyResult<Vec<bool>>>()?;
+    if !failing.iter().any(|&f| f) {
         return clean(py, &view, out);
     }
     // recovered: a later span that did not fail ran tool calls that all succeeded
@@ -71,7 +74,6 @@ pub fn finish(py: Python<'_>, run: &Bound<'_, PyAny>, alternatives: &Bound<'_, P
             ran_ok.remove(t.bytes());
         }
     }
-    let failing = |s: &SpanItem| s.status_error || s.error_type.is_some();
     let ids = spans.iter().map(|s| text::read(s.span_id.bind(py))).collect::<PyResult<Vec<_>>>()?;
     let tool_names = spans.iter().map(|s| s.tool_name.as_ref().map(|t| text::read(t.bind(py))).transpose())
         .collect::<PyResult<Vec<_>>>()?;
@@ -80,8 +82,8 @@ pub fn finish(py: Python<'_>, run: &Bound<'_, PyAny>, alternatives: &Bound<'_, P
     // call of the same tool (or a declared alternative): another tool working afterwards
     // leaves the call it failed undone.
     let mut last_good_of: HashMap<&[u8], i64> = HashMap::default();
-    for (j, s) in spans.iter().enumerate() {
-        if failing(s) || !ran_ok.contains(ids[j].bytes()) {
+    for j in 0..spans.len() {
+        if failing[j] || !ran_ok.contains(ids[j].bytes()) {
             continue;
         }
         last_good = j as i64;
@@ -90,7 +92,7 @@ pub fn finish(py: Python<'_>, run: &Bound<'_, PyAny>, alternatives: &Bound<'_, P
         }
     }
     for (i, s) in spans.iter().enumerate() {
-        if !failing(s) {
+        if !failing[i] {
             continue;
         }
         let good = match &s.tool_name {
@@ -109,6 +111,27 @@ pub fn finish(py: Python<'_>, run: &Bound<'_, PyAny>, alternatives: &Bound<'_, P
         }
     }
     clean(py, &view, out)
+}
+
+/// What a framework's error says when its own limit ended the run: a step or model-call
+/// budget (read/conventions.rs's LIMIT_ERRORS: LlamaIndex's ``Max iterations of 12
+/// reached!``), or the model's output cut at its token limit (Strands Agents'
+/// ``MaxTokensReachedException``: ``Model stopped generating due to maximum token limit``),
+/// lowercase.
+const CUTOFF_ERRORS: [&str; 1] = ["maximum token limit"];
+
+/// A span other than a tool's that failed with its framework's own limit (the step budget:
+/// search_loop's finding; the token limit or context window: context_overflow's): the run
+/// stopped, no tool failed. faultgate 0.4.1 counts it as an unrecovered error
+/// (PARITY_DEVIATIONS.md).
+fn limit_failure(py: Python<'_>, s: &SpanItem) -> PyResult<bool> {
+    if s.tool_name.is_some() || !s.status_error {
+        return Ok(false);
+    }
+    let m = text::read(s.status_message.bind(py))?;
+    let m = m.bytes();
+    Ok(LIMIT_ERRORS.iter().chain(CUTOFF_ERRORS.iter()).any(|w| pattern::lower_contains(m, w.as_bytes()))
+        || context_overflow::search(py, m)?.is_some())
 }
 
 /// An error said only in a result's text is invisible when results were not recorded.

@@ -60,6 +60,10 @@ impl<'a, 'py> Attrs<'a, 'py> {
         self.find(key.as_bytes()).is_some()
     }
 
+    pub fn has_bytes(&self, key: &[u8]) -> bool {
+        self.find(key).is_some()
+    }
+
     /// ``attrs[key] = val`` (``val_py``: its Python object, when the caller has one).
     pub fn set(&mut self, attr: Attr<'a, 'py>) {
         match self.find(&attr.key) {

@@ -18,7 +18,7 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFrozenSet, PyList, PyString, PyTuple};
 use std::borrow::Cow;
 use std::collections::HashSet;
 
@@ -33,7 +33,7 @@ use crate::read::payload::{
 use crate::read::text::{lower, strip};
 use crate::read::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
 use crate::read::vercel::{self, AI_OPERATION};
-use crate::read::value::{borrowed_text, from_py, Strings, Text, V};
+use crate::read::value::{borrowed_text, from_py, text_of_py, Strings, Text, V};
 
 pub const OI_KIND: &str = "openinference.span.kind";
 pub const TL_KIND: &str = "traceloop.span.kind";
@@ -71,9 +71,10 @@ const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_conten
 /// the live service never sees (tests/read/test_projection.py reads every recorded trace
 /// both ways).
 const TOOL_STATUS_KEYS: [&str; 2] = ["gen_ai.tool.status", "tool.status"];
-const READ_OTHERS: [&str; 24] = [
+const READ_OTHERS: [&str; 27] = [
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
-    "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
+    "gen_ai.response.finish_reasons", "gen_ai.response.finish_reason", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
+    "tool.arguments", "output.mime_type",
     "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion", "llm.finish_reason",
     "llm.response.finish_reason", "traceloop.entity.name",
     AI_OPERATION, "ai.telemetry.functionId", "ai.toolCall.name", "ai.toolCall.id", "ai.response.finishReason",
@@ -172,6 +173,44 @@ pub fn model_missing(has_input: bool, has_output: bool, has_finish: bool) -> u32
         | (if has_finish { 0 } else { MISSING_FINISH })
 }
 
+/// The operations of a multi-agent orchestration (Strands Agents' ``invoke_swarm`` around
+/// the agents that hand off to each other, ``invoke_graph``): the agent of the run they hold,
+/// read as ``invoke_agent``, so that the agents inside are its sub-agents, in one run.
+const ORCHESTRATIONS: [&str; 2] = ["invoke_swarm", "invoke_graph"];
+
+/// Why a run ended whose agent's last output was a tool call: the framework's step or
+/// tool-call budget stopped it before the call's result came back (Semantic Kernel at
+/// ``maximum_auto_invoke_attempts`` returns that call as the agent's output).
+pub const ENDED_ON_A_CALL: &str = "step limit: the agent's last output was a tool call, not an answer";
+
+/// Whether the last output message is the assistant's and calls a tool (OpenAI's
+/// ``tool_calls`` or GenAI ``tool_call`` parts).
+fn ended_on_a_call(outputs: &[V<'_, '_>]) -> bool {
+    let Some(last) = outputs.last() else { return false };
+    last.get("role").is_some_and(|r| r.eq_str("assistant"))
+        && (matches!(last.get("tool_calls"), Some(V::List(c)) if !c.is_empty())
+            || parts(last).iter().any(|p| p.get("type").is_some_and(|t| t.eq_str("tool_call"))))
+}
+
+/// What a framework's error says when its own step or model-call budget ended the run
+/// (Google ADK's ``LlmCallsLimitExceededError: Max number of llm calls limit of `12`
+/// exceeded``, LlamaIndex's ``Max iterations of 12 reached!``, LangGraph's ``Recursion limit
+/// of 25 reached``, the OpenAI Agents SDK's ``Max turns (12) exceeded``, BeeAI's ``Agent was
+/// not able to resolve the task in 13 iterations.``), lowercase.
+pub const LIMIT_ERRORS: [&str; 6] = ["llm calls limit", "max iterations", "recursion limit", "max turns", "max steps",
+                                     "not able to resolve the task in"];
+
+/// An agent span that failed with its framework's budget error ended at its step limit; the
+/// error is its status message, else ``error`` (what the span wrote as its output).
+pub fn limit_ended<'a, 'py>(span: &Span<'a, 'py>, a: &mut Attrs<'a, 'py>, error: &[u8]) {
+    let message: &[u8] = if span.message.is_empty() { error } else { &span.message };
+    if span.failed && LIMIT_ERRORS.iter().any(|w| crate::checks::pattern::lower_contains(message, w.as_bytes())) {
+        let mut why = b"step limit: ".to_vec();
+        why.extend_from_slice(strip(message));
+        a.setdefault("faultgate.termination", V::Str(Cow::Owned(why)));
+    }
+}
+
 /// A budget answer is no answer: the attributes say the step limit ended the run instead.
 pub fn budget_ended<'a, 'py>(a: &mut Attrs<'a, 'py>, answer: &mut Text<'a>) {
     if answer.is_empty() {
@@ -184,6 +223,27 @@ pub fn budget_ended<'a, 'py>(a: &mut Attrs<'a, 'py>, answer: &mut Text<'a>) {
         a.setdefault("faultgate.termination", V::Str(Cow::Owned(why)));
         *answer = Cow::Borrowed(b"");
     }
+}
+
+/// Semantic Kernel 1.45 writes one finish reason, under the singular name, as its Python
+/// enum's text (``FinishReason.LENGTH``): the reason is the member, as the API said it.
+fn singular_finish_reason<'a, 'py>(raw: Option<&V<'a, 'py>>) -> Option<V<'a, 'py>> {
+    let Some(V::Str(r)) = raw else { return None };
+    let member = r.strip_prefix(b"FinishReason.".as_slice()).filter(|m| m.is_ascii());
+    Some(V::List(vec![V::Str(match member {
+        Some(m) => Cow::Owned(m.to_ascii_lowercase()),
+        None => r.clone(),
+    })]))
+}
+
+/// The ``finish_reason`` each output message carries (the GenAI output message schema's
+/// field), when no ``gen_ai.response.finish_reasons`` says them: Strands' latest conventions
+/// write them there alone.
+fn message_finish_reasons<'a, 'py>(outputs: &[V<'a, 'py>]) -> Option<V<'a, 'py>> {
+    let reasons: Vec<V<'a, 'py>> = outputs.iter()
+        .filter_map(|m| m.get("finish_reason").filter(|r| matches!(r, V::Str(t) if !t.is_empty())).cloned())
+        .collect();
+    if reasons.is_empty() { None } else { Some(V::List(reasons)) }
 }
 
 pub fn finish_reasons<'a, 'py>(py: Python<'py>, raw: &V<'a, 'py>) -> PyResult<Vec<Text<'a>>> {
@@ -240,7 +300,10 @@ pub fn responses<'a, 'py>(py: Python<'py>, inputs: &[V<'a, 'py>]) -> PyResult<Ve
                 Some(r) => r,
                 None => p.get("response").unwrap_or(&V::Null),
             };
-            let mut res = render(py, payload)?;
+            let mut res = match text_blocks(payload) {
+                Some(t) => t,
+                None => render(py, payload)?,
+            };
             let failed = matches!(p.get("is_error"), Some(V::Bool(true)))
                 || p.get("error").map_or(Ok(false), V::truthy)?
                 || {
@@ -307,8 +370,45 @@ fn tool_result<'a, 'py>(py: Python<'py>, raw: Text<'a>) -> PyResult<Text<'a>> {
             return Ok(content);
         }
     }
+    if raw.starts_with(TEXT_BLOCKS) {
+        if let Some(t) = text_blocks(&load_json(py, &V::Str(raw.clone()))?) {
+            return Ok(t);
+        }
+    }
+    if raw.starts_with(ADK_RESULT) {
+        // Google ADK wraps a tool's return value that is not an object as {"result": value}
+        let v = load_json(py, &V::Str(raw.clone()))?;
+        if v.dict_len() == 1 {
+            if let Some(inner) = v.get("result") {
+                return render(py, inner);
+            }
+        }
+    }
     Ok(raw)
 }
+
+/// A list of Strands' text content blocks (``[{"text": "..."}, ...]``: a tool's result as
+/// its tracer serialises it) as the text the tool returned, one line a block; None for any
+/// other value (read/content_events.py's ``blocks_text``).
+pub fn text_blocks<'a, 'py>(v: &V<'a, 'py>) -> Option<Text<'a>> {
+    let V::List(items) = v else { return None };
+    if items.is_empty() {
+        return None;
+    }
+    let mut out: Vec<u8> = Vec::new();
+    for (i, b) in items.iter().enumerate() {
+        let (1, Some(V::Str(t))) = (b.dict_len(), b.get("text")) else { return None };
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(t);
+    }
+    Some(Cow::Owned(out))
+}
+
+const TEXT_BLOCKS: &[u8] = b"[{\"text\": ";
+const ADK_MERGED: &str = "(merged tools)";
+const ADK_RESULT: &[u8] = b"{\"result\": ";
 
 /// The record's fields from the span and its attributes (every convention), and what of
 /// them no convention read (unread.rs).
@@ -355,6 +455,7 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
     };
     let operation = match attrs.get("gen_ai.operation.name") {
         None | Some(V::Null) => None,
+        Some(op) if ORCHESTRATIONS.iter().any(|o| op.eq_str(o)) => Some(Cow::Borrowed(INVOKE_AGENT.as_bytes())),
         Some(op) => Some(op.py_str(py)?),
     };
     let name: &[u8] = &span.name;
@@ -364,6 +465,8 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
         Some(op) => &**op == EXECUTE_TOOL.as_bytes(),
         None => name == EXECUTE_TOOL.as_bytes() || name.starts_with(b"execute_tool "),
     };
+    // Google ADK's span around a batch of parallel calls, beside each call's own: not a call
+    let is_tool = is_tool && !attrs.get("gen_ai.tool.name").is_some_and(|t| t.eq_str(ADK_MERGED));
     let tool = if is_tool {
         let tool_name = match attrs.get("gen_ai.tool.name") {
             Some(t) if t.truthy()? => t.py_str(py)?,
@@ -400,7 +503,13 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
         outputs = unrepr_messages(py, outputs)?;
         answer = role_text_of(py, &outputs, "assistant")?;
     }
-    let finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none());
+    let mut finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none()).cloned();
+    if finish.is_none() {
+        finish = singular_finish_reason(attrs.get("gen_ai.response.finish_reason"));
+    }
+    if finish.is_none() {
+        finish = message_finish_reasons(&outputs);
+    }
     let mut missing = 0;
     if tool.is_some() {
         missing = tool_missing(py, &attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
@@ -409,11 +518,17 @@ fn convention<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, '
         missing = model_missing(raw_in.is_some() || attrs.has("gen_ai.prompt"),
                                 raw_out.is_some() || attrs.has("gen_ai.completion"), finish.is_some());
     }
-    let finish = match finish {
+    let finish = match &finish {
         Some(f) => finish_reasons(py, f)?,
         None => Vec::new(),
     };
     budget_ended(&mut attrs, &mut answer);
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        if strip(&answer).is_empty() && ended_on_a_call(&outputs) {
+            attrs.setdefault("faultgate.termination", V::Str(Cow::Borrowed(ENDED_ON_A_CALL.as_bytes())));
+        }
+        limit_ended(span, &mut attrs, b"");
+    }
     if prompt.is_empty() {
         prompt = str_or_empty(py, attrs.get("gen_ai.prompt"))?;
     }
@@ -468,6 +583,9 @@ pub struct Records {
     empty: Py<PyTuple>,
     pub from_attributes: Py<PyAny>,
     pub evaluations_key: String,
+    /// read/content_events.py's ``content_attributes`` and the event names it reads
+    content_attributes: Py<PyAny>,
+    content_events: Vec<Vec<u8>>,
 }
 
 static RECORDS: GILOnceCell<Records> = GILOnceCell::new();
@@ -476,6 +594,7 @@ pub fn records(py: Python<'_>) -> PyResult<&'static Records> {
     RECORDS.get_or_try_init(py, || -> PyResult<Records> {
         let m = py.import("faultgate_stream.model.records")?;
         let events = py.import("faultgate_stream.read.events")?;
+        let content = py.import("faultgate_stream.read.content_events")?;
         for cls in ["SpanRecord", "ToolExecution", "ToolCall"] {
             // new_tuple allocates them as tuples: they must be tuple subclasses
             if !m.getattr(cls)?.downcast::<pyo3::types::PyType>()?.is_subclass_of::<PyTuple>()? {
@@ -490,6 +609,9 @@ pub fn records(py: Python<'_>) -> PyResult<&'static Records> {
             empty: PyTuple::empty(py).unbind(),
             from_attributes: events.getattr("from_attributes")?.unbind(),
             evaluations_key: events.getattr("EVALUATIONS")?.extract()?,
+            content_attributes: content.getattr("content_attributes")?.unbind(),
+            content_events: content.getattr("NAMES")?.try_iter()?
+                .map(|n| Ok(n?.extract::<String>()?.into_bytes())).collect::<PyResult<_>>()?,
         })
     })
 }
@@ -502,6 +624,30 @@ pub enum Kept<'k, 'py> {
 }
 
 impl Records {
+    /// Whether a span event of this name may carry GenAI content (read/content_events.py).
+    pub fn is_content_event(&self, name: &[u8]) -> bool {
+        self.content_events.iter().any(|n| n == name)
+    }
+
+    /// The GenAI content a span's ``events`` (``(name, attributes)`` pairs, each named as
+    /// ``is_content_event`` accepts) carry, set on its attributes where it has none of that
+    /// name: the span's own attributes win (read/content_events.py).
+    pub fn add_event_content<'a, 'py>(&self, py: Python<'py>, name: &Bound<'py, PyAny>, attrs: &mut Attrs<'a, 'py>,
+                                      events: &Bound<'py, PyList>) -> PyResult<()> {
+        let operation = match attrs.get("gen_ai.operation.name") {
+            None => py.None().into_bound(py),
+            Some(op) => op.to_py(py, None)?,
+        };
+        let found = self.content_attributes.bind(py).call1((name, operation, events))?;
+        for (k, v) in found.downcast::<PyDict>()?.iter() {
+            let key = text_of_py(k.downcast::<PyString>()?)?;
+            if !attrs.has_bytes(&key) {
+                attrs.set(Attr { key: Cow::Owned(key), key_py: Some(k), val: from_py(&v, 0)?, val_py: Some(v) });
+            }
+        }
+        Ok(())
+    }
+
     /// ``tuple.__new__(cls, fields)`` without the call: the class's own allocator (a
     /// NamedTuple is a tuple subclass of no other state), then the items, as tuple.__new__
     /// fills them. The call and its argument tuple were a tenth of reading a span.

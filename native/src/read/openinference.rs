@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::read::attrs::Attrs;
 use crate::read::conventions::{
-    budget_ended, calls, finish_reasons, model_missing, responses, str_or_empty, tool_missing, Fields, Span,
+    budget_ended, calls, finish_reasons, limit_ended, model_missing, responses, str_or_empty, tool_missing, Fields, Span,
     INVOKE_AGENT, MISSING_TOOL_ARGUMENTS, OI_KIND, USER_KEYS,
 };
 use crate::read::payload::{
@@ -166,6 +166,75 @@ fn token_count<'a, 'py>(py: Python<'py>, v: &V<'a, 'py>) -> PyResult<Option<V<'a
     })
 }
 
+/// LlamaIndex's LLM methods are each traced as an LLM span, so one model call is three:
+/// ``_prepare_chat_with_tools`` (builds the call's arguments), the method the agent called
+/// (``astream_chat``: its reply is a stream, which it does not record) and, inside it, the
+/// call itself, with its messages and ``llm.finish_reason``. The first two made no call, so
+/// what they did not record is not missing: a span that recorded neither messages nor a
+/// reply nor a finish reason nor token counts, and did not fail, is such a method (a call
+/// whose content was hidden keeps its token counts, or ``input.value``'s redaction marker,
+/// and its messages' absence counted).
+fn made_no_call(span: &Span<'_, '_>, a: &Attrs<'_, '_>) -> bool {
+    span.name.ends_with(b"._prepare_chat_with_tools")
+        || (!span.failed && !a.has("output.value") && !a.has("llm.finish_reason")
+            && !a.any_key_starting(&OI_MESSAGES) && !a.any_key_starting(&["llm.token_count."])
+            && !a.value("input.value").eq_str(REDACTED))
+}
+
+/// A LlamaIndex ``ToolOutput`` (``{"blocks", "tool_name", "raw_input", "raw_output",
+/// "is_error"}``: what a FunctionTool returns, as OpenInference writes it in
+/// ``output.value``) as the tool's result: its ``raw_output``, an error when ``is_error``
+/// says so; None for any other value.
+pub fn llama_tool_output<'a, 'py>(py: Python<'py>, out: &V<'a, 'py>) -> PyResult<Option<Text<'a>>> {
+    let (Some(raw), Some(V::Bool(failed)), true) = (out.get("raw_output"), out.get("is_error"), out.has("tool_name"))
+    else { return Ok(None) };
+    let raw = tool_payload(py, raw)?;
+    Ok(Some(if *failed && !raw.starts_with(b"Error: ") {
+        let mut r = b"Error: ".to_vec();
+        r.extend_from_slice(&raw);
+        Cow::Owned(r)
+    } else {
+        raw
+    }))
+}
+
+/// ``<Name>Error(<module>): <message>``: a framework's error as its ``str()`` writes it
+/// (BeeAI's ``FrameworkError``).
+fn is_error_repr(t: &[u8]) -> bool {
+    let Some(open) = t.iter().position(|&c| c == b'(') else { return false };
+    let name = &t[..open];
+    name.ends_with(b"Error") && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && t[open..].windows(3).any(|w| w == b"): ")
+}
+
+/// openinference-instrumentation-beeai writes the events of a tool's run (its error, each
+/// retry) as child spans of the tool's span, of its kind, named after the event, with no
+/// ``tool.name`` and no duration: records of the parent's call, not calls of their own.
+const BEEAI_TOOL_EVENTS: [&str; 2] = ["error", "retry"];
+
+fn beeai_tool_event(span: &Span<'_, '_>, a: &Attrs<'_, '_>) -> PyResult<bool> {
+    Ok(span.has_parent && !a.has("tool.name") && BEEAI_TOOL_EVENTS.iter().any(|e| &*span.name == e.as_bytes())
+        && span.start.eq(&span.end)?)
+}
+
+/// A TOOL span's name as the tool's when no ``tool.name`` says it: openinference-
+/// instrumentation-dspy names a DSPy ``Tool``'s span after the method it wraps
+/// (``fetch_invoice.__call__``, ``fetch_invoice.acall``).
+fn dspy_tool_name<'a>(name: &Text<'a>) -> Text<'a> {
+    for method in [&b".__call__"[..], b".acall"] {
+        if let Some(bare) = name.strip_suffix(method).filter(|b| !b.is_empty()) {
+            return match name {
+                Cow::Borrowed(n) => Cow::Borrowed(&n[..bare.len()]),
+                Cow::Owned(_) => Cow::Owned(bare.to_vec()),
+            };
+        }
+    }
+    name.clone()
+}
+
+/// What OpenInference writes in place of a hidden input or output.
+const REDACTED: &str = "__REDACTED__";
+
 pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'py>) -> PyResult<Fields<'a, 'py>> {
     let size = attrs.size(&span.name);
     let mut a = attrs;
@@ -230,6 +299,8 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         // input and output are the run's prompt and answer, as a root's are.
         prompt = agent_text(py, a.value("input.value"), "user")?;
         answer = agent_text(py, a.value("output.value"), "assistant")?;
+    } else if &*kind == b"TOOL" && beeai_tool_event(span, &a)? {
+        // an event of its parent tool's run, not a call
     } else if &*kind == b"TOOL" {
         // Arguments are in input.value (the spec); tool.parameters is the parameter
         // definition (a JSON schema), read only when an exporter put the arguments there.
@@ -244,7 +315,15 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         let out = load_json(py, a.value("output.value"))?;
         let mut result = match lc_tool_result(py, &out)? {
             Some(lc) => lc,
-            None => tool_payload(py, a.value("output.value"))?,
+            None => match llama_tool_output(py, &out)? {
+                Some(r) => r,
+                None => match (&out, a.value("output.value")) {
+                    // a JSON output that is one string (DSPy's tools: "\"18C, sunny\""): the string
+                    (V::Str(text), V::Str(raw)) if raw.first() == Some(&b'"')
+                        && a.value("output.mime_type").eq_str("application/json") => text.clone(),
+                    _ => tool_payload(py, a.value("output.value"))?,
+                },
+            },
         };
         if !span.message.is_empty() {
             let mut r = b"Error: ".to_vec();
@@ -257,13 +336,17 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         }
         let name = match a.get("tool.name") {
             Some(n) if n.truthy()? => n.py_str(py)?,
-            _ => span.name.clone(),
+            _ => dspy_tool_name(&span.name),
         };
         let call_id = match a.get("tool.id") {
             Some(i) if i.truthy()? => i.py_str(py)?,
             _ => str_or_empty(py, a.get("tool_call.id"))?,
         };
-        tool = Some([name, tool_payload(py, &args)?, result, call_id]);
+        // DSPy's ReAct ends a trajectory by calling its own `finish` tool (no arguments,
+        // "Completed."): the agent's signal that it will answer, not a call of the user's tools
+        if !(&*name == b"finish" && &*result == b"Completed.") {
+            tool = Some([name, tool_payload(py, &args)?, result, call_id]);
+        }
     }
     if &*kind == b"LLM" {
         let ins = messages(py, &a, "input")?;
@@ -284,10 +367,28 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         }
     }
     budget_ended(&mut a, &mut answer);
+    let mut error: Text<'a> = Cow::Borrowed(b"");
+    if span.failed && operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) && is_error_repr(&answer) {
+        // a failed agent's output is its error (BeeAI writes `AgentError(module): message`
+        // there and no status message): not an answer
+        error = std::mem::replace(&mut answer, Cow::Borrowed(b""));
+    }
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        limit_ended(span, &mut a, &error);
+    }
     let mut finish = finish_reasons(py, a.value("gen_ai.response.finish_reasons"))?;
     if let Some(r) = a.get("llm.finish_reason") {
         if r.truthy()? {
             finish = vec![r.py_str(py)?];
+        }
+    }
+    if finish.is_empty() && &*kind == b"LLM" {
+        // openinference-instrumentation-autogen-agentchat writes no llm.finish_reason: the
+        // model's result, finish reason included, is the JSON of output.value
+        if let Some(V::Str(r)) = load_json(py, a.value("output.value"))?.get("finish_reason") {
+            if !r.is_empty() {
+                finish = vec![r.clone()];
+            }
         }
     }
     let mut missing = 0;
@@ -296,7 +397,7 @@ pub fn build<'a, 'py>(py: Python<'py>, span: &Span<'a, 'py>, attrs: Attrs<'a, 'p
         if missing & MISSING_TOOL_ARGUMENTS != 0 && a.has("tool.parameters") {
             missing &= !MISSING_TOOL_ARGUMENTS;
         }
-    } else if &*kind == b"LLM" {
+    } else if &*kind == b"LLM" && !made_no_call(span, &a) {
         // OpenInference names the finish reason ``llm.finish_reason``: an LLM span without it
         // (openai-agents, CrewAI and smolagents instrumentations write none) did not record
         // whether the model was cut off, so context_overflow cannot pass it.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::read::attrs::Attrs;
 use crate::read::conventions::{EXECUTE_TOOL, INVOKE_AGENT, TL_KIND};
+use crate::read::openinference::llama_tool_output;
 use crate::read::payload::{dict, lit, load_json, plain_text, tool_payload};
 use crate::read::dumps::{dumps, Default};
 use crate::read::text::{lower, rest_of_line, small_index};
@@ -88,6 +89,10 @@ pub fn map<'a, 'py>(py: Python<'py>, attrs: &Attrs<'a, 'py>) -> PyResult<Attrs<'
             let p = entity_payload(py, output)?;
             a.setdefault("gen_ai.tool.call.result", V::Str(p));
         }
+    } else if &*kind == b"task" && a.get("tool.name").is_some_and(|t| t.truthy().unwrap_or(false))
+        && a.has("tool.arguments")
+    {
+        called_tool(py, &mut a)?;
     } else if &*kind == b"agent" || &*kind == b"workflow" {
         if let (Some(e), true) = (entity, &*kind == b"agent") {
             a.setdefault("gen_ai.agent.name", V::Str(e));
@@ -136,6 +141,31 @@ pub fn map<'a, 'py>(py: Python<'py>, attrs: &Attrs<'a, 'py>) -> PyResult<Attrs<'
     }
     a.retain(|k| Ok(indexed_key(py, k)?.is_none()))?;
     Ok(a)
+}
+
+/// OpenLLMetry's LlamaIndex instrumentation writes an agent's tool call as a task span
+/// (its ``call_tool`` step) with ``tool.name`` and ``tool.arguments``, the result inside the
+/// ``ToolCallResult`` of ``traceloop.entity.output`` (``tool_output.raw_output``, failed when
+/// ``is_error``) with the call's ``tool_id``: a tool span, read as one.
+fn called_tool<'a, 'py>(py: Python<'py>, a: &mut Attrs<'a, 'py>) -> PyResult<()> {
+    a.set_value("gen_ai.operation.name", V::Str(Cow::Borrowed(EXECUTE_TOOL.as_bytes())));
+    let name = a.value("tool.name").py_str(py)?;
+    a.setdefault("gen_ai.tool.name", V::Str(name));
+    let args = a.value("tool.arguments").py_str(py)?;
+    a.setdefault("gen_ai.tool.call.arguments", V::Str(args));
+    let Some(output) = a.get("traceloop.entity.output") else { return Ok(()) };
+    let v = load_json(py, output)?;
+    let result = match v.get("tool_output").map(|out| llama_tool_output(py, out)).transpose()?.flatten() {
+        Some(r) => r,
+        None => entity_payload(py, output)?,
+    };
+    if let Some(V::Str(id)) = v.get("tool_id") {
+        if !id.is_empty() {
+            a.setdefault("gen_ai.tool.call.id", V::Str(id.clone()));
+        }
+    }
+    a.setdefault("gen_ai.tool.call.result", V::Str(result));
+    Ok(())
 }
 
 /// traceloop.entity.input/output wrap the call as ``{"args": [...], "kwargs": {...}}`` (or

@@ -19,7 +19,7 @@ use pyo3::exceptions::{
     PyAttributeError, PyKeyError, PyOverflowError, PyRecursionError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use crate::read::attrs::{Attr, Attrs};
 use crate::read::conventions::{self, Kept, Span};
 use crate::read::json::{parse, Input};
@@ -596,6 +596,36 @@ impl<'t, 'py> Walk<'t, 'py> {
         Ok(out)
     }
 
+    /// ``(name, attributes)`` of the span's events that may carry GenAI content
+    /// (read/content_events.py), or None when there are none.
+    fn content_events(&mut self, events: Option<&'t Node>, records: &conventions::Records)
+        -> Res<Option<Bound<'py, PyList>>> {
+        let items = match events {
+            Some(Node::Arr(items)) => items,
+            _ => return Ok(None),
+        };
+        let mut out: Option<Bound<'py, PyList>> = None;
+        for e in items.iter() {
+            let (name, attrs) = match (e, e.get("name"), e.get("attributes")) {
+                (Node::Obj(_), Some(Node::Str(n)), Some(Node::Arr(a))) if records.is_content_event(n.as_bytes()) => (n, a),
+                _ => continue,
+            };
+            let d = PyDict::new(self.py);
+            for kv in attrs.iter() {
+                match (kv, kv.get("key")) {
+                    (Node::Obj(_), Some(k)) if k.is_str() => {
+                        let key = self.obj(k)?;
+                        d.set_item(key, self.value(kv.get("value"), 0)?)?;
+                    }
+                    _ => {}
+                }
+            }
+            let pair = PyTuple::new(self.py, [self.shared(*name).into_any(), d.into_any()])?;
+            out.get_or_insert_with(|| PyList::empty(self.py)).append(pair)?;
+        }
+        Ok(out)
+    }
+
     /// A time field: ``int(x or 0)``, refused when it is not an integer; with whether it is
     /// known to be a nanosecond time already (plain digits, or a JSON number in u64), which
     /// spares the caller converting it back to check.
@@ -676,9 +706,9 @@ impl<'t, 'py> Walk<'t, 'py> {
             }
         };
         let attrs = self.attributes(kvs, &where_)?;
-        let evaluations = match s.get("events") {
-            Some(e) if e.truthy() => self.evaluations(Some(e))?,
-            _ => None,
+        let (evaluations, content) = match s.get("events") {
+            Some(e) if e.truthy() => (self.evaluations(Some(e))?, self.content_events(Some(e), conventions::records(py)?)?),
+            _ => (None, None),
         };
         let st = match s.get("status") {
             Some(st) if !st.truthy() => None,
@@ -717,6 +747,7 @@ impl<'t, 'py> Walk<'t, 'py> {
             },
             attrs,
             evaluations,
+            content,
         })
     }
 
@@ -777,6 +808,7 @@ struct Row<'t, 'py> {
     span: Span<'t, 'py>,
     attrs: Attrs<'t, 'py>,
     evaluations: Option<Bound<'py, PyList>>,
+    content: Option<Bound<'py, PyList>>,
 }
 
 impl OtlpJson {
@@ -816,6 +848,9 @@ impl OtlpJson {
                         val_py: Some(results),
                     });
                 }
+            }
+            if let Some(events) = &row.content {
+                records.add_event_content(py, &row.span.name_py, &mut attrs, events)?;
             }
             let fields = conventions::build(py, &row.span, attrs)?;
             out.append(records.record(py, &mut strings, &row.span, fields, &Kept::All)?)?;

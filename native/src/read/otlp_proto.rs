@@ -358,6 +358,23 @@ fn named_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], event_na
     Ok(out)
 }
 
+/// ``(name, attributes)`` of a span's events that may carry GenAI content
+/// (read/content_events.py), or None when it has none.
+fn content_events<'a, 'py>(keys: &mut Keys<'a, 'py>, events: &[&'a [u8]], records: &conventions::Records)
+    -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = keys.py;
+    let mut out: Option<Bound<'py, PyList>> = None;
+    for event in events {
+        let (name, kvs) = one_and_many(event, 2, 3)?;
+        if records.is_content_event(name) {
+            let pair = PyTuple::new(py, [keys.text(name)?.into_bound(py),
+                                         attributes(keys, kvs.as_slice(), None)?.into_any()])?;
+            out.get_or_insert_with(|| PyList::empty(py)).append(pair)?;
+        }
+    }
+    Ok(out)
+}
+
 /// One span as the wire has it, its attributes read (only those ``projection`` wants).
 struct Row<'a, 'py> {
     place: (usize, usize, usize),
@@ -375,10 +392,11 @@ struct Row<'a, 'py> {
     kvs: Vec<&'a [u8]>,
     evaluations: Option<Bound<'py, PyList>>,
     over: Option<Over>, // its attributes are past a bound (read/bounds.rs): rejected, not read
+    content: Option<Bound<'py, PyList>>,
 }
 
 fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, usize, usize), event_name: &str,
-                     projection: Option<&Projection>) -> PyResult<Row<'a, 'py>> {
+                     projection: Option<&Projection>, records: &conventions::Records) -> PyResult<Row<'a, 'py>> {
     let py = keys.py;
     let (mut trace_id, mut span_id, mut parent, mut name): (&[u8], &[u8], &[u8], &[u8]) = (b"", b"", b"", b"");
     let (mut start, mut end) = (0u64, 0u64);
@@ -435,7 +453,8 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
         }
         if over.is_some() {
             let row = Row { place, trace_id, span_id, parent, name, start, end, code, message,
-                            attrs: Attrs::with_capacity(0), kvs: Vec::new(), evaluations: None, over };
+                            attrs: Attrs::with_capacity(0), kvs: Vec::new(), evaluations: None, over,
+                            content: None };
             return Ok(row);
         }
         if projection.map_or(true, |p| p.wants(key)) {
@@ -445,13 +464,14 @@ fn span_row<'a, 'py>(keys: &mut Keys<'a, 'py>, span: &'a [u8], place: (usize, us
     }
     if over.is_some() {  // an event's attributes, past a bound, and a span with no attributes
         return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations: None,
-                        over });
+                        over, content: None });
     }
-    let evaluations = match events {
-        Many::None => None,
-        _ => named_events(keys, events.as_slice(), event_name)?,
+    let (evaluations, content) = match events {
+        Many::None => (None, None),
+        _ => (named_events(keys, events.as_slice(), event_name)?, content_events(keys, events.as_slice(), records)?),
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations, over: None })
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations, over: None,
+             content })
 }
 
 /// ``read_spans(data, version_key, event_name, projection=None) -> (records, rejected,
@@ -471,6 +491,7 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
     let projection = projection.as_deref();
     guarded(|| {
         let mut keys = Keys { py, seen: FastMap::default(), ids: FastMap::default() };
+        let records = conventions::records(py)?;
         let mut versions = Vec::new();
         let mut rows = Vec::new();
         let mut request = Fields::new(data);
@@ -485,14 +506,13 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
             versions.push((from_py(&version, 0)?, version));
             for (j, scope) in scope_entries.into_iter().enumerate() {
                 for (k, span) in repeated(scope, 2)?.into_iter().enumerate() {
-                    rows.push(span_row(&mut keys, span, (i, j, k), event_name, projection)?);
+                    rows.push(span_row(&mut keys, span, (i, j, k), event_name, projection, records)?);
                 }
             }
             i += 1;
         }
         let out = PyList::empty(py);
         let (mut rejected, mut first) = (Vec::new(), String::new());
-        let records = conventions::records(py)?;
         let mut strings = Strings::new();
         let kept = match projection {
             Some(p) => Kept::Names(&p.kept),
@@ -548,6 +568,9 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
                 }
             }
             let name_py = keys.text(row.name)?.into_bound(py);
+            if let Some(events) = &row.content {
+                records.add_event_content(py, &name_py, &mut attrs, events)?;
+            }
             let span = Span {
                 trace_id: tid,
                 span_id: sid,

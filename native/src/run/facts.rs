@@ -177,6 +177,43 @@ fn pair_id_less_spans<'py>(spans: &[Span<'py>], tool_spans: &[usize])
     Ok(out)
 }
 
+/// The tool spans that are steps, and the call id each took from an inner layer. A tool
+/// span whose parent is a tool span of the same tool is that call again, one instrumentation
+/// layer down (AutoGen's own `execute_tool` span inside OpenInference's TOOL span, the
+/// content on the outer, the call id on the inner): one step, not two.
+fn outer_tool_spans<'py>(spans: &[Span<'py>]) -> PyResult<(Vec<usize>, HashMap<Vec<u8>, Bound<'py, PyString>>)> {
+    let all: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].tool.is_some()).collect();
+    let mut by_id: HashMap<Vec<u8>, usize> = HashMap::default();
+    for &i in &all {
+        by_id.insert(bytes_of(&spans[i].span_id)?, i);
+    }
+    let mut outer = Vec::with_capacity(all.len());
+    let mut inner_ids: HashMap<Vec<u8>, Bound<'py, PyString>> = HashMap::default();
+    for &i in &all {
+        let s = &spans[i];
+        let parent = match s.parent_id.downcast::<PyString>() {
+            Ok(p) => by_id.get(text::read(p)?.bytes()).copied(),
+            Err(_) => None,
+        };
+        let name = str_item(s.tool.as_ref().unwrap(), TOOL_NAME)?;
+        let same = match parent {
+            Some(p) if p == i => false, // a span its own parent is no layer of itself
+            Some(p) => text::read(&str_item(spans[p].tool.as_ref().unwrap(), TOOL_NAME)?)?.bytes()
+                == text::read(&name)?.bytes(),
+            None => false,
+        };
+        if !same {
+            outer.push(i);
+            continue;
+        }
+        let cid = str_item(s.tool.as_ref().unwrap(), TOOL_CALL_ID)?;
+        if !text::read(&cid)?.bytes().is_empty() {
+            inner_ids.entry(bytes_of(&spans[parent.unwrap()].span_id)?).or_insert(cid);
+        }
+    }
+    Ok((outer, inner_ids))
+}
+
 /// The steps and their view: one step per tool span when the run has tool spans, else
 /// one per call its model spans name.
 fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>])
@@ -189,7 +226,7 @@ fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>]
             responses.insert(bytes_of(&str_item(&pair, 0)?)?, str_item(&pair, 1)?);
         }
     }
-    let tool_spans: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].tool.is_some()).collect();
+    let (tool_spans, inner_ids) = outer_tool_spans(spans)?;
     let mut out = Vec::with_capacity(spans.len());
     let mut items = Vec::with_capacity(spans.len());
     let empty = PyString::new(py, "");
@@ -213,6 +250,8 @@ fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>]
             let own = str_item(t, TOOL_CALL_ID)?;
             let call_id = if !text::read(&own)?.bytes().is_empty() {
                 own
+            } else if let Some(inner) = inner_ids.get(text::read(&s.span_id)?.bytes()) {
+                inner.clone()
             } else {
                 paired.get(text::read(&s.span_id)?.bytes()).cloned().unwrap_or_else(|| empty.clone())
             };
@@ -264,17 +303,22 @@ fn steps<'py>(py: Python<'py>, rows: &[Bound<'py, PyTuple>], spans: &[Span<'py>]
         group.sort_by_key(|g| (g.0, g.1));
         for (_, _, c, s) in group {
             let cid = str_item(&c, CALL_ID)?;
-            let result = responses.get(text::read(&cid)?.bytes()).cloned().unwrap_or_else(|| empty.clone());
+            let found = responses.get(text::read(&cid)?.bytes()).cloned();
+            // a call whose result no later model input carries (no response under its id, or
+            // the instrumentation wrote the tool message without its content: Haystack's
+            // OpenInference): what it returned was not captured
+            let missing = if found.is_some() { 0 } else { MISSING_TOOL_RESULT };
+            let result = found.unwrap_or_else(|| empty.clone());
             let ok = !text::read(&result)?.bytes().starts_with(b"Error: ");
             let index = (out.len() + 1) as i64;
             let name = str_item(&c, CALL_NAME)?;
             let args = str_item(&c, CALL_ARGUMENTS)?;
             items.push(StepItem { index, tool: name.clone().unbind(), arguments: args.clone().unbind(),
-                                  result: result.clone().unbind(), span_id: s.span_id.clone().unbind(), missing: 0 });
+                                  result: result.clone().unbind(), span_id: s.span_id.clone().unbind(), missing });
             out.push(new_step(py, [index.into_pyobject(py)?.into_any(), name.into_any(), args.into_any(),
                                    result.into_any(), s.span_id.clone().into_any(), cid.into_any(),
                                    s.start_ns.clone(), PyBool::new(py, ok).to_owned().into_any(),
-                                   0i64.into_pyobject(py)?.into_any()])?);
+                                   missing.into_pyobject(py)?.into_any()])?);
         }
         i = j;
     }
@@ -382,6 +426,27 @@ fn scenario<'py>(py: Python<'py>, root: Option<&Bound<'py, PyTuple>>, prompt: &B
     Ok(PyString::new(py, &format!("p-{}", &hex[..12])))
 }
 
+/// Finish reasons that say the model stopped to call tools.
+const CALL_REASONS: [&str; 4] = ["tool_calls", "tool_call", "tool_use", "function_call"];
+/// read/conventions.rs's ENDED_ON_A_CALL: what ended a run whose model last asked for a call.
+const ENDED_ON_A_CALL: &str = "step limit: the agent's last output was a tool call, not an answer";
+
+/// Whether the last model call of the run (the last span, in start order, with finish
+/// reasons) stopped to call tools: a run that ends there, with no answer, was stopped by its
+/// framework before the model saw the calls' results (LlamaIndex at ``max_iterations``,
+/// whose OpenLLMetry instrumentation records neither the exception nor a status).
+fn ended_on_a_call(spans: &[SpanItem], py: Python<'_>) -> PyResult<bool> {
+    let Some(last) = spans.iter().rev().find(|s| !s.finish_reasons.bind(py).is_empty()) else { return Ok(false) };
+    for r in last.finish_reasons.bind(py).iter() {
+        let r = r.downcast_into::<PyString>()?;
+        let t = text::read(&r)?;
+        if !CALL_REASONS.iter().any(|w| crate::checks::pattern::lower_equals(t.bytes(), w.as_bytes())) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Every fact of the run, into its `__dict__`.
 pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = run.py();
@@ -460,6 +525,7 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
     };
     let termination = match root_attr(root.as_ref(), intern!(py, TERMINATION))? {
         Some(v) => py_str(&v)?,
+        None if is_blank(&answer)? && ended_on_a_call(&span_items, py)? => PyString::new(py, ENDED_ON_A_CALL),
         None => PyString::new(py, ""),
     };
 
@@ -501,7 +567,9 @@ pub fn compute(run: &Bound<'_, PyAny>) -> PyResult<()> {
             Ok(!text::read(st.arguments.bind(py))?.bytes().is_empty() || !text::read(st.result.bind(py))?.bytes().is_empty())
         }).collect::<PyResult<Vec<bool>>>()?.into_iter().any(|x| x);
     let answer_blank = is_blank(&answer)?;
-    let answer_not_captured = if answer_blank && missing & MISSING_OUTPUT != 0 {
+    // a run its root says the framework ended (a step limit) did not answer: nothing unseen
+    let ended = !text::read(&termination)?.bytes().is_empty();
+    let answer_not_captured = if answer_blank && !ended && missing & MISSING_OUTPUT != 0 {
         format!("the final answer was not captured (no output messages on {no_output} model span(s))")
     } else {
         String::new()
