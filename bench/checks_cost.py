@@ -7,6 +7,7 @@ plug-in's thread is included: CPU time is the process's, and each configuration'
 ends when the plug-ins' thread has answered every run.
 
     .venv/bin/python bench/checks_cost.py [--rounds 7] [--requests 40]
+    .venv/bin/python bench/checks_cost.py --instructions [--configs default,plugin,rules]
 
 The workload is ``bench/live.py``'s (``build_template``): requests of 32 runs of 16 spans,
 read once into records, then fed request by request through the assembler and evaluator
@@ -16,12 +17,22 @@ every request with the same span times, so each windowed-budget key fills to
 (``time.process_time``) rather than wall time, medians of the rounds, and the differences
 are taken within a round: on a shared machine this is steadier than ``bench/live.py
 --extra-checks``, which measures the same configurations end to end over gRPC.
+
+``--instructions`` counts instead of timing, so the machine's load cannot move the figure:
+for each configuration, callgrind's instructions of a run of ``LONG`` requests less a run of
+``SHORT`` (imports, compiling and warming cancel out), per span, and each beside
+``default``'s. Every thread's instructions are counted (the plug-ins' too); the kernel's
+work in the threads' hand-overs (futex calls, context switches) is not, so for plug-ins read
+it beside the CPU time.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -97,16 +108,48 @@ def cpu_us_per_span(checks: list, reqs: list[list]) -> float:
     return spent / sum(len(r) for r in reqs) * 1e6
 
 
+LONG, SHORT = 24, 4  # --instructions' two runs of each configuration, in requests
+
+
+def instructions(names: list[str]) -> int:
+    def count(name: str, requests: int) -> int:
+        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+               "--only", name, "--requests", str(requests)]
+        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+        m = re.search(r"Collected : (\d+)", r.stderr)
+        if r.returncode != 0 or m is None:
+            print(f"callgrind failed ({' '.join(cmd)}):\n{r.stderr[-2000:]}{r.stdout[-2000:]}", file=sys.stderr)
+            raise SystemExit(2)
+        return int(m.group(1))
+
+    spans = (LONG - SHORT) * len(template_spans())
+    per_span = {}
+    for name in names:
+        per_span[name] = (count(name, LONG) - count(name, SHORT)) / spans
+        added = f" (+{per_span[name] - per_span['default']:,.0f} over default)" if "default" in per_span else ""
+        print(f"{name:>8}: {per_span[name]:,.0f} instructions a span{added}", flush=True)
+    print("RESULT " + " ".join(f"{k}_instructions_per_span={v:.0f}" for k, v in per_span.items()))
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--requests", type=int, default=40, help="requests of 512 spans per configuration and round")
+    p.add_argument("--instructions", action="store_true", help="instructions a span by callgrind (load-proof)")
+    p.add_argument("--configs", default="default,plugin,rules", help="--instructions: these configurations")
+    p.add_argument("--only", help=argparse.SUPPRESS)  # one configuration once (what --instructions counts)
     args = p.parse_args()
+    if args.instructions:
+        return instructions(args.configs.split(","))
     spans = template_spans()
     store = WindowStore()  # one for every round: keys stay full, the hot case
     rules_file = Path(tempfile.mkdtemp()) / "rules.yaml"
     rules_file.write_text(FIVE_RULES)
     made = configs(store, str(rules_file))
+    if args.only:
+        print(f"{args.only}: {cpu_us_per_span(made[args.only](), requests(spans, args.requests, 0)):.2f} CPU us/span")
+        return 0
     results: dict[str, list[float]] = {k: [] for k in made}
     print(f"{'round':>5} " + " ".join(f"{k:>10}" for k in made) + "   (CPU us per span)")
     first = 0
