@@ -73,6 +73,37 @@ def test_a_rule_judges_the_same_whether_spans_were_observed_in_any_order_or_not_
         assert got == want
 
 
+def test_spans_of_a_batch_with_equal_maps_are_judged_once_and_each_answered_in_its_own_trace(tmp_path):
+    """A batch is evaluated whole and equal maps are given to CEL once (checks/rules/check.py);
+    every span still fires, in its own trace and run, and ``True``, ``1`` and ``1.0`` stay
+    three values."""
+    from faultgate_stream.testing import span
+
+    rules = [{"name": "calc_failed", "when": 'span.status == "error" && span.tool == "calculator"', "reason": "c"},
+             {"name": "flag_is_true", "when": '"x.flag" in span.attributes && span.attributes["x.flag"] == true',
+              "reason": "f"}]
+    checks = rule_checks(load_rules(_file(tmp_path, rules)))
+    traces = []
+    for flag in (True, 1, 1.0):
+        t = trace_id()
+        a = agent(t, name="calc")
+        failed = tool(t, a.span_id, "calculator", {"x": 1}, "Error: no", start_s=1, status=2)
+        marked = span(t, "mark", parent=a.span_id, start_s=2, attributes={"x.flag": flag})
+        traces.append([a, failed, tool(t, a.span_id, "calculator", {"x": 1}, "ok", start_s=3), marked])
+    batch = [s for spans in traces for s in spans]
+    verdicts = check_spans([batch], checks)
+    offline = check_spans(traces, checks, early=False)
+    assert [[(r.check, r.fired, r.span_ids) for r in v.results] for v in verdicts] == \
+        [[(r.check, r.fired, r.span_ids) for r in v.results] for v in offline]
+    by_trace = {v.key.trace_id: {r.check: r for r in v.results} for v in verdicts}
+    for spans in traces:
+        got = by_trace[spans[0].trace_id]
+        assert got["calc_failed"].fired and got["calc_failed"].span_ids == (spans[1].span_id,)
+    assert [by_trace[s[0].trace_id]["flag_is_true"].fired for s in traces] == [True, False, False]
+    assert sorted((f.trace_id, f.check) for v in verdicts for f in v.early) == sorted(
+        [(s[0].trace_id, "calc_failed") for s in traces] + [(traces[0][0].trace_id, "flag_is_true")])
+
+
 @pytest.mark.parametrize("rule, message", [
     ({"name": "x", "when": "span.tool =="}, "rules[0] (x): line 1, column 13: Syntax error"),
     ({"name": "x", "when": 'span.tool + 1 == "a"'}, "rules[0] (x): line 1, column"),

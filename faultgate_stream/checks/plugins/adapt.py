@@ -333,16 +333,45 @@ RUN_FIELDS = ("trace_id", "run_id", "root_span_id", "agent", "agent_version", "s
               "answer", "completion", "steps", "spans", "calls", "tokens", "latency_ms", "cost_usd", "not_captured")
 
 
+def _arguments_text(s: SpanRecord) -> str:
+    return s.tool.arguments if s.tool is not None else ""
+
+
 class PlainSpans:
     """Span maps with the fields ``fields`` and the attributes ``attributes`` (an empty
     ``fields`` means all)."""
 
-    __slots__ = ("getters", "attributes")
+    __slots__ = ("getters", "attributes", "names", "raw_getters", "args_at", "_attribute_keys")
 
     def __init__(self, fields: frozenset[str], attributes: frozenset[str]) -> None:
         names = [f for f in SPAN_FIELDS if not fields or f in fields]
         self.getters = tuple((n, SPAN_FIELDS[n]) for n in names)
         self.attributes = attributes if (not fields or "attributes" in fields) else frozenset()
+        # ``key``: the map's fields as read off the span, ``args`` still its text
+        self.names = tuple(names)
+        self.raw_getters = tuple(_arguments_text if n == "args" else SPAN_FIELDS[n] for n in names)
+        self.args_at = names.index("args") if "args" in names else -1
+        self._attribute_keys = tuple(sorted(self.attributes))
+
+    def key(self, rec: SpanRecord) -> tuple:
+        """What ``rec``'s map is made of, hashable: two spans with one key have equal maps
+        (``from_key``). Attributes by their ``repr``: ``True``, ``1`` and ``1.0`` are one
+        key to Python and three values to CEL."""
+        k = tuple([get(rec) for get in self.raw_getters])
+        if self._attribute_keys:
+            attrs = rec.attrs
+            k += (repr([(a, attrs[a]) for a in self._attribute_keys if a in attrs]),)
+        return k
+
+    def from_key(self, key: tuple, rec: SpanRecord) -> dict[str, Any]:
+        """The map ``key`` (``key(rec)``) stands for."""
+        d = dict(zip(self.names, key))
+        if self.args_at >= 0:
+            d["args"] = _plain_args(key[self.args_at])
+        if self.attributes:
+            attrs = rec.attrs
+            d["attributes"] = {k: plain(attrs[k]) for k in self.attributes if k in attrs}
+        return d
 
     def __call__(self, rec: SpanRecord) -> dict[str, Any]:
         d = {}

@@ -14,6 +14,7 @@ could not tell. Guard with ``has(span.args.amount)`` where a field may be absent
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from typing import Any
 
 from faultgate_stream.checks.base import Check
@@ -32,20 +33,46 @@ class _Found:
 
     __slots__ = ("fired", "error")
 
-    def __init__(self) -> None:
-        self.fired: list[SpanRecord] = []
-        self.error: tuple[SpanRecord, str] | None = None
+    def __init__(self, fired: Any = (), error: tuple[SpanRecord, str] | None = None) -> None:
+        self.fired: Any = fired
+        self.error = error
+
+
+_NOTHING = _Found()  # shared, never changed: most rules find nothing on most stretches
+
+
+class _Batch:
+    """What each rule found on one list of spans, by position in it."""
+
+    __slots__ = ("spans", "n", "first", "last", "fired", "errors")
+
+    def __init__(self, spans: Any, rules: int) -> None:
+        self.spans = spans  # held: its id cannot be another list's while this is kept
+        self.n = len(spans)
+        self.first = spans[0] if spans else None
+        self.last = spans[-1] if spans else None
+        self.fired: list[list[int]] = [[] for _ in range(rules)]  # positions, ascending
+        self.errors: list[list[tuple[int, str]]] = [[] for _ in range(rules)]
+
+    def holds(self, spans: Any) -> bool:
+        return (self.spans is spans and self.n == len(spans)
+                and (not spans or (spans[0] is self.first and spans[-1] is self.last)))
 
 
 class SpanRules:
     """A file's span rules, evaluated together over a list of spans.
 
-    One activation per stretch binds the spans' maps once; a program that asks whether any
-    rule matched any span answers most stretches (nothing matched) in one evaluation. When
-    one did, or one failed, each rule is asked which spans it matched (``spans.filter``
+    The evaluator hands each check a batch's spans a trace's stretch at a time, over the
+    same list: the first stretch asked of a list has the rules evaluated over the whole list,
+    and every stretch of it is answered from that (an evaluation's fixed cost and its
+    activation paid once a batch, not once a trace). Spans whose maps are equal (most spans
+    of a batch that are not tool calls: the same status, the same empty tool) share one map:
+    CEL is given each distinct map once. One activation binds the maps; a program that asks
+    whether any rule matched any map answers most lists (nothing matched) in one evaluation.
+    When one did, or one failed, each rule is asked which maps it matched (``spans.filter``
     over the maps' ``_i``, their place), on the same activation; a rule that fails there is
-    asked span by span, to say where. A span's map holds only the fields the rules that
-    look at it name (``tools``: a lookup_order span is not given the arguments a rule on
+    asked map by map, to say where. A map holds only the fields the rules that look at its
+    span name (``tools``: a lookup_order span is not given the arguments a rule on
     fetch_url reads)."""
 
     def __init__(self, rules: tuple[Rule, ...], engine: Any) -> None:
@@ -61,7 +88,7 @@ class SpanRules:
                       for r, g in zip(rules, self.guarded)]
         self._untooled = span_maps(tuple(r for r in rules if r.tools is None)) if self.every_span else None
         self._by_tool: dict[str, Any] = {}
-        self._memo: tuple[Any, Any, int, list[_Found]] | None = None
+        self._batch: _Batch | None = None
 
     def _maps_for(self, tool: str) -> Any:
         """The map builder for a span of ``tool``: the fields of the rules that look at it."""
@@ -73,55 +100,71 @@ class SpanRules:
                 self._by_tool[tool] = m
         return m
 
-    def over(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int) -> list[_Found]:
-        """What each rule found on ``spans[lo:hi]``; the same stretch asked again (by the
-        next rule of the file) is answered from memory."""
-        m = self._memo
-        n = hi - lo
-        if n and m is not None and m[0] is spans[lo] and m[1] is spans[hi - 1] and m[2] == n:
-            return m[3]
-        found = [_Found() for _ in self.rules]
-        if n:
-            self._evaluate(spans[lo:hi], found)
-            # the first and last span are held, so their ids cannot be another stretch's
-            self._memo = (spans[lo], spans[hi - 1], n, found)
-        return found
+    def found(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int, rule: int) -> _Found:
+        """What rule ``rule`` found on ``spans[lo:hi]``: the list evaluated whole when it was
+        not the last one asked."""
+        b = self._batch
+        if b is None or not b.holds(spans):
+            b = self._batch = self._evaluate(spans)
+        fired, errors = b.fired[rule], b.errors[rule]
+        if not fired and not errors:
+            return _NOTHING
+        at = [spans[p] for p in fired[bisect_left(fired, lo):bisect_left(fired, hi)]]
+        error = None
+        if errors:
+            k = bisect_left(errors, (lo,))
+            if k < len(errors) and errors[k][0] < hi:
+                error = (spans[errors[k][0]], errors[k][1])
+        return _Found(at, error) if at or error else _NOTHING
 
-    def _evaluate(self, spans: Any, found: list[_Found]) -> None:
-        looked: list[SpanRecord] = []
+    def _evaluate(self, spans: Any) -> _Batch:
+        batch = _Batch(spans, len(self.rules))
+        where: list[list[int]] = []  # per map, the positions of the spans it stands for
         maps: list[dict] = []
+        seen: dict[tuple, int] = {}
         untooled = self._untooled
         tools = self.tools
-        for s in spans:
+        for pos, s in enumerate(spans):
             tool = s.tool.name if s.tool is not None else ""
             build = self._maps_for(tool) if tool in tools else untooled
             if build is None:
                 continue
-            d = build(s)
+            key = (tool, build.key(s))
+            u = seen.get(key)
+            if u is not None:
+                where[u].append(pos)
+                continue
+            u = seen[key] = len(maps)
+            d = build.from_key(key[1], s)
             d["tool"] = tool
-            d["_i"] = len(maps)
+            d["_i"] = u
             maps.append(d)
-            looked.append(s)
+            where.append([pos])
         if not maps:
-            return
+            return batch
         engine = self.engine
         act = engine.activation({"spans": maps})
         hit, error = engine.evaluate(self.combined, act)
         if not hit and not error:
-            return  # no rule matched a span, and none failed on one
-        for r, which, f in zip(self.rules, self.which, found):
+            return batch  # no rule matched a span, and none failed on one
+        for r, which, fired, errors in zip(self.rules, self.which, batch.fired, batch.errors):
             idx = engine.values(which, act)
             if idx is not None:
-                f.fired = [looked[i] for i in idx]
+                for u in idx:
+                    fired += where[u]
+                fired.sort()
                 continue
-            for s, d in zip(looked, maps):  # the rule failed on some span: which one, and did it match
+            for u, d in enumerate(maps):  # the rule failed on some map: which one, and where did it match
                 if r.tools is not None and d["tool"] not in r.tools:
                     continue
                 matched, why = engine.evaluate(r.program, {"span": d})
                 if matched:
-                    f.fired.append(s)
-                elif why and f.error is None:
-                    f.error = (s, why)
+                    fired += where[u]
+                elif why:
+                    errors += [(p, why) for p in where[u]]
+            fired.sort()
+            errors.sort()
+        return batch
 
 
 class RunRules:
@@ -190,7 +233,7 @@ class SpanRuleCheck(Check):
         return first[1] if first else None
 
     def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
-        f = self._together.over(spans, lo, hi)[self._i]
+        f = self._together.found(spans, lo, hi, self._i)
         seen = state.seen
         for i in range(lo, hi):
             seen.add(spans[i].span_id)
@@ -215,7 +258,9 @@ class SpanRuleCheck(Check):
             key = ("rules.span", id(self._together))
             memo = run.derived.get(key)
             if memo is None or memo[0] != len(todo):
-                memo = run.derived[key] = (len(todo), self._together.over(todo, 0, len(todo)))
+                together = self._together
+                memo = run.derived[key] = (len(todo), [together.found(todo, 0, len(todo), i)
+                                                       for i in range(len(together.rules))])
             f = memo[1][self._i]
             new_fired, new_error = f.fired, f.error
         else:
