@@ -274,6 +274,16 @@ class Result(_ReadOnly):
     def __init__(self, outcome: str, reason: str, severity: Severity | str | None = None,
                  measures: Mapping[str, float] | None = None, span_ids: Iterable[str] = (),
                  confidence: float = 1.0) -> None:
+        put = object.__setattr__
+        if (severity is None and not measures and span_ids == () and confidence == 1.0 and type(reason) is str
+                and outcome in _OUTCOMES):  # what ``passed()`` and most results give: nothing to check
+            put(self, "outcome", outcome)
+            put(self, "reason", reason)
+            put(self, "severity", None)
+            put(self, "measures", EMPTY)
+            put(self, "span_ids", ())
+            put(self, "confidence", 1.0)
+            return
         if outcome not in _OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(_OUTCOMES)}, not {outcome!r}")
         if type(reason) is not str and not isinstance(reason, str):
@@ -296,7 +306,6 @@ class Result(_ReadOnly):
         if confidence != 1.0 and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
                                   or not 0 <= confidence <= 1):
             raise ValueError(f"confidence must be a number from 0 to 1, not {confidence!r}")
-        put = object.__setattr__
         put(self, "outcome", outcome)
         put(self, "reason", reason)
         put(self, "severity", severity)
