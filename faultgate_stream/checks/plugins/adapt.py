@@ -9,6 +9,8 @@ this module is what changes with them; ``checks/api.py`` and every plug-in stay 
 from __future__ import annotations
 
 import json
+import operator
+from collections import Counter
 from collections.abc import Iterable
 from types import MappingProxyType
 from typing import Any
@@ -287,14 +289,24 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
+def _json_int(text: str) -> int | float:
+    v = int(text)
+    return v if -_INT64 <= v < _INT64 else float(v)
+
+
+# JSON's values are CEL's already but for integers past 64 bits: turned as they are read,
+# rather than by walking the document again (``plain``)
+_ARGS_JSON = json.JSONDecoder(parse_int=_json_int)
+
+
 def _plain_args(text: str) -> dict:
     if not text:
         return {}
     try:
-        doc = json.loads(text)
+        doc = _ARGS_JSON.decode(text)
     except (ValueError, RecursionError):
         return {}
-    return plain(doc) if isinstance(doc, dict) else {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def _duration(start: int, end: int) -> float | None:
@@ -333,45 +345,45 @@ RUN_FIELDS = ("trace_id", "run_id", "root_span_id", "agent", "agent_version", "s
               "answer", "completion", "steps", "spans", "calls", "tokens", "latency_ms", "cost_usd", "not_captured")
 
 
-def _arguments_text(s: SpanRecord) -> str:
-    return s.tool.arguments if s.tool is not None else ""
+# What each span field is made of, as the record's own attributes: two spans alike in these
+# have equal fields. Fields read from ``attrs`` (a mapping, not hashable) have none here.
+_SPAN_SOURCES: dict[str, tuple[str, ...]] = {
+    "trace_id": ("trace_id",), "span_id": ("span_id",), "parent_id": ("parent_id",), "name": ("name",),
+    "operation": ("operation",), "start_ns": ("start_ns",), "end_ns": ("end_ns",),
+    "duration_ms": ("start_ns", "end_ns"), "status": ("status_code",), "status_message": ("status_message",),
+    "tool": ("tool",), "arguments": ("tool",), "args": ("tool",), "result": ("tool",), "call_id": ("tool",),
+    "prompt": ("prompt",), "answer": ("answer",), "is_tool": ("tool",), "is_agent": ("operation",),
+}
 
 
 class PlainSpans:
     """Span maps with the fields ``fields`` and the attributes ``attributes`` (an empty
     ``fields`` means all)."""
 
-    __slots__ = ("getters", "attributes", "names", "raw_getters", "args_at", "_attribute_keys")
+    __slots__ = ("getters", "attributes", "key", "_attribute_keys")
 
     def __init__(self, fields: frozenset[str], attributes: frozenset[str]) -> None:
         names = [f for f in SPAN_FIELDS if not fields or f in fields]
         self.getters = tuple((n, SPAN_FIELDS[n]) for n in names)
         self.attributes = attributes if (not fields or "attributes" in fields) else frozenset()
-        # ``key``: the map's fields as read off the span, ``args`` still its text
-        self.names = tuple(names)
-        self.raw_getters = tuple(_arguments_text if n == "args" else SPAN_FIELDS[n] for n in names)
-        self.args_at = names.index("args") if "args" in names else -1
         self._attribute_keys = tuple(sorted(self.attributes))
+        # ``key(rec)``: what ``rec``'s map is made of, hashable; two spans with one key have
+        # equal maps. Read in C (one attrgetter) when every field comes from the record's own
+        # attributes, the usual case; else with the map's values and the attributes' repr.
+        sources = [_SPAN_SOURCES.get(n) for n in names]
+        if self.attributes or any(src is None for src in sources):
+            self.key = self._key_of_values
+        else:
+            self.key = operator.attrgetter(*sorted({a for src in sources for a in src}) or ["span_id"])
 
-    def key(self, rec: SpanRecord) -> tuple:
-        """What ``rec``'s map is made of, hashable: two spans with one key have equal maps
-        (``from_key``). Attributes by their ``repr``: ``True``, ``1`` and ``1.0`` are one
-        key to Python and three values to CEL."""
-        k = tuple([get(rec) for get in self.raw_getters])
+    def _key_of_values(self, rec: SpanRecord) -> tuple:
+        # attributes by their ``repr``: ``True``, ``1`` and ``1.0`` are one key to Python
+        # and three values to CEL
+        k = tuple([_arguments_text(rec) if n == "args" else get(rec) for n, get in self.getters])
         if self._attribute_keys:
             attrs = rec.attrs
             k += (repr([(a, attrs[a]) for a in self._attribute_keys if a in attrs]),)
         return k
-
-    def from_key(self, key: tuple, rec: SpanRecord) -> dict[str, Any]:
-        """The map ``key`` (``key(rec)``) stands for."""
-        d = dict(zip(self.names, key))
-        if self.args_at >= 0:
-            d["args"] = _plain_args(key[self.args_at])
-        if self.attributes:
-            attrs = rec.attrs
-            d["attributes"] = {k: plain(attrs[k]) for k in self.attributes if k in attrs}
-        return d
 
     def __call__(self, rec: SpanRecord) -> dict[str, Any]:
         d = {}
@@ -381,6 +393,10 @@ class PlainSpans:
             attrs = rec.attrs
             d["attributes"] = {k: plain(attrs[k]) for k in self.attributes if k in attrs}
         return d
+
+
+def _arguments_text(s: SpanRecord) -> str:
+    return s.tool.arguments if s.tool is not None else ""
 
 
 # A step's fields read straight off the engine's step (``Step``), with no view built.
@@ -404,27 +420,52 @@ def plain_run(run: Run, fields: frozenset[str], spans: PlainSpans) -> dict[str, 
     """The run as a map with the fields ``fields`` (those of ``RunView``; empty: all);
     its steps with the fields of ``StepView`` that ``fields`` names too, its spans what
     ``spans`` builds. The same values as the views', built only where named."""
-    facts = _Facts(run, Views())
-    out: dict[str, Any] = {}
-    for name in RUN_FIELDS:
-        if fields and name not in fields:
-            continue
-        if name == "steps":
-            wanted = [f for f in STEP_FIELDS if not fields or f in fields]
-            if all(f in _STEP_PLAIN for f in wanted):
-                getters = [(f, _STEP_PLAIN[f]) for f in wanted]
-                out["steps"] = [{f: get(st) for f, get in getters} for st in run.steps]
-            else:  # end, model, tokens: the view's, which looks at the spans
-                out["steps"] = [{f: plain(getattr(s, f)) for f in wanted} for s in facts.steps()]
-        elif name == "spans":
-            out["spans"] = [spans(s) for s in run.spans]
-        elif name == "calls":
-            counts: dict[str, int] = {}
-            for st in run.steps:
-                counts[st.tool] = counts.get(st.tool, 0) + 1
-            out["calls"] = counts
-        elif name == "not_captured":
-            out["not_captured"] = sorted(facts.not_captured())
-        else:
-            out[name] = plain(getattr(facts, name)())
-    return out
+    return PlainRun(fields, spans)(run)
+
+
+_STEP_ATTRIBUTES = ("index", "tool", "arguments", "result", "ok", "span_id", "call_id", "start_ns")
+_tool_of = operator.attrgetter("tool")
+
+
+class PlainRun:
+    """``plain_run`` with what to build worked out once (a rules file's run rules ask the
+    same fields of every run): per run, one call per field named."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, fields: frozenset[str], spans: PlainSpans) -> None:
+        parts: list[tuple[str, Any]] = []
+        for name in RUN_FIELDS:
+            if fields and name not in fields:
+                continue
+            if name == "steps":
+                parts.append((name, _steps_builder([f for f in STEP_FIELDS if not fields or f in fields])))
+            elif name == "spans":
+                parts.append((name, lambda run, _spans=spans: [_spans(s) for s in run.spans]))
+            elif name == "calls":
+                parts.append((name, lambda run: dict(Counter(map(_tool_of, run.steps)))))
+            elif name == "not_captured":
+                parts.append((name, lambda run: sorted(_Facts(run, _VIEWS).not_captured())))
+            else:
+                parts.append((name, lambda run, _name=name: plain(getattr(_Facts(run, _VIEWS), _name)())))
+        self.parts = tuple(parts)
+
+    def __call__(self, run: Run) -> dict[str, Any]:
+        return {name: build(run) for name, build in self.parts}
+
+
+def _steps_builder(wanted: list[str]) -> Any:
+    if all(f in _STEP_ATTRIBUTES for f in wanted):  # read straight off the engine's steps
+        if len(wanted) == 1:
+            only, get = wanted[0], operator.attrgetter(wanted[0])
+            return lambda run: [{only: v} for v in map(get, run.steps)]
+        names, get = tuple(wanted), operator.attrgetter(*wanted)
+        return lambda run: [dict(zip(names, v)) for v in map(get, run.steps)]
+    if all(f in _STEP_PLAIN for f in wanted):
+        getters = [(f, _STEP_PLAIN[f]) for f in wanted]
+        return lambda run: [{f: get(st) for f, get in getters} for st in run.steps]
+    # end, model, tokens: the view's, which looks at the spans
+    return lambda run: [{f: plain(getattr(s, f)) for f in wanted} for s in _Facts(run, _VIEWS).steps()]
+
+
+_VIEWS = Views()

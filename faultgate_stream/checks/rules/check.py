@@ -14,6 +14,7 @@ could not tell. Guard with ``has(span.args.amount)`` where a field may be absent
 from __future__ import annotations
 
 import json
+import operator
 from bisect import bisect_left
 from typing import Any
 
@@ -24,6 +25,7 @@ from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
 KIND = "rule"
+_span_id = operator.attrgetter("span_id")
 # Spans a fired reason names; the count says how many matched.
 SHOWN_SPANS = 3
 
@@ -124,9 +126,14 @@ class SpanRules:
         seen: dict[tuple, int] = {}
         untooled = self._untooled
         tools = self.tools
+        by_tool = self._by_tool
         for pos, s in enumerate(spans):
-            tool = s.tool.name if s.tool is not None else ""
-            build = self._maps_for(tool) if tool in tools else untooled
+            t = s.tool
+            tool = t.name if t is not None else ""
+            if tool in tools:
+                build = by_tool.get(tool) or self._maps_for(tool)
+            else:
+                build = untooled
             if build is None:
                 continue
             key = (tool, build.key(s))
@@ -135,7 +142,7 @@ class SpanRules:
                 where[u].append(pos)
                 continue
             u = seen[key] = len(maps)
-            d = build.from_key(key[1], s)
+            d = build(s)
             d["tool"] = tool
             d["_i"] = u
             maps.append(d)
@@ -172,7 +179,7 @@ class RunRules:
     whether any matched; each asked alone only when one did or failed."""
 
     def __init__(self, rules: tuple[Rule, ...], engine: Any) -> None:
-        from faultgate_stream.checks.plugins.adapt import PlainSpans
+        from faultgate_stream.checks.plugins.adapt import PlainRun, PlainSpans
 
         self.rules = rules
         self.engine = engine
@@ -183,6 +190,7 @@ class RunRules:
         self.fields = frozenset() if everything else frozenset(fields)
         self.spans = PlainSpans(frozenset() if everything else frozenset(fields),
                                 frozenset().union(*(r.attributes for r in rules)))
+        self.plain = PlainRun(self.fields, self.spans)
         self.combined = engine.compile(" || ".join(f"({r.when})" for r in rules), "rules (together)")
         self.key = ("rules.run", id(self))
 
@@ -190,13 +198,14 @@ class RunRules:
         """(matched, error) per rule, worked out once per run."""
         got = run.derived.get(self.key)
         if got is None:
-            from faultgate_stream.checks.plugins.adapt import plain_run
-
-            act = self.engine.activation({"run": plain_run(run, self.fields, self.spans)})
-            hit, error = self.engine.evaluate(self.combined, act)
+            data = {"run": self.plain(run)}
+            # no activation for the one program most runs need: building one cost more than
+            # the evaluation's own binding of the data
+            hit, error = self.engine.evaluate(self.combined, data)
             if not hit and not error:
                 got = [(False, "")] * len(self.rules)
             else:
+                act = self.engine.activation(data)
                 got = [self.engine.evaluate(r.program, act) for r in self.rules]
             run.derived[self.key] = got
         return got
@@ -234,9 +243,7 @@ class SpanRuleCheck(Check):
 
     def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
         f = self._together.found(spans, lo, hi, self._i)
-        seen = state.seen
-        for i in range(lo, hi):
-            seen.add(spans[i].span_id)
+        state.seen.update(map(_span_id, spans[lo:hi]))
         if f.error is not None and state.error is None:
             state.error = f.error
         if not f.fired:
