@@ -21,9 +21,13 @@ are taken within a round: on a shared machine this is steadier than ``bench/live
 ``--instructions`` counts instead of timing, so the machine's load cannot move the figure:
 for each configuration, callgrind's instructions of a run of ``LONG`` requests less a run of
 ``SHORT`` (imports, compiling and warming cancel out), per span, and each beside
-``default``'s. Every thread's instructions are counted (the plug-ins' too); the kernel's
-work in the threads' hand-overs (futex calls, context switches) is not, so for plug-ins read
-it beside the CPU time.
+``default``'s. For plug-ins that figure is not load-proof: under callgrind the GIL's 5 ms
+switch interval is a fiftieth of the work, so how often the threads swap (and what a swap
+costs) follows the machine's load, and the kernel's part of a swap is not counted at all.
+``plugin-inline`` is the same plug-in with the isolation stage's work done as each run is
+handed over, on the same thread (a bench-only shortcut: no isolation): the Python the
+plug-in path costs on both sides, counted exactly; ``plugin`` less ``plugin-inline`` in CPU
+time is what the second thread adds.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ from faultgate_stream.assemble.assembler import Assembler  # noqa: E402
 from faultgate_stream.checks import api  # noqa: E402
 from faultgate_stream.checks.loop import Loop  # noqa: E402
 from faultgate_stream.checks.plugins.check import Origin  # noqa: E402
+from faultgate_stream.checks.plugins.isolate import _Complete  # noqa: E402
 from faultgate_stream.checks.plugins.load import build  # noqa: E402
 from faultgate_stream.checks.rules.check import rule_checks  # noqa: E402
 from faultgate_stream.checks.rules.load import load_rules  # noqa: E402
@@ -79,6 +84,7 @@ def configs(store: WindowStore, rules_file: str) -> dict:
         "bound": lambda: select(None) + [PolicyCheck(Policy.from_mapping({"max_calls": 100000}))],
         "window": lambda: select(None) + [PolicyCheck(Policy.from_mapping(WINDOWED), store=store)],
         "plugin": lambda: select(None) + [build(Noop, "bench", Origin("bench", "", "", "checks_cost:Noop"))],
+        "plugin-inline": lambda: select(None) + [build(Noop, "bench", Origin("bench", "", "", "checks_cost:Noop"))],
         "rules": lambda: select(None) + rule_checks(load_rules(rules_file)),
     }
 
@@ -94,9 +100,12 @@ def requests(spans: list, n: int, first: int) -> list[list]:
     return [[s._replace(trace_id=f"{i:08x}{s.trace_id[8:]}") for s in spans] for i in range(first, first + n)]
 
 
-def cpu_us_per_span(checks: list, reqs: list[list]) -> float:
+def cpu_us_per_span(checks: list, reqs: list[list], inline: bool = False) -> float:
     sink = VerdictList()
     evaluator = Evaluator(checks, sink)
+    if inline:  # the isolation stage's work done as each run is handed over, on this thread
+        stage = evaluator.isolation
+        stage._put = lambda item: (stage._complete if type(item) is _Complete else stage._observe)(item, stage._gen)
     assembler = Assembler(evaluator, ManualClock(), OFFLINE_LIMITS)
     t0 = time.process_time()
     for r in reqs:
@@ -137,7 +146,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--requests", type=int, default=40, help="requests of 512 spans per configuration and round")
     p.add_argument("--instructions", action="store_true", help="instructions a span by callgrind (load-proof)")
-    p.add_argument("--configs", default="default,plugin,rules", help="--instructions: these configurations")
+    p.add_argument("--configs", default="default,plugin-inline,rules,plugin",
+                   help="--instructions: these configurations")
     p.add_argument("--only", help=argparse.SUPPRESS)  # one configuration once (what --instructions counts)
     args = p.parse_args()
     if args.instructions:
@@ -148,7 +158,8 @@ def main() -> int:
     rules_file.write_text(FIVE_RULES)
     made = configs(store, str(rules_file))
     if args.only:
-        print(f"{args.only}: {cpu_us_per_span(made[args.only](), requests(spans, args.requests, 0)):.2f} CPU us/span")
+        cpu = cpu_us_per_span(made[args.only](), requests(spans, args.requests, 0), args.only == "plugin-inline")
+        print(f"{args.only}: {cpu:.2f} CPU us/span")
         return 0
     results: dict[str, list[float]] = {k: [] for k in made}
     print(f"{'round':>5} " + " ".join(f"{k:>10}" for k in made) + "   (CPU us per span)")
@@ -157,7 +168,7 @@ def main() -> int:
         for name, build in made.items():
             reqs = requests(spans, args.requests, first)
             first += args.requests
-            results[name].append(cpu_us_per_span(build(), reqs))
+            results[name].append(cpu_us_per_span(build(), reqs, name == "plugin-inline"))
         print(f"{rnd:>5} " + " ".join(f"{results[k][-1]:>10.2f}" for k in made), flush=True)
     med = {k: statistics.median(v) for k, v in results.items()}
 
@@ -168,9 +179,11 @@ def main() -> int:
     print(f"loop adds {added('loop', 'default'):.2f}; a bound per-run policy adds {added('bound', 'default'):.2f}; "
           f"windowed budgets add {added('window', 'bound'):.2f} over it (store: {len(store)} keys, "
           f"{store.events} events, {store.evicted_events} evicted)")
-    print(f"a no-op plug-in adds {added('plugin', 'default'):.2f}; five CEL rules add {added('rules', 'default'):.2f}")
+    print(f"a no-op plug-in adds {added('plugin', 'default'):.2f} ({added('plugin-inline', 'default'):.2f} with its "
+          f"work done inline, no second thread); five CEL rules add {added('rules', 'default'):.2f}")
     print(f"RESULT loop_us_per_span={added('loop', 'default'):.2f} bound_us_per_span={added('bound', 'default'):.2f} "
           f"window_us_per_span={added('window', 'bound'):.2f} plugin_us_per_span={added('plugin', 'default'):.2f} "
+          f"plugin_inline_us_per_span={added('plugin-inline', 'default'):.2f} "
           f"rules_us_per_span={added('rules', 'default'):.2f}")
     return 0
 

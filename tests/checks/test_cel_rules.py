@@ -104,6 +104,19 @@ def test_spans_of_a_batch_with_equal_maps_are_judged_once_and_each_answered_in_i
         [(s[0].trace_id, "calc_failed") for s in traces] + [(traces[0][0].trace_id, "flag_is_true")])
 
 
+def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and_the_other_fires(tmp_path):
+    rules = [{"name": "any_refund", "when": 'span.tool == "issue_refund"', "reason": "a refund"},
+             {"name": "big_refund", "tools": ["issue_refund"], "when": "span.args.amount > 500", "reason": "big"}]
+    checks = rule_checks(load_rules(_file(tmp_path, rules)))
+    spans = _spans()
+    for batches in ([spans], [[s] for s in spans]):
+        [v] = check_spans(batches, checks)
+        by = {r.check: r for r in v.results}
+        assert by["any_refund"].fired and by["any_refund"].span_ids == (spans[3].span_id,)
+        assert by["big_refund"].undecided and by["big_refund"].span_ids == (spans[3].span_id,)
+        assert "amount" in by["big_refund"].reason
+
+
 @pytest.mark.parametrize("rule, message", [
     ({"name": "x", "when": "span.tool =="}, "rules[0] (x): line 1, column 13: Syntax error"),
     ({"name": "x", "when": 'span.tool + 1 == "a"'}, "rules[0] (x): line 1, column"),

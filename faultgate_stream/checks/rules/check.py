@@ -4,8 +4,8 @@ A span rule is told of each stretch of spans as it arrives and fires early on th
 span it matches (the span is decided, nothing later undoes it); at the verdict it looks at
 the run's spans it was not told of (all of them offline) and fires when any span matched.
 A run rule is decided at the verdict. All the span rules of a file are one CEL program over
-a stretch (``engine.py`` says why), worked out once for the first of them that asks, and
-the others read the answer; the run rules likewise, once per run (``Run.derived``).
+a batch of spans (``engine.py`` says why), worked out once for the first of them that asks,
+and the others read the answer; the run rules likewise, once per run (``Run.derived``).
 
 A rule whose expression fails on a span (a missing key: ``span.args.amount`` on a call
 without one) and matches nowhere else is undecided, naming the error and the span: it
@@ -69,13 +69,13 @@ class SpanRules:
     and every stretch of it is answered from that (an evaluation's fixed cost and its
     activation paid once a batch, not once a trace). Spans whose maps are equal (most spans
     of a batch that are not tool calls: the same status, the same empty tool) share one map:
-    CEL is given each distinct map once. One activation binds the maps; a program that asks
-    whether any rule matched any map answers most lists (nothing matched) in one evaluation.
-    When one did, or one failed, each rule is asked which maps it matched (``spans.filter``
-    over the maps' ``_i``, their place), on the same activation; a rule that fails there is
-    asked map by map, to say where. A map holds only the fields the rules that look at its
-    span name (``tools``: a lookup_order span is not given the arguments a rule on
-    fetch_url reads)."""
+    CEL is given each distinct map once. One activation binds the maps; one program gives
+    the places (``_i``) of the maps any rule matched, and only those maps are asked rule by
+    rule which matched. When some rule failed on a map, that program fails too: each rule is
+    then asked which maps it matched (``spans.filter`` over ``_i``) on the same activation,
+    and a rule that fails there map by map, to say where. A map holds only the fields the
+    rules that look at its span name (``tools``: a lookup_order span is not given the
+    arguments a rule on fetch_url reads)."""
 
     def __init__(self, rules: tuple[Rule, ...], engine: Any) -> None:
         self.rules = rules
@@ -85,7 +85,8 @@ class SpanRules:
         self.tools = frozenset().union(*(r.tools for r in rules if r.tools))
         self.guarded = [f"(span.tool in {json.dumps(sorted(r.tools))} && ({r.when}))" if r.tools else f"({r.when})"
                         for r in rules]
-        self.combined = engine.compile("spans.exists(span, " + " || ".join(self.guarded) + ")", "rules (together)")
+        self.combined = engine.compile("spans.filter(span, " + " || ".join(self.guarded) + ").map(span, span._i)",
+                                       "rules (together)", boolean=False)
         self.which = [engine.compile(f"spans.filter(span, {g}).map(span, span._i)", f"rules[{r.name}]", boolean=False)
                       for r, g in zip(rules, self.guarded)]
         self._untooled = span_maps(tuple(r for r in rules if r.tools is None)) if self.every_span else None
@@ -151,9 +152,23 @@ class SpanRules:
             return batch
         engine = self.engine
         act = engine.activation({"spans": maps})
-        hit, error = engine.evaluate(self.combined, act)
-        if not hit and not error:
-            return batch  # no rule matched a span, and none failed on one
+        hits = engine.values(self.combined, act)
+        if hits is not None:  # no rule failed on a map: the maps some rule matched, each asked rule by rule
+            for u in hits:
+                d = maps[u]
+                one = engine.activation({"span": d})
+                for r, fired, errors in zip(self.rules, batch.fired, batch.errors):
+                    if r.tools is not None and d["tool"] not in r.tools:
+                        continue
+                    matched, why = engine.evaluate(r.program, one)
+                    if matched:
+                        fired += where[u]
+                    elif why:  # it failed where another rule matched
+                        errors += [(p, why) for p in where[u]]
+            for fired, errors in zip(batch.fired, batch.errors):
+                fired.sort()
+                errors.sort()
+            return batch
         for r, which, fired, errors in zip(self.rules, self.which, batch.fired, batch.errors):
             idx = engine.values(which, act)
             if idx is not None:

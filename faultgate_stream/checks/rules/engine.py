@@ -8,9 +8,10 @@ a rule comparing a string with a number is refused when its file loads, with its
 is Python values turned into CEL values (~1 us a span map of two strings, ~1 us more for a
 nested map of three) and ~2 us of fixed cost per evaluation, against ~0.15 us per rule per
 span of evaluating. Hence the shape here: only the fields some rule names are put in a span's
-map, spans a rule's ``tools`` rule out are left out, and all the rules of a level are one
-program (``spans.exists(span, r1 || r2 ...)``), evaluated once per stretch of spans; only
-when it is true or an error is each rule asked alone, to say which fired where.
+map, spans a rule's ``tools`` rule out are left out, equal maps are given once, and all the
+rules of a level are one program (``spans.filter(span, r1 || r2 ...)``), evaluated once per
+batch of spans (``check.py``); only where it matched, or when it failed, is each rule asked
+alone, to say which fired where.
 
 Deliberately not common-expression-language (the cel-interpreter crate's wheel): 0.5 us an
 evaluation, but ~2 us to build a context and ~19 us a span to convert a map, ``matches``
