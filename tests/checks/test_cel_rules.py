@@ -169,3 +169,21 @@ def test_the_rules_in_docs_writing_checks_load(tmp_path):
     p = tmp_path / "rules.yaml"
     p.write_text(block)
     assert [r.name for r in load_rules(str(p)).rules] == ["cancel_without_reason", "unconfirmed_cancel"]
+
+
+def test_beside_unread_work_a_span_rules_finding_stands_and_a_pass_or_a_run_rules_finding_is_undecided(tmp_path):
+    from faultgate_stream.testing import span
+    rules = [RULES[0], {"name": "no_refund", "level": "run", "when": '!("issue_refund" in run.calls)',
+                        "reason": "never refunded"}]
+    checks = rule_checks(load_rules(_file(tmp_path, rules)))
+    spans = _spans()[:3]
+    t = spans[0].trace_id
+    # a tool call in a vocabulary no convention reads (tests/model/test_unread.py's pattern)
+    spans.append(span(t, "acme.toolCall", parent=spans[0].span_id, start_s=5, attributes={
+        "acme.toolCall.name": "issue_refund", "acme.toolCall.args": '{"order": "A"}', "acme.toolCall.result": "ok"}))
+    [v] = check_spans([spans], checks)
+    by = {r.check: r for r in v.results}
+    assert by["sql_drop"].fired, by["sql_drop"].reason  # the DROP it saw
+    assert by["no_refund"].undecided and "not read as a tool call" in by["no_refund"].reason  # the refund it did not
+    [v] = check_spans([spans[:2] + spans[3:]], checks)
+    assert {r.check: r for r in v.results}["sql_drop"].undecided  # no DROP seen, one call unread

@@ -237,6 +237,9 @@ class _SpanState:
 
 class SpanRuleCheck(Check):
     kind = KIND
+    # it fires on a span it matched: evidence, which stands beside a run's unread work (a
+    # run rule may fire on an absence, "never consulted the retriever", and does not)
+    fires_on_evidence = True
 
     def __init__(self, rule: Rule, index: int, together: SpanRules, file: RulesFile) -> None:
         self.rule = rule

@@ -581,19 +581,25 @@ impl<'t, 'py> Walk<'t, 'py> {
                 (Node::Obj(_), Some(Node::Str(n)), Some(Node::Arr(a))) if n.as_ref() == self.r.event_name => a,
                 _ => continue,
             };
-            let d = PyDict::new(self.py);
-            for kv in attrs.iter() {
-                match (kv, kv.get("key")) {
-                    (Node::Obj(_), Some(k)) if k.is_str() => {
-                        let key = self.obj(k)?;
-                        d.set_item(key, self.value(kv.get("value"), 0)?)?;
-                    }
-                    _ => {}
-                }
-            }
+            let d = self.event_attributes(attrs)?;
             out.get_or_insert_with(|| PyList::empty(self.py)).append(d)?;
         }
         Ok(out)
+    }
+
+    /// An event's attributes as a dict, entries that are not ``{key, value}`` left out.
+    fn event_attributes(&mut self, attrs: &'t [Node<'t>]) -> Res<Bound<'py, PyDict>> {
+        let d = PyDict::new(self.py);
+        for kv in attrs.iter() {
+            match (kv, kv.get("key")) {
+                (Node::Obj(_), Some(k)) if k.is_str() => {
+                    let key = self.obj(k)?;
+                    d.set_item(key, self.value(kv.get("value"), 0)?)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(d)
     }
 
     /// ``(name, attributes)`` of the span's events that may carry GenAI content
@@ -610,16 +616,7 @@ impl<'t, 'py> Walk<'t, 'py> {
                 (Node::Obj(_), Some(Node::Str(n)), Some(Node::Arr(a))) if records.is_content_event(n.as_bytes()) => (n, a),
                 _ => continue,
             };
-            let d = PyDict::new(self.py);
-            for kv in attrs.iter() {
-                match (kv, kv.get("key")) {
-                    (Node::Obj(_), Some(k)) if k.is_str() => {
-                        let key = self.obj(k)?;
-                        d.set_item(key, self.value(kv.get("value"), 0)?)?;
-                    }
-                    _ => {}
-                }
-            }
+            let d = self.event_attributes(attrs)?;
             let pair = PyTuple::new(self.py, [self.shared(*name).into_any(), d.into_any()])?;
             out.get_or_insert_with(|| PyList::empty(self.py)).append(pair)?;
         }
