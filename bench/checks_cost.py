@@ -32,11 +32,8 @@ time is what the second thread adds.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from live import FIVE_RULES, SPANS_PER_RUN, build_template  # noqa: E402
+from live import FIVE_RULES, SPANS_PER_RUN, build_template, callgrind_instructions  # noqa: E402
 
 from faultgate_stream.assemble.assembler import Assembler  # noqa: E402
 from faultgate_stream.checks import api  # noqa: E402
@@ -122,14 +119,7 @@ LONG, SHORT = 24, 4  # --instructions' two runs of each configuration, in reques
 
 def instructions(names: list[str]) -> int:
     def count(name: str, requests: int) -> int:
-        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-               "--only", name, "--requests", str(requests)]
-        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-        m = re.search(r"Collected : (\d+)", r.stderr)
-        if r.returncode != 0 or m is None:
-            print(f"callgrind failed ({' '.join(cmd)}):\n{r.stderr[-2000:]}{r.stdout[-2000:]}", file=sys.stderr)
-            raise SystemExit(2)
-        return int(m.group(1))
+        return callgrind_instructions([__file__, "--only", name, "--requests", str(requests)])
 
     spans = (LONG - SHORT) * len(template_spans())
     per_span = {}

@@ -32,11 +32,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
 import random
-import re
-import subprocess
 import statistics
 import sys
 import time
@@ -47,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from live import DOWNSTREAM_COMPRESSION, SPANS_PER_RUN, Requests, build_template  # noqa: E402
+from live import DOWNSTREAM_COMPRESSION, SPANS_PER_RUN, Requests, build_template, callgrind_instructions  # noqa: E402
 
 from faultgate_stream import config as service_config  # noqa: E402
 from faultgate_stream.cli import heap  # noqa: E402
@@ -184,14 +181,8 @@ def instructions(export: bool) -> int:
     10 (at the clock's pace, the first 50 are in flight together: the collector's walks of the
     spans held are counted too)."""
     def count(requests: int) -> int:
-        cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-               "--rounds", "1", "--requests", str(requests)] + ([] if export else ["--no-export"])
-        r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-        m = re.search(r"Collected : (\d+)", r.stderr)
-        if r.returncode != 0 or m is None:
-            print(f"callgrind failed ({' '.join(cmd)}):\n{r.stderr[-2000:]}{r.stdout[-2000:]}", file=sys.stderr)
-            raise SystemExit(2)
-        return int(m.group(1))
+        return callgrind_instructions([__file__, "--rounds", "1", "--requests", str(requests)]
+                                      + ([] if export else ["--no-export"]))
     spans = (LONG - SHORT) * RUNS_PER_REQUEST * SPANS_PER_RUN
     per_span = (count(LONG) - count(SHORT)) // spans
     print(f"export {'on' if export else 'off'}: {per_span:,} instructions per span (callgrind, {LONG} minus {SHORT} "

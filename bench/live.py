@@ -1145,6 +1145,19 @@ async def profile_load(args: argparse.Namespace, child: Child, template: tuple[b
     return await wait_decided(child, before, w.sent_ok, export=export), w
 
 
+def callgrind_instructions(argv: list[str]) -> int:
+    """Instructions callgrind counts over ``python argv`` (every thread, hash seed fixed);
+    exits naming the command when it fails. What the in-process benches' ``--instructions``
+    take a long run less a short run of."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, *argv]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    m = re.search(r"Collected : (\d+)", r.stderr)
+    if r.returncode != 0 or m is None:
+        print(f"callgrind failed ({' '.join(cmd)}):\n{r.stderr[-2000:]}{r.stdout[-2000:]}", file=sys.stderr)
+        raise SystemExit(2)
+    return int(m.group(1))
+
+
 # --------------------------------------------------------------------------- --instructions
 
 # Two paced windows of the same length, the second at three times the first's rate: their
