@@ -117,6 +117,20 @@ def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and
         assert "amount" in by["big_refund"].reason
 
 
+@pytest.mark.parametrize("when, fires", [
+    ("run.steps.size() == 4", True),            # the steps counted, none of their fields named
+    ('run.steps.exists(s, s.ok) && run.calls["run_sql"] == 2', True),  # one step field
+    ('run.steps.exists(s, s.tool == "lookup" && s.ok)', True),         # two step fields
+    ('run.steps.all(s, s.status == "ok")', True),                      # a field worked out per step
+    ('run.steps.exists(s, s.model != "")', False),                     # a field read from the spans
+])
+def test_a_run_rule_sees_the_steps_with_as_many_of_their_fields_as_it_names(tmp_path, when, fires):
+    checks = rule_checks(load_rules(_file(tmp_path, [{"name": "r", "level": "run", "when": when}])))
+    [v] = check_spans([_spans()], checks)
+    [r] = v.results
+    assert (r.fired, r.undecided) == (fires, False), r.reason
+
+
 @pytest.mark.parametrize("rule, message", [
     ({"name": "x", "when": "span.tool =="}, "rules[0] (x): line 1, column 13: Syntax error"),
     ({"name": "x", "when": 'span.tool + 1 == "a"'}, "rules[0] (x): line 1, column"),

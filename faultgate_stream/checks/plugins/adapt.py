@@ -455,6 +455,8 @@ class PlainRun:
 
 
 def _steps_builder(wanted: list[str]) -> Any:
+    if not wanted:  # ``run.steps.size()``: the steps are counted, none of their fields read
+        return lambda run: [{} for _ in run.steps]
     if all(f in _STEP_ATTRIBUTES for f in wanted):  # read straight off the engine's steps
         if len(wanted) == 1:
             only, get = wanted[0], operator.attrgetter(wanted[0])
