@@ -34,8 +34,8 @@ fi
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/faultgate-stream/pgo"
 mkdir -p "$cache"
-key=$({ rustc -vV; find native/src -type f -name '*.rs' | LC_ALL=C sort | xargs cat; \
-        cat native/Cargo.toml native/Cargo.lock scripts/pgo_train.py; } | sha256sum | cut -c1-16)
+key=$({ rustc -vV; find native -path native/target -prune -o -type f \( -name '*.rs' -o -name Cargo.toml \) -print \
+          | LC_ALL=C sort | xargs cat; cat native/Cargo.lock scripts/pgo_train.py; } | sha256sum | cut -c1-16)
 profile="$cache/$key.profdata"
 if [ -s "$profile" ]; then
   echo "$profile"
@@ -55,7 +55,7 @@ trap 'rm -rf "$work"' EXIT
 say "training the compiled module's build (an instrumented build, then scripts/pgo_train.py)"
 # its own target directory, kept: a later training rebuilds only what changed
 RUSTFLAGS="-Cprofile-generate=$work/raw" PYO3_PYTHON="$PWD/.venv/bin/python" CARGO_TARGET_DIR="$cache/target" \
-  cargo build --quiet --release --manifest-path native/Cargo.toml >&2 || none "the instrumented build failed"
+  cargo build --quiet --release --manifest-path native/Cargo.toml -p faultgate-py >&2 || none "the instrumented build failed"
 rm -rf "$work/raw"  # what build scripts counted while building is not the module's
 cp -r faultgate_stream "$work/"
 rm -f "$work"/faultgate_stream/_native*.so

@@ -2,7 +2,7 @@
 
 Everything here is computed once, on first use, from spans sorted by (start time, span
 id), so the order spans arrived in cannot change any answer. The facts below are
-computed together by one compiled pass over the spans (native/src/run/facts.rs), on the
+computed together by one compiled pass over the spans (native/py/src/run/facts.rs), on the
 first use of any of them, and kept in the run's ``__dict__``, where every later read finds
 them without a call.
 """

@@ -2,7 +2,7 @@
 
 The rules match faultgate 0.4.1's, so a step reads to the same text in both tools: JSON
 held in a string is decoded once and re-rendered, a list of ``{"text": ...}`` parts is
-joined, a ``{"type": "text"}`` part is its text. They are compiled (native/src/read/
+joined, a ``{"type": "text"}`` part is its text. They are compiled (native/py/src/read/
 payload.rs, where the conventions use them): the names below are those functions.
 
 - ``render(val)``: a tool argument or result as a step's text.
@@ -38,7 +38,7 @@ _REFUSED = object()  # what the compiled decoder returns for JSON it leaves to j
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``, faster.
 
-    The compiled decoder (native/src/json.rs) gives what the standard library would, type
+    The compiled decoder (native/py/src/json.rs) gives what the standard library would, type
     for type and integers of any size included (tests/read/test_fast_paths.py compares
     them). What it refuses goes to json.loads, which accepts it (NaN, Infinity, lone
     surrogates, a byte order mark, UTF-16, nesting past 128) or raises its own error, so

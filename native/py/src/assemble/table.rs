@@ -15,8 +15,9 @@
 //! Records are read whole before any state changes, so a record that cannot be read leaves
 //! the table as it was.
 
-use super::decided::{DecidedRun, DecisionCache, Kind};
-use super::ids::{IdMap, IdSet, SpanId, Time, TraceId};
+use faultgate_core::assemble::decided::{DecidedRun, DecisionCache, Kind};
+use faultgate_core::assemble::ids::{IdMap, IdSet, SpanId, TraceId};
+use super::ids::{IdToPy, Time};
 use super::guarded;
 use super::partition::{partition, Partition};
 use pyo3::exceptions::{PyKeyError, PyTypeError};

@@ -1,6 +1,5 @@
 //! The readers: a request's or a file's bytes -> records, and the conventions they are built by.
 
-pub mod accept;
 pub mod attrs;
 pub mod conventions;
 pub mod dumps;
@@ -15,10 +14,21 @@ pub mod payload;
 pub mod text;
 pub mod value;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+/// ``check_traces(data)``: None when upb accepts ``data`` as an `ExportTraceServiceRequest`;
+/// else ValueError naming what it refuses and where
+/// (``resource_spans[0].scope_spans[1].spans[3].name: a string is not UTF-8``).
+#[pyfunction]
+pub fn check_traces(data: &[u8]) -> PyResult<()> {
+    crate::python::guard::guarded("the compiled request check", || {
+        faultgate_core::read::accept::check_traces(data).map_err(PyValueError::new_err)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    accept::register(m)?;
+    m.add_function(wrap_pyfunction!(check_traces, m)?)?;
     otlp_proto::register(m)?;
     m.add_function(wrap_pyfunction!(json::loads, m)?)?;
     conventions::register(m)?;

@@ -2,13 +2,13 @@
 //! bookkeeping, partition into runs, the due index) and the decision cache (`decided.rs`),
 //! driven by `assemble/assembler.py`.
 
-pub mod decided;
 pub mod ids;
 pub mod partition;
 pub mod table;
 
-use decided::{DecidedRun, DecisionCache as Cache, Kind};
-use ids::{SpanId, TraceId};
+use faultgate_core::assemble::decided::{self, DecidedRun, DecisionCache as Cache, Kind};
+use faultgate_core::assemble::ids::{SpanId, TraceId};
+use ids::IdToPy;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 

@@ -401,3 +401,49 @@ impl DecisionCache {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(n: u64) -> SpanId {
+        SpanId::Hex(n)
+    }
+
+    #[test]
+    fn a_decided_span_and_the_parent_it_named_point_at_their_run() {
+        let mut c = DecisionCache::new(10, 1 << 40);
+        let t = TraceId::Hex(1, 2);
+        let (root, child, missing) = (hex(1), hex(2), hex(3));
+        c.decide(&t, &[(root.clone(), vec![(&root, None), (&child, Some(&missing))])]);
+        assert_eq!(c.form(&t), Some("packed"));
+        assert_eq!(c.lookup(&t, &child, Kind::Span), Some(root.clone()));
+        assert_eq!(c.lookup(&t, &missing, Kind::Parent), Some(root.clone()));
+        assert_eq!(c.lookup(&t, &missing, Kind::Span), None);
+        c.late(&t, hex(4), root.clone());
+        assert_eq!(c.lookup(&t, &hex(4), Kind::Span), Some(root));
+    }
+
+    #[test]
+    fn ids_that_are_not_hex_are_kept_wide() {
+        let mut c = DecisionCache::new(10, 1 << 40);
+        let t = TraceId::Text("trace".into());
+        let (root, child) = (SpanId::Text("root".into()), SpanId::Text("child".into()));
+        c.decide(&t, &[(root.clone(), vec![(&root, None), (&child, Some(&root))])]);
+        assert_eq!(c.form(&t), Some("wide"));
+        assert_eq!(c.lookup(&t, &child, Kind::Span), Some(root));
+    }
+
+    #[test]
+    fn the_oldest_trace_goes_first_at_the_bound() {
+        let mut c = DecisionCache::new(2, 1 << 40);
+        for n in 1..=3 {
+            let root = hex(n);
+            c.decide(&TraceId::Hex(0, n), &[(root.clone(), vec![(&root, None)])]);
+        }
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.evictions, 1);
+        assert_eq!(c.order(), vec![&TraceId::Hex(0, 2), &TraceId::Hex(0, 3)]);
+        assert!(!c.contains(&TraceId::Hex(0, 1)));
+    }
+}

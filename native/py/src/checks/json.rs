@@ -569,6 +569,6 @@ fn json_float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "Infinity".into() } else { "-Infinity".into() };
     }
-    crate::python::float::repr_string(f)
+    faultgate_core::pyfmt::float::repr_string(f)
 }
 

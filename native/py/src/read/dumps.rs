@@ -22,7 +22,7 @@ pub fn float_repr(x: f64, out: &mut Vec<u8>, json: bool) {
         });
         return;
     }
-    crate::python::float::repr(x, out);
+    faultgate_core::pyfmt::float::repr(x, out);
 }
 
 // ------------------------------------------------------------------ json.dumps

@@ -1,13 +1,12 @@
-//! Span and trace ids as the assembler keeps them, and a record's times.
+//! Span and trace ids as the assembler keeps them.
 //!
 //! OTLP ids are lowercase hex (`read/ids.py`): kept as the number they spell, they hash and
 //! compare as one machine word and cost no allocation. Other ids (offline formats name spans
 //! as they like) are kept as text. The form is canonical (a string that is 16 lowercase hex
 //! digits is always a number), so equal ids are always equal values.
 
-use pyo3::prelude::*;
-use pyo3::types::PyString;
 use std::cmp::Ordering;
+use std::fmt;
 
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum SpanId {
@@ -165,14 +164,8 @@ impl SpanId {
         matches!(self, SpanId::Text(t) if t.is_empty())
     }
 
-    pub fn to_py<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
-        match self {
-            SpanId::Hex(v) => PyString::new(py, &format!("{v:016x}")),
-            SpanId::Text(t) => PyString::new(py, t),
-        }
-    }
-
-    fn text(&self) -> std::borrow::Cow<'_, str> {
+    /// The id as its text: 16 lowercase hex digits, or the text it was.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {
             SpanId::Hex(v) => format!("{v:016x}").into(),
             SpanId::Text(t) => std::borrow::Cow::Borrowed(t),
@@ -208,60 +201,22 @@ impl TraceId {
         TraceId::Text(s.into())
     }
 
-    pub fn to_py<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+}
+
+impl fmt::Display for SpanId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TraceId::Hex(hi, lo) => PyString::new(py, &format!("{hi:016x}{lo:016x}")),
-            TraceId::Text(t) => PyString::new(py, t),
+            SpanId::Hex(v) => write!(f, "{v:016x}"),
+            SpanId::Text(t) => f.write_str(t),
         }
     }
 }
 
-/// A record's start or end time. Readers make ints, and OTLP's are fixed64 (up to 2**64);
-/// anything else (a file reader's huge or odd value) is kept as the object and compared
-/// by Python, exactly as the Python code did.
-pub enum Time {
-    Int(i128),
-    Obj(Py<PyAny>),
-}
-
-impl Time {
-    pub fn read(v: &Bound<'_, PyAny>) -> Time {
-        if let Ok(i) = v.extract::<i64>() {
-            return Time::Int(i128::from(i));
-        }
-        if let Ok(u) = v.extract::<u64>() {
-            return Time::Int(i128::from(u));
-        }
-        Time::Obj(v.clone().unbind())
-    }
-
-    pub fn int(&self) -> Option<i128> {
+impl fmt::Display for TraceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Time::Int(i) => Some(*i),
-            Time::Obj(_) => None,
-        }
-    }
-
-    fn obj<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        match self {
-            Time::Int(i) => i.into_pyobject(py).map(|b| b.into_any()).expect("an int converts"),
-            Time::Obj(o) => o.bind(py).clone(),
-        }
-    }
-
-    /// ``bool(t)``
-    pub fn truthy(&self, py: Python<'_>) -> PyResult<bool> {
-        match self {
-            Time::Int(i) => Ok(*i != 0),
-            Time::Obj(o) => o.bind(py).is_truthy(),
-        }
-    }
-
-    /// ``a <= b``
-    pub fn le(py: Python<'_>, a: &Time, b: &Time) -> PyResult<bool> {
-        match (a, b) {
-            (Time::Int(x), Time::Int(y)) => Ok(x <= y),
-            _ => a.obj(py).le(b.obj(py)),
+            TraceId::Hex(hi, lo) => write!(f, "{hi:016x}{lo:016x}"),
+            TraceId::Text(t) => f.write_str(t),
         }
     }
 }

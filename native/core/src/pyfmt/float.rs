@@ -124,3 +124,25 @@ fn trimmed(mut digits: Vec<u8>) -> Vec<u8> {
     }
     digits
 }
+
+#[cfg(test)]
+mod tests {
+    use super::repr_string;
+
+    #[test]
+    fn floats_are_written_as_python_writes_them() {
+        for (x, text) in [
+            (0.0, "0.0"), (-0.0, "-0.0"), (1.5, "1.5"), (0.1, "0.1"), (1e16, "1e+16"), (1e15, "1000000000000000.0"),
+            (1e-4, "0.0001"), (1e-5, "1e-05"), (123456789012345678.0, "1.2345678901234568e+17"), (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"), (f64::INFINITY, "inf"), (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"), (2.0, "2.0"), (1234567890123456.0, "1234567890123456.0"),
+        ] {
+            assert_eq!(repr_string(x), text, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn an_exact_tie_takes_the_even_digit_as_python_does() {
+        assert_eq!(repr_string(562949953421312.25), "562949953421312.2");
+    }
+}

@@ -16,11 +16,6 @@
 //! - an unknown group ends with its own end tag; an end tag without a start is refused;
 //! - messages and groups nest at most 100 deep below the request (upb's default limit).
 
-use pyo3::exceptions::PyValueError;
-use pyo3::prelude::*;
-
-use crate::python::guard::guarded;
-
 const MAX_DEPTH: u32 = 100;
 
 #[derive(Clone, Copy)]
@@ -283,21 +278,60 @@ fn occurrence(buf: &[u8], at: usize, n: u64) -> usize {
     seen
 }
 
-/// ``check_traces(data)``: None when upb accepts ``data`` as an `ExportTraceServiceRequest`;
-/// else ValueError naming what it refuses and where
-/// (``resource_spans[0].scope_spans[1].spans[3].name: a string is not UTF-8``).
-#[pyfunction]
-pub fn check_traces(data: &[u8]) -> PyResult<()> {
-    guarded("the compiled request check", || {
-        check(data, Msg::Request, 0).map_err(|e| {
-            let mut path = e.path;
-            path.reverse();
-            let place = if path.is_empty() { "the request".to_owned() } else { path.join(".") };
-            PyValueError::new_err(format!("{place}: {}", e.what))
-        })
+/// ``Ok`` when upb accepts ``data`` as an `ExportTraceServiceRequest`; else what it
+/// refuses and where (``resource_spans[0].scope_spans[1].spans[3].name: a string is not
+/// UTF-8``).
+pub fn check_traces(data: &[u8]) -> Result<(), String> {
+    check(data, Msg::Request, 0).map_err(|e| {
+        let mut path = e.path;
+        path.reverse();
+        let place = if path.is_empty() { "the request".to_owned() } else { path.join(".") };
+        format!("{place}: {}", e.what)
     })
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(check_traces, m)?)
+#[cfg(test)]
+mod tests {
+    use super::check_traces;
+
+    /// A length-delimited field: its tag (wire type 2), length and body.
+    fn field(n: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![n << 3 | 2, body.len() as u8];
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn request_with_span(span: &[u8]) -> Vec<u8> {
+        field(1, &field(2, &field(2, span)))
+    }
+
+    #[test]
+    fn an_empty_request_and_a_span_with_its_ids_are_accepted() {
+        assert_eq!(check_traces(b""), Ok(()));
+        let mut span = field(1, &[7; 16]);
+        span.extend(field(2, &[9; 8]));
+        span.extend(field(5, b"chat"));
+        assert_eq!(check_traces(&request_with_span(&span)), Ok(()));
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_refused_where_it_lies() {
+        let span = field(5, &[0xff, 0xfe]);
+        assert_eq!(check_traces(&request_with_span(&span)).unwrap_err(),
+                   "resource_spans[0].scope_spans[0].spans[0].name: a string is not UTF-8");
+    }
+
+    #[test]
+    fn a_length_past_the_end_is_refused() {
+        let err = check_traces(&[1 << 3 | 2, 5, 0]).unwrap_err();
+        assert!(err.starts_with("the request") || err.starts_with("resource_spans[0]"), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_field_of_any_wire_type_is_skipped() {
+        // field 99 as a varint, then a valid entry
+        let mut data = vec![0x98, 0x06, 0x01];
+        data.extend(request_with_span(&field(5, b"x")));
+        assert_eq!(check_traces(&data), Ok(()));
+    }
 }

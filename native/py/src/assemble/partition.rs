@@ -10,7 +10,8 @@
 //! from every span cost the depth each: 50 million steps for a 9,999-span chain; issue 9,
 //! defect 12). `steps` counts the walk's steps, for the test that holds it linear.
 
-use super::ids::{IdMap, Time};
+use super::ids::Time;
+use faultgate_core::assemble::ids::IdMap;
 use super::table::Trace;
 use pyo3::prelude::*;
 

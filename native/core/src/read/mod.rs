@@ -1,0 +1,3 @@
+//! The readers: a request's bytes -> what the pipeline keeps of it.
+
+pub mod accept;

@@ -1,0 +1,34 @@
+//! faultgate_stream._native: the binding of faultgate-core (native/core) as one Python module,
+//! built by maturin (pyproject.toml's build backend). Its folders follow the package's
+//! pipeline (DESIGN.md): `read/` decodes OTLP protobuf and OTLP/JSON into records;
+//! `assemble/` keeps the assembler's traces in flight; `run/` computes a completed run's
+//! facts; `checks/` holds the default rule checks and the signals they share; `export/`
+//! forwards a received request's bytes less its held roots; `wire.rs` is protobuf's wire
+//! format, which `read/` and `export/` walk. Each folder registers its own functions and
+//! classes here; `python/` holds the binding's dealings with the interpreter itself. What
+//! reads Python objects here moves into the core stage by stage, the core's own types
+//! taking the place of the records' fields.
+
+mod assemble;
+mod checks;
+mod export;
+mod python;
+mod read;
+mod run;
+mod wire;
+
+use pyo3::prelude::*;
+
+// Rust's own blocks only; why mimalloc: Cargo.toml
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    python::register(m)?;
+    read::register(m)?;
+    assemble::register(m)?;
+    run::register(m)?;
+    checks::register(m)?;
+    export::register(m)
+}
