@@ -10,7 +10,7 @@ the collector's reach by its shape instead: the decision cache is compiled
 verdicts untracked (``untrack_acyclic``, ``native/py/src/python/collector.rs``: the export's
 verdict cache and the amendment store keep the same objects), held roots bytes, and the
 records of the spans in flight are made untracked by the reader (``untracked`` in
-``native/py/src/read/conventions.rs``: at the maximum rate every young and middle collection
+``native/core/src/read/conventions.rs``: at the maximum rate every young and middle collection
 walked them, 17% of the CPU); the amendment store keeps those same records, and untracks
 any built in Python (``verdict/amend.py``). A tuple subclass, a dataclass or a tuple
 holding a dict stays tracked for good; these do not, so

@@ -1,7 +1,7 @@
 """OTLP protobuf (``ExportTraceServiceRequest``) -> ``SpanRecord``, from the request's
 bytes: the compiled check (native/core/src/read/accept.rs) accepts what upb would parse, and
-the compiled reader (native/py/src/read/otlp_proto.rs) builds the records from the same
-bytes, with the conventions (native/py/src/read/conventions.rs). Through upb's Python
+the compiled reader (native/core/src/read/otlp_proto.rs) builds the records from the same
+bytes, with the conventions (native/core/src/read/conventions.rs). Through upb's Python
 objects a span's attributes alone cost ~11 CPU us (an object per ``KeyValue`` and
 ``AnyValue``), and building its record in Python ~8 more (bench/README.md).
 

@@ -3,19 +3,22 @@
 //! pipeline (DESIGN.md): `read/` decodes OTLP protobuf and OTLP/JSON into records;
 //! `assemble/` keeps the assembler's traces in flight; `run/` computes a completed run's
 //! facts; `checks/` holds the default rule checks and the signals they share; `export/`
-//! forwards a received request's bytes less its held roots; `wire.rs` is protobuf's wire
-//! format, which `read/` and `export/` walk. Each folder registers its own functions and
+//! forwards a received request's bytes less its held roots; `convert.rs` and `records.rs`
+//! turn the core's values and records into Python's; `types.rs` holds the record classes the
+//! package hands over. Each folder registers its own functions and
 //! classes here; `python/` holds the binding's dealings with the interpreter itself. What
 //! reads Python objects here moves into the core stage by stage, the core's own types
 //! taking the place of the records' fields.
 
 mod assemble;
 mod checks;
+mod convert;
 mod export;
 mod python;
 mod read;
+mod records;
 mod run;
-mod wire;
+mod types;
 
 use pyo3::prelude::*;
 
@@ -25,6 +28,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(types::use_types, m)?)?;
     python::register(m)?;
     read::register(m)?;
     assemble::register(m)?;

@@ -23,7 +23,7 @@
 //!
 //! The traces sit in a slab, linked oldest first; a trace id maps to its slot.
 
-use super::ids::{IdMap, IdSet, SpanId, TraceId};
+use crate::model::ids::{IdMap, IdSet, SpanId, TraceId};
 
 /// Records a packed trace holds before it becomes maps: a lookup searches its records, so a
 /// trace that late spans keep growing stays O(1).

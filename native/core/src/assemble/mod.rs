@@ -1,4 +1,3 @@
-//! The assembler's state: span and trace ids as it keeps them, and the decision cache.
+//! The assembler's state: the decision cache.
 
 pub mod decided;
-pub mod ids;

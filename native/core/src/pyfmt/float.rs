@@ -125,6 +125,44 @@ fn trimmed(mut digits: Vec<u8>) -> Vec<u8> {
     digits
 }
 
+/// `str(int(x))` of a finite float: its integer part, every digit exact (a float of 1e300
+/// is a 301-digit int to Python).
+pub fn int_text(x: f64) -> String {
+    let t = x.trunc();
+    if t.abs() < 9.0e18 {
+        return (t as i64).to_string();
+    }
+    // |t| = m * 2^e exactly, m below 2^53, e > 0: m doubled e times, in base 10^9 limbs
+    let bits = t.abs().to_bits();
+    let exp = ((bits >> 52) & 0x7FF) as i32 - 1075;
+    let mantissa = (bits & ((1 << 52) - 1)) | (1 << 52);
+    let mut limbs: Vec<u64> = vec![mantissa % 1_000_000_000, mantissa / 1_000_000_000 % 1_000_000_000,
+                                   mantissa / 1_000_000_000_000_000_000];
+    for _ in 0..exp {
+        let mut carry = 0;
+        for limb in limbs.iter_mut() {
+            let v = *limb * 2 + carry;
+            *limb = v % 1_000_000_000;
+            carry = v / 1_000_000_000;
+        }
+        if carry > 0 {
+            limbs.push(carry);
+        }
+    }
+    while limbs.len() > 1 && *limbs.last().expect("a limb") == 0 {
+        limbs.pop();
+    }
+    let mut out = String::new();
+    if t < 0.0 {
+        out.push('-');
+    }
+    out.push_str(&limbs.last().expect("a limb").to_string());
+    for limb in limbs.iter().rev().skip(1) {
+        out.push_str(&format!("{limb:09}"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::repr_string;
@@ -139,6 +177,14 @@ mod tests {
         ] {
             assert_eq!(repr_string(x), text, "{x:e}");
         }
+    }
+
+    #[test]
+    fn the_integer_part_of_a_large_float_is_exact() {
+        assert_eq!(super::int_text(-2.5), "-2");
+        assert_eq!(super::int_text(1e19), "10000000000000000000");
+        assert_eq!(super::int_text(2f64.powi(70)), "1180591620717411303424");
+        assert_eq!(super::int_text(-1e300).len(), 302);
     }
 
     #[test]

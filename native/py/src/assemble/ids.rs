@@ -1,7 +1,7 @@
 //! The core's ids as Python strings, and a record's times as the table reads them from
 //! Python records.
 
-use faultgate_core::assemble::ids::{SpanId, TraceId};
+use faultgate_core::model::ids::{SpanId, TraceId};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 

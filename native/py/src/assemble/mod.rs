@@ -7,7 +7,7 @@ pub mod partition;
 pub mod table;
 
 use faultgate_core::assemble::decided::{self, DecidedRun, DecisionCache as Cache, Kind};
-use faultgate_core::assemble::ids::{SpanId, TraceId};
+use faultgate_core::model::ids::{SpanId, TraceId};
 use ids::IdToPy;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};

@@ -11,7 +11,7 @@
 //! defect 12). `steps` counts the walk's steps, for the test that holds it linear.
 
 use super::ids::Time;
-use faultgate_core::assemble::ids::IdMap;
+use faultgate_core::model::ids::IdMap;
 use super::table::Trace;
 use pyo3::prelude::*;
 

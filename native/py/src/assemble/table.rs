@@ -16,7 +16,7 @@
 //! the table as it was.
 
 use faultgate_core::assemble::decided::{DecidedRun, DecisionCache, Kind};
-use faultgate_core::assemble::ids::{IdMap, IdSet, SpanId, TraceId};
+use faultgate_core::model::ids::{IdMap, IdSet, SpanId, TraceId};
 use super::ids::{IdToPy, Time};
 use super::guarded;
 use super::partition::{partition, Partition};

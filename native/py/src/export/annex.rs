@@ -26,7 +26,7 @@ use pyo3::types::{PyBytes, PyString, PyTuple};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::python::guard::guarded;
-use crate::wire::{put_len_field, put_len_head};
+use faultgate_core::wire::{put_len_field, put_len_head};
 
 // field numbers of opentelemetry/proto/trace/v1/trace.proto and common.proto
 const SPAN_ATTRIBUTES: u64 = 9;

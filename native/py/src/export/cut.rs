@@ -25,8 +25,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
 use crate::python::guard::guarded;
-use crate::run::record;
-use crate::wire::{put_len_field, utf8, Fields, Result, Value};
+use crate::records::field as record;
+use faultgate_core::wire::{put_len_field, utf8, Fields, Result, Value};
+
+use crate::convert::OrRaise;
 
 pub(super) const REQUEST_RESOURCE_SPANS: u64 = 1;
 pub(super) const RESOURCE_SPANS_RESOURCE: u64 = 1;
@@ -144,7 +146,7 @@ fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<Bound<'p
     }
     guarded("span export's cut", || {
         let mut numbering = Numbering { marked: &drop, next: 0, at: 0 };
-        let out = rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering))?;
+        let out = rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering)).or_raise()?;
         if !numbering.done() {
             return Err(PyValueError::new_err(format!("cut: the request holds {} spans", numbering.next)));
         }
@@ -186,7 +188,7 @@ fn root_candidates(spans: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<usize>> {
         for (i, s) in spans.iter().enumerate() {
             let parent = s.get_item(record::PARENT_ID)?;
             // the operation compared as Python compares it: a record may carry None there
-            if parent.is_none() || !parent.is_truthy()? || s.get_item(record::OPERATION)?.eq(record::INVOKE_AGENT)? {
+            if parent.is_none() || !parent.is_truthy()? || s.get_item(record::OPERATION)?.eq(faultgate_core::model::record::INVOKE_AGENT)? {
                 out.push(i);
             }
         }
@@ -209,28 +211,28 @@ fn pieces<'py>(py: Python<'py>, data: &[u8], at: &[usize]) -> PyResult<(usize, V
     let mut out = Vec::with_capacity(at.len());
     let mut numbering = Numbering { marked: at, next: 0, at: 0 };
     let mut request = Fields::new(data);
-    while let Some((k, v)) = request.next()? {
+    while let Some((k, v)) = request.next().or_raise()? {
         let (REQUEST_RESOURCE_SPANS, Value::Bytes(rs)) = (k, v) else { continue };
         let mut resource = None; // its framing, read at the first span held of it
         let mut scopes = Fields::new(rs);
-        while let Some((k, v)) = scopes.next()? {
+        while let Some((k, v)) = scopes.next().or_raise()? {
             let (RESOURCE_SPANS_SCOPE_SPANS, Value::Bytes(ss)) = (k, v) else { continue };
             let mut scope = None;
             let mut spans = Fields::new(ss);
-            while let Some((k, v)) = spans.next()? {
+            while let Some((k, v)) = spans.next().or_raise()? {
                 let (SCOPE_SPANS_SPANS, Value::Bytes(span)) = (k, v) else { continue };
                 if !numbering.meet() {
                     continue;
                 }
                 if resource.is_none() {
-                    resource = Some(framing(rs, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL)?);
+                    resource = Some(framing(rs, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL).or_raise()?);
                 }
                 if scope.is_none() {
-                    scope = Some(framing(ss, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SCHEMA_URL)?);
+                    scope = Some(framing(ss, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SCHEMA_URL).or_raise()?);
                 }
                 let ((resource, resource_schema), (scope, scope_schema)) =
                     (resource.as_ref().expect("read above"), scope.as_ref().expect("read above"));
-                let (trace_id, span_id, end) = span_keys(span)?;
+                let (trace_id, span_id, end) = span_keys(span).or_raise()?;
                 out.push((PyBytes::new(py, resource), (*resource_schema).to_owned(), PyBytes::new(py, scope),
                           (*scope_schema).to_owned(), PyBytes::new(py, span), end, PyBytes::new(py, trace_id),
                           PyBytes::new(py, span_id)));

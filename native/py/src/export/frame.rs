@@ -10,7 +10,7 @@
 
 use super::cut::{REQUEST_RESOURCE_SPANS, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL, RESOURCE_SPANS_SCOPE_SPANS,
                  SCOPE_SPANS_SCHEMA_URL, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SPANS};
-use crate::wire::{put_len_field, put_len_head};
+use faultgate_core::wire::{put_len_field, put_len_head};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 

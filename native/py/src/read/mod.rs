@@ -1,18 +1,11 @@
-//! The readers: a request's or a file's bytes -> records, and the conventions they are built by.
+//! The readers for Python: the core's (native/core/src/read) giving the package's records,
+//! and the request check.
 
-pub mod attrs;
 pub mod conventions;
-pub mod dumps;
-pub mod fallback;
 pub mod json;
-pub mod loads;
-pub mod openinference;
-pub mod openllmetry;
 pub mod otlp_json;
 pub mod otlp_proto;
 pub mod payload;
-pub mod text;
-pub mod value;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -30,7 +23,6 @@ pub fn check_traces(data: &[u8]) -> PyResult<()> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_traces, m)?)?;
     otlp_proto::register(m)?;
-    m.add_function(wrap_pyfunction!(json::loads, m)?)?;
     conventions::register(m)?;
     payload::register(m)?;
     otlp_json::register(m)

@@ -20,13 +20,19 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
-use crate::read::attrs::{Attr, Attrs};
-use crate::read::conventions::{self, Kept, Span};
+use faultgate_core::model::value::{DictBuilder, Text, Value};
+use faultgate_core::read::attrs::{Attr, Attrs};
+use faultgate_core::read::conventions::{self, Kept, SpanHead};
+use faultgate_core::read::otlp_proto::{evaluation, EVALUATIONS};
+use crate::convert::{text_of, value_of, OrRaise, Strings};
 use crate::read::json::{parse, Input};
-use crate::read::value::{from_py, text_of_py, DictBuilder, FastMap, Strings, Text, V};
+use crate::records::{from_built, Head};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
+
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 create_exception!(_native, OtlpJsonError, PyValueError, "OTLP/JSON the reader refuses; the message says where and why.");
 
@@ -491,7 +497,8 @@ impl<'t, 'py> Walk<'t, 'py> {
     }
 
     /// A span's attributes: the common ``stringValue`` read where it lies, the rest by value().
-    fn attributes(&mut self, kvs: &'t [Node<'t>], where_: &dyn Fn() -> String) -> Res<Attrs<'t, 'py>> {
+    fn attributes(&mut self, kvs: &'t [Node<'t>], where_: &dyn Fn() -> String, origins: &mut Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>)
+        -> Res<Attrs<'t>> {
         let mut out = Attrs::with_capacity(kvs.len());
         for kv in kvs {
             let key = match (kv, kv.get("key")) {
@@ -502,14 +509,14 @@ impl<'t, 'py> Walk<'t, 'py> {
                 Node::Str(s) => (Cow::Borrowed(s.as_bytes()), None),
                 _ => {
                     let k = self.obj(key)?;
-                    (Cow::Owned(text_of_py(k.downcast::<PyString>().map_err(PyErr::from)?)?), Some(k))
+                    (Cow::Owned(text_of(k.downcast::<PyString>().map_err(PyErr::from)?)?.into_owned()), Some(k))
                 }
             };
             let v = kv.get("value");
             let (val, val_py) = match v.and_then(|v| v.get("stringValue")) {
                 Some(s) => (self.node_value(s)?, None),
                 None => match self.value(v, 0) {
-                    Ok(x) => (from_py(&x, 0)?, Some(x)),
+                    Ok(x) => (value_of(&x, 0)?.into_owned(), Some(x)),
                     Err(Fail::Input(m)) => {
                         let k = match &key_py {
                             Some(k) => k.clone(),
@@ -521,37 +528,48 @@ impl<'t, 'py> Walk<'t, 'py> {
                     Err(e) => return Err(e),
                 },
             };
-            out.set(Attr { key, key_py, val, val_py });
+            let origin = match val_py {
+                Some(v) => {
+                    let k = match key_py {
+                        Some(k) => k,
+                        None => crate::convert::py_text(self.py, &key)?.into_any(),
+                    };
+                    origins.push((k, v));
+                    Some((origins.len() - 1) as u32)
+                }
+                None => None,
+            };
+            out.set(Attr { key, val, origin });
         }
         Ok(out)
     }
 
     /// A node as the conventions read it, strings borrowed from the document.
-    fn node_value(&mut self, n: &'t Node) -> PyResult<V<'t, 'py>> {
-        let py = self.py;
+    fn node_value(&mut self, n: &'t Node) -> PyResult<Value<'t>> {
         Ok(match n {
-            Node::Null => V::Null,
-            Node::Bool(b) => V::Bool(*b),
-            Node::Int(x) => V::Int(*x),
+            Node::Null => Value::Null,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Int(x) => Value::Int(*x),
             Node::UInt(x) => match i64::try_from(*x) {
-                Ok(x) => V::Int(x),
-                Err(_) => V::Py(x.into_pyobject(py)?.into_any()),
+                Ok(x) => Value::Int(x),
+                Err(_) => Value::BigInt(Cow::Owned(x.to_string())),
             },
-            Node::Float(x) => V::Float(*x),
-            Node::Str(s) => V::Str(Cow::Borrowed(s.as_bytes())),
-            Node::Big(_) | Node::PyStr(_) | Node::PyInt(_) | Node::Deep(_) => from_py(&self.obj(n)?, 0)?,
-            Node::Arr(items) => V::List(items.iter().map(|x| self.node_value(x)).collect::<PyResult<_>>()?),
+            Node::Float(x) => Value::Float(*x),
+            Node::Str(s) => Value::Str(Cow::Borrowed(s.as_bytes())),
+            Node::Big(t) => Value::BigInt(Cow::Borrowed(t)),
+            Node::PyStr(_) | Node::PyInt(_) | Node::Deep(_) => value_of(&self.obj(n)?, 0)?.into_owned(),
+            Node::Arr(items) => Value::List(items.iter().map(|x| self.node_value(x)).collect::<PyResult<_>>()?),
             Node::Obj(items) => {
                 let mut d = DictBuilder::default();
                 for (k, v) in items.iter() {
                     let key = match k {
                         Node::Str(s) => Cow::Borrowed(s.as_bytes()),
-                        _ => Cow::Owned(text_of_py(self.obj(k)?.downcast::<PyString>().map_err(PyErr::from)?)?),
+                        _ => Cow::Owned(text_of(self.obj(k)?.downcast::<PyString>().map_err(PyErr::from)?)?.into_owned()),
                     };
                     let v = self.node_value(v)?;
                     d.insert(key, v);
                 }
-                V::Dict(d.items)
+                Value::Dict(d.items)
             }
         })
     }
@@ -563,19 +581,19 @@ impl<'t, 'py> Walk<'t, 'py> {
             Some(Node::Str(s)) => (Cow::Borrowed(s.as_bytes()), self.shared(s)),
             Some(n) => {
                 let s = self.str(n)?;
-                (Cow::Owned(text_of_py(&s)?), s)
+                (Cow::Owned(text_of(&s)?.into_owned()), s)
             }
         })
     }
 
     /// The attributes of the span's events named ``event_name`` (events.py's ``from_json``
     /// reads the same ones), or None when there are none.
-    fn evaluations(&mut self, events: Option<&'t Node>) -> Res<Option<Bound<'py, PyList>>> {
+    fn evaluations(&mut self, events: Option<&'t Node>) -> Res<Option<Value<'static>>> {
         let items = match events {
             Some(Node::Arr(items)) => items,
             _ => return Ok(None),
         };
-        let mut out: Option<Bound<'py, PyList>> = None;
+        let mut out: Vec<Value<'static>> = Vec::new();
         for e in items.iter() {
             let attrs = match (e, e.get("name"), e.get("attributes")) {
                 (Node::Obj(_), Some(Node::Str(n)), Some(Node::Arr(a))) if n.as_ref() == self.r.event_name => a,
@@ -591,9 +609,11 @@ impl<'t, 'py> Walk<'t, 'py> {
                     _ => {}
                 }
             }
-            out.get_or_insert_with(|| PyList::empty(self.py)).append(d)?;
+            if let Some(r) = evaluation(&value_of(d.as_any(), 0)?) {
+                out.push(r);
+            }
         }
-        Ok(out)
+        Ok(if out.is_empty() { None } else { Some(Value::Tuple(out)) })
     }
 
     /// A time field: ``int(x or 0)``, refused when it is not an integer; with whether it is
@@ -675,7 +695,8 @@ impl<'t, 'py> Walk<'t, 'py> {
                 return Err(Fail::Input(format!("{}.attributes: expected a list of {{key, value}} objects", where_())))
             }
         };
-        let attrs = self.attributes(kvs, &where_)?;
+        let mut origins = Vec::new();
+        let attrs = self.attributes(kvs, &where_, &mut origins)?;
         let evaluations = match s.get("events") {
             Some(e) if e.truthy() => self.evaluations(Some(e))?,
             _ => None,
@@ -701,21 +722,19 @@ impl<'t, 'py> Walk<'t, 'py> {
         let has_parent = parent.is_some();
         Ok(Row {
             resource: i,
-            span: Span {
+            head: Head {
                 trace_id: tid.into_any(),
                 span_id: sid.into_any(),
                 parent: parent.unwrap_or_else(|| py.None().into_bound(py)),
-                has_parent,
-                name: name.0,
-                name_py: name.1.into_any(),
+                name: name.1.into_any(),
                 start,
                 end,
                 status_code: code,
-                failed,
-                message: message.0,
-                message_py: message.1.into_any(),
+                message: message.1.into_any(),
             },
+            span: SpanHead { name: name.0, has_parent, failed, message: message.0 },
             attrs,
+            origins,
             evaluations,
         })
     }
@@ -737,7 +756,7 @@ impl<'t, 'py> Walk<'t, 'py> {
     /// Each resource's ``version_key`` value (the last such attribute, None when absent),
     /// then every span's row, in document order.
     #[allow(clippy::type_complexity)]
-    fn document(&mut self, doc: &'t Node) -> Res<(Vec<(V<'t, 'py>, Bound<'py, PyAny>)>, Vec<Row<'t, 'py>>)> {
+    fn document(&mut self, doc: &'t Node) -> Res<(Vec<Value<'static>>, Vec<Row<'t, 'py>>)> {
         let py = self.py;
         let mut versions = Vec::new();
         let rss = doc.get("resourceSpans");
@@ -751,7 +770,7 @@ impl<'t, 'py> Walk<'t, 'py> {
                         }
                     }
                 }
-                versions.push((from_py(&version, 0)?, version));
+                versions.push(value_of(&version, 0)?.into_owned());
             }
         }
         let Some(Node::Arr(rss)) = rss else {
@@ -774,9 +793,12 @@ impl<'t, 'py> Walk<'t, 'py> {
 /// One span of the document, read and checked, before the conventions.
 struct Row<'t, 'py> {
     resource: usize,
-    span: Span<'t, 'py>,
-    attrs: Attrs<'t, 'py>,
-    evaluations: Option<Bound<'py, PyList>>,
+    head: Head<'py>,
+    span: SpanHead<'t>,
+    attrs: Attrs<'t>,
+    /// the Python objects of attributes read by `value()`: (key, value) by `Attr::origin`
+    origins: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    evaluations: Option<Value<'static>>,
 }
 
 impl OtlpJson {
@@ -788,37 +810,23 @@ impl OtlpJson {
         })?;
         // every span read and checked first: a document is refused whole, naming its first
         // problem, before any record is built
-        let records = conventions::records(py)?;
-        let mut strings = Strings::new();
+        let mut strings = Strings::default();
         let out = PyList::empty(py);
         for row in rows {
             let mut attrs = row.attrs;
-            let (version, version_py) = &versions[row.resource];
-            if version.truthy()?
+            let version = &versions[row.resource];
+            if version.truthy()
                 && (!row.span.has_parent
                     || attrs.get("gen_ai.operation.name").is_some_and(|op| op.eq_str("invoke_agent")))
                 && !attrs.has(&self.version_key)
             {
-                attrs.set(Attr {
-                    key: Cow::Owned(self.version_key.as_bytes().to_vec()),
-                    key_py: None,
-                    val: version.clone(),
-                    val_py: Some(version_py.clone()),
-                });
+                attrs.set(Attr { key: Cow::Owned(self.version_key.as_bytes().to_vec()), val: version.clone(), origin: None });
             }
             if let Some(evaluations) = row.evaluations {
-                let results = records.from_attributes.bind(py).call1((evaluations,))?;
-                if results.is_truthy()? {
-                    attrs.set(Attr {
-                        key: Cow::Owned(records.evaluations_key.as_bytes().to_vec()),
-                        key_py: None,
-                        val: V::Py(results.clone()),
-                        val_py: Some(results),
-                    });
-                }
+                attrs.set(Attr { key: Cow::Borrowed(EVALUATIONS.as_bytes()), val: evaluations, origin: None });
             }
-            let fields = conventions::build(py, &row.span, attrs)?;
-            out.append(records.record(py, &mut strings, &row.span, fields, &Kept::All)?)?;
+            let built = conventions::build(&row.span, attrs).or_raise()?;
+            out.append(from_built(py, &mut strings, row.head, &built, &Kept::All, &row.origins)?)?;
         }
         Ok(out)
     }

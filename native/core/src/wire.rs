@@ -1,8 +1,7 @@
 //! Protobuf's wire format, field by field: what the readers (read/otlp_proto.rs) and span
 //! export (export/cut.rs) walk a request's bytes with.
 
-use pyo3::exceptions::PyValueError;
-use pyo3::prelude::*;
+use crate::error::Error;
 
 // upb refuses messages nested deeper than 100; this bound only keeps the stack safe if a
 // caller ever hands over bytes read/accept.rs did not accept.
@@ -17,9 +16,9 @@ const FIXED32: u8 = 5;
 
 pub struct Malformed(pub &'static str);
 
-impl From<Malformed> for PyErr {
-    fn from(m: Malformed) -> PyErr {
-        PyValueError::new_err(format!("not a protobuf message: {}", m.0))
+impl From<Malformed> for Error {
+    fn from(m: Malformed) -> Error {
+        Error::Malformed(m.0.to_owned())
     }
 }
 

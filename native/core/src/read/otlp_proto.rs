@@ -1,0 +1,445 @@
+//! The OTLP protobuf reader: an `ExportTraceServiceRequest`'s bytes -> its spans' records
+//! (conventions.rs builds their fields).
+//!
+//! Why it exists: reading a span through upb's Python objects made one Python object per
+//! `KeyValue` and `AnyValue` and cost about 11 CPU us per span (bench/README.md). Here the
+//! bytes are walked once, attribute values are read where they lie, and a record keeps
+//! only what some reader of records needs.
+//!
+//! The bytes were accepted first (accept.rs: exactly what upb accepts), so they are a valid
+//! request: this reader agrees with upb's reading of it, field by field:
+//! - a known field number with an unexpected wire type is an unknown field, skipped;
+//! - a scalar field that appears twice keeps its last value;
+//! - a singular message field that appears twice is merged (its occurrences read as one
+//!   message, in order), as protobuf merges them; repeated fields append;
+//! - an `AnyValue` whose oneof is set twice keeps the last member, and merges two
+//!   occurrences of the same message member (`array_value`, `kvlist_value`);
+//! - an enum (`Status.code`) is the varint's low 32 bits as a signed int, as upb reads it.
+//!
+//! Anything that is not protobuf at all is an error instead of a guess.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use super::attrs::{Attr, Attrs};
+use super::conventions::{self, read_names, read_prefixes, Kept, SpanHead};
+use crate::model::ids::{SpanId, TraceId};
+use crate::error::{Error, Result};
+use crate::model::record::SpanRecord;
+use crate::model::value::{DictBuilder, Text, Value};
+use crate::pyfmt::strs::code_points;
+use crate::wire::{repeated, utf8, Fields, Value as Wire, MAX_DEPTH};
+
+const TRACE_ID_BYTES: usize = 16;
+const SPAN_ID_BYTES: usize = 8;
+/// Where a span's evaluation results are kept among its attributes (read/events.py): not an
+/// OTel attribute name, so it cannot collide with one.
+pub const EVALUATIONS: &str = "@evaluations";
+
+/// The span attributes some reader of records needs: those records keep (`kept`: what the
+/// service's checks, the run's facts and the verdict read) and those the conventions build
+/// them from (read_names, read_prefixes). The others are never read: a span carries a
+/// dozen no check reads (model names, request ids, temperatures), and held until its run's
+/// verdict they were a third of a record's memory.
+pub struct Projection {
+    names: HashSet<Vec<u8>, foldhash::fast::RandomState>,
+    prefixes: Vec<Vec<u8>>,
+    pub kept: HashSet<Vec<u8>, foldhash::fast::RandomState>,
+}
+
+impl Projection {
+    pub fn new(kept: impl IntoIterator<Item = Vec<u8>>) -> Projection {
+        let kept: HashSet<Vec<u8>, _> = kept.into_iter().collect();
+        let mut names = kept.clone();
+        names.extend(read_names().map(|n| n.as_bytes().to_vec()));
+        Projection { names, prefixes: read_prefixes().map(|p| p.as_bytes().to_vec()).collect(), kept }
+    }
+
+    pub fn wants(&self, key: &[u8]) -> bool {
+        self.names.contains(key) || self.prefixes.iter().any(|p| key.starts_with(p))
+    }
+}
+
+/// The occurrences of a field, in order: almost always one, held without allocating.
+pub enum Many<'a> {
+    None,
+    One(&'a [u8]),
+    More(Vec<&'a [u8]>),
+}
+
+impl<'a> Many<'a> {
+    fn push(&mut self, b: &'a [u8]) {
+        *self = match std::mem::replace(self, Many::None) {
+            Many::None => Many::One(b),
+            Many::One(a) => Many::More(vec![a, b]),
+            Many::More(mut v) => {
+                v.push(b);
+                Many::More(v)
+            }
+        };
+    }
+
+    pub fn as_slice(&self) -> &[&'a [u8]] {
+        match self {
+            Many::None => &[],
+            Many::One(b) => std::slice::from_ref(b),
+            Many::More(v) => v,
+        }
+    }
+}
+
+/// A message's length-delimited field `single` (its last occurrence) and the occurrences
+/// of field `many`: a `KeyValue`'s key and value (1, 2), an event's name and attributes (2, 3).
+fn one_and_many(msg: &[u8], single: u64, many: u64) -> Result<(&[u8], Many<'_>)> {
+    let mut one: &[u8] = b"";
+    let mut all = Many::None;
+    let mut f = Fields::new(msg);
+    while let Some((n, v)) = f.next()? {
+        if let Wire::Bytes(b) = v {
+            if n == single {
+                one = b;
+            } else if n == many {
+                all.push(b);
+            }
+        }
+    }
+    Ok((one, all))
+}
+
+/// A `KeyValue`'s key and its value's occurrences.
+pub fn key_value(kv: &[u8]) -> Result<(&[u8], Many<'_>)> {
+    one_and_many(kv, 1, 2)
+}
+
+/// The `AnyValue` of its occurrences (merged), strings and bytes where they lie.
+pub fn any_value<'a>(chunks: &[&'a [u8]], depth: u32) -> Result<Value<'a>> {
+    if depth > MAX_DEPTH {
+        return Err(Error::Malformed("values nested too deep".into()));
+    }
+    let mut member = Value::Null;
+    let mut parts: Vec<&'a [u8]> = Vec::new(); // of the array or kvlist member, merged
+    let mut list = false;
+    for chunk in chunks {
+        let mut f = Fields::new(chunk);
+        while let Some((n, v)) = f.next()? {
+            match (n, v) {
+                (1, Wire::Bytes(b)) => (member, list) = (Value::Str(Cow::Borrowed(utf8(b)?.as_bytes())), false),
+                (2, Wire::Varint(x)) => (member, list) = (Value::Bool(x != 0), false),
+                (3, Wire::Varint(x)) => (member, list) = (Value::Int(x as i64), false),
+                (4, Wire::Fixed64(x)) => (member, list) = (Value::Float(f64::from_bits(x)), false),
+                (5, Wire::Bytes(b)) => {
+                    if !(list && matches!(member, Value::List(_))) {
+                        parts.clear();
+                    }
+                    parts.push(b);
+                    (member, list) = (Value::List(Vec::new()), true);
+                }
+                (6, Wire::Bytes(b)) => {
+                    if !(list && matches!(member, Value::Dict(_))) {
+                        parts.clear();
+                    }
+                    parts.push(b);
+                    (member, list) = (Value::Dict(Vec::new()), true);
+                }
+                (7, Wire::Bytes(b)) => (member, list) = (Value::Bytes(Cow::Borrowed(b)), false),
+                _ => {}
+            }
+        }
+    }
+    Ok(match member {
+        // ArrayValue.values and KeyValueList.values are both field 1
+        Value::List(_) => {
+            let mut out = Vec::new();
+            for part in parts {
+                for b in repeated(part, 1)? {
+                    out.push(any_value(&[b], depth + 1)?);
+                }
+            }
+            Value::List(out)
+        }
+        Value::Dict(_) => {
+            let mut d = DictBuilder::default();
+            for part in parts {
+                for kv in repeated(part, 1)? {
+                    let (key, value) = key_value(kv)?;
+                    d.insert(Cow::Borrowed(utf8(key)?.as_bytes()), any_value(value.as_slice(), depth + 1)?);
+                }
+            }
+            Value::Dict(d.items)
+        }
+        other => other,
+    })
+}
+
+/// `KeyValue`s as a dict's items, the last of a repeated key winning.
+fn attributes<'a>(kvs: &[&'a [u8]]) -> Result<DictBuilder<'a>> {
+    let mut d = DictBuilder::default();
+    for kv in kvs {
+        let (key, value) = key_value(kv)?;
+        d.insert(Cow::Borrowed(utf8(key)?.as_bytes()), any_value(value.as_slice(), 0)?);
+    }
+    Ok(d)
+}
+
+/// The first value of `key` among a resource's attributes (its occurrences merged).
+fn resource_value<'a>(chunks: &[&'a [u8]], key: &str) -> Result<Value<'a>> {
+    for chunk in chunks {
+        for kv in repeated(chunk, 1)? {
+            let (k, value) = key_value(kv)?;
+            if utf8(k)? == key {
+                return any_value(value.as_slice(), 0);
+            }
+        }
+    }
+    Ok(Value::Null)
+}
+
+/// `str(v).lower()`: Python's full lower-casing (a final sigma, `İ` to `i̇`), a lone
+/// surrogate left as it is.
+pub fn lower(t: &[u8]) -> Vec<u8> {
+    if t.is_ascii() {
+        return t.to_ascii_lowercase();
+    }
+    match std::str::from_utf8(t) {
+        Ok(s) => s.to_lowercase().into_bytes(),
+        Err(_) => {
+            // split around the surrogates: neither cased nor case-ignorable, so a sigma's
+            // context ends at one as at a segment's end
+            let mut out = Vec::with_capacity(t.len());
+            let mut segment = Vec::new();
+            for cp in code_points(t) {
+                if (0xD800..=0xDFFF).contains(&cp) {
+                    out.extend(String::from_utf8(std::mem::take(&mut segment)).unwrap_or_default().to_lowercase().bytes());
+                    crate::pyfmt::strs::push_code_point(&mut out, cp);
+                } else {
+                    crate::pyfmt::strs::push_code_point(&mut segment, cp);
+                }
+            }
+            out.extend(String::from_utf8(segment).unwrap_or_default().to_lowercase().bytes());
+            out
+        }
+    }
+}
+
+/// One evaluation result from an event's attributes (read/events.py's `_result`): (name,
+/// label, score), or None when it names no evaluation.
+pub fn evaluation<'a>(attrs: &Value<'a>) -> Option<Value<'static>> {
+    let name = attrs.get("gen_ai.evaluation.name")?;
+    if !name.truthy() {
+        return None;
+    }
+    let label = match attrs.get("gen_ai.evaluation.score.label") {
+        Some(l) if l.truthy() => lower(&l.py_str()),
+        _ => Vec::new(),
+    };
+    let score = match attrs.get("gen_ai.evaluation.score.value") {
+        Some(Value::Int(x)) => Value::Float(*x as f64),
+        Some(Value::Float(x)) => Value::Float(*x),
+        _ => Value::Null,
+    };
+    Some(Value::Tuple(vec![Value::Str(Cow::Owned(name.py_str().into_owned())), Value::Str(Cow::Owned(label)), score]))
+}
+
+/// The results of a span's events named `event_name`, or None when none gives one.
+fn evaluations(events: &[&[u8]], event_name: &str) -> Result<Option<Value<'static>>> {
+    let mut out = Vec::new();
+    for event in events {
+        let (name, kvs) = one_and_many(event, 2, 3)?;
+        if utf8(name)? == event_name {
+            if let Some(r) = evaluation(&Value::Dict(attributes(kvs.as_slice())?.items)) {
+                out.push(r);
+            }
+        }
+    }
+    Ok(if out.is_empty() { None } else { Some(Value::Tuple(out)) })
+}
+
+/// One span as the wire has it, its attributes read (only those `projection` wants).
+struct Row<'a> {
+    place: (usize, usize, usize),
+    trace_id: &'a [u8],
+    span_id: &'a [u8],
+    parent: &'a [u8],
+    name: &'a [u8],
+    start: u64,
+    end: u64,
+    code: i32,
+    message: &'a [u8],
+    attrs: Attrs<'a>,
+    evaluations: Option<Value<'static>>,
+}
+
+fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, projection: Option<&Projection>)
+    -> Result<Row<'a>> {
+    let (mut trace_id, mut span_id, mut parent, mut name): (&[u8], &[u8], &[u8], &[u8]) = (b"", b"", b"", b"");
+    let (mut start, mut end) = (0u64, 0u64);
+    // sized for a typical span: growing these was a tenth of the allocations per span
+    let mut kvs = Vec::with_capacity(16);
+    let mut events = Many::None;
+    let mut status = Many::None;
+    let mut f = Fields::new(span);
+    while let Some((n, v)) = f.next()? {
+        match (n, v) {
+            (1, Wire::Bytes(b)) => trace_id = b,
+            (2, Wire::Bytes(b)) => span_id = b,
+            (4, Wire::Bytes(b)) => parent = b,
+            (5, Wire::Bytes(b)) => name = b,
+            (7, Wire::Fixed64(x)) => start = x,
+            (8, Wire::Fixed64(x)) => end = x,
+            (9, Wire::Bytes(b)) => kvs.push(b),
+            (11, Wire::Bytes(b)) => events.push(b),
+            (15, Wire::Bytes(b)) => status.push(b),
+            _ => {}
+        }
+    }
+    let (mut code, mut message): (i32, &[u8]) = (0, b"");
+    for chunk in status.as_slice() {
+        let mut f = Fields::new(chunk);
+        while let Some((n, v)) = f.next()? {
+            match (n, v) {
+                (2, Wire::Bytes(b)) => message = b,
+                (3, Wire::Varint(x)) => code = x as i32, // the low 32 bits, signed
+                _ => {}
+            }
+        }
+    }
+    utf8(name)?;
+    utf8(message)?;
+    // a repeated key keeps its first place and its last value, as a dict does
+    let mut attrs = Attrs::with_capacity(kvs.len());
+    for kv in kvs {
+        let (key, value) = key_value(kv)?;
+        if projection.is_none_or(|p| p.wants(key)) {
+            let key = Cow::Borrowed(utf8(key)?.as_bytes());
+            attrs.set(Attr { key, val: any_value(value.as_slice(), 0)?, origin: None });
+        }
+    }
+    let evaluations = match events {
+        Many::None => None,
+        _ => evaluations(events.as_slice(), event_name)?,
+    };
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations })
+}
+
+/// An id's bytes: None when malformed (not `n` bytes, or all zero), as the OTLP
+/// specification defines a valid id; empty bytes are an absent id (a parent's).
+fn id_bytes(raw: &[u8], n: usize) -> Option<&[u8]> {
+    if raw.is_empty() || (raw.len() == n && raw.iter().any(|&b| b != 0)) {
+        Some(raw)
+    } else {
+        None
+    }
+}
+
+fn trace_id(raw: &[u8]) -> TraceId {
+    TraceId::Hex(u64::from_be_bytes(raw[..8].try_into().expect("8 bytes")),
+                 u64::from_be_bytes(raw[8..].try_into().expect("8 bytes")))
+}
+
+fn span_id(raw: &[u8]) -> SpanId {
+    SpanId::Hex(u64::from_be_bytes(raw.try_into().expect("8 bytes")))
+}
+
+/// What a request read to: its records in wire order, those whose ids are malformed left
+/// out (`rejected`), and the first of those named.
+pub struct Read {
+    pub records: Vec<SpanRecord>,
+    pub rejected: usize,
+    pub first_problem: String,
+}
+
+/// The records of a request's bytes. A root or agent span takes its resource's
+/// `version_key` attribute when it has none of its own; a span's `event_name` events are
+/// read into its evaluations. With a `projection`, only the span attributes it wants are
+/// read and records keep only its `kept` ones; without, every attribute is read and
+/// records keep all but content.
+pub fn read_spans(data: &[u8], version_key: &str, event_name: &str, projection: Option<&Projection>) -> Result<Read> {
+    let mut versions: Vec<Value<'_>> = Vec::new();
+    let mut rows = Vec::new();
+    let mut request = Fields::new(data);
+    let mut i = 0usize;
+    while let Some((n, v)) = request.next()? {
+        let rs = match (n, v) {
+            (1, Wire::Bytes(rs)) => rs,
+            _ => continue,
+        };
+        let (resource, scope_entries) = resource_and_scopes(rs)?;
+        versions.push(resource_value(&resource, version_key)?);
+        for (j, scope) in scope_entries.into_iter().enumerate() {
+            for (k, span) in repeated(scope, 2)?.into_iter().enumerate() {
+                rows.push(span_row(span, (i, j, k), event_name, projection)?);
+            }
+        }
+        i += 1;
+    }
+    let kept = match projection {
+        Some(p) => Kept::Names(&p.kept),
+        None => Kept::All,
+    };
+    let mut out = Read { records: Vec::with_capacity(rows.len()), rejected: 0, first_problem: String::new() };
+    for row in rows {
+        let problem = if id_bytes(row.trace_id, TRACE_ID_BYTES).is_none_or(<[u8]>::is_empty) {
+            "trace_id is not 16 bytes, or is all zero"
+        } else if id_bytes(row.span_id, SPAN_ID_BYTES).is_none_or(<[u8]>::is_empty) {
+            "span_id is not 8 bytes, or is all zero"
+        } else if id_bytes(row.parent, SPAN_ID_BYTES).is_none() {
+            "parent_span_id is not 8 bytes"
+        } else {
+            ""
+        };
+        if !problem.is_empty() {
+            out.rejected += 1;
+            if out.first_problem.is_empty() {
+                let (i, j, k) = row.place;
+                out.first_problem = format!("resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}");
+            }
+            continue;
+        }
+        let has_parent = !row.parent.is_empty();
+        let mut attrs = row.attrs;
+        let version = &versions[row.place.0];
+        if version.truthy()
+            && (!has_parent || attrs.get("gen_ai.operation.name").is_some_and(|op| op.eq_str("invoke_agent")))
+            && !attrs.has(version_key)
+        {
+            attrs.set(Attr { key: Cow::Owned(version_key.as_bytes().to_vec()), val: version.clone(), origin: None });
+        }
+        if let Some(evaluations) = row.evaluations {
+            attrs.set(Attr { key: Cow::Borrowed(EVALUATIONS.as_bytes()), val: evaluations, origin: None });
+        }
+        let head = SpanHead {
+            name: Text::Borrowed(row.name),
+            has_parent,
+            failed: row.code == 2,
+            message: Cow::Borrowed(row.message),
+        };
+        let fields = conventions::build(&head, attrs)?.into_fields(&kept);
+        out.records.push(SpanRecord {
+            trace_id: trace_id(row.trace_id),
+            span_id: span_id(row.span_id),
+            parent_id: has_parent.then(|| span_id(row.parent)),
+            name: row.name.into(),
+            start_ns: i128::from(row.start),
+            end_ns: i128::from(row.end),
+            status_code: i64::from(row.code),
+            status_message: row.message.into(),
+            fields,
+        });
+    }
+    Ok(out)
+}
+
+/// A `ResourceSpans`' (or `ResourceLogs`') resource occurrences and scope entries.
+pub fn resource_and_scopes(rs: &[u8]) -> Result<(Vec<&[u8]>, Vec<&[u8]>)> {
+    let mut resource = Vec::new();
+    let mut scope_entries = Vec::new();
+    let mut f = Fields::new(rs);
+    while let Some((n, v)) = f.next()? {
+        match (n, v) {
+            (1, Wire::Bytes(b)) => resource.push(b),
+            (2, Wire::Bytes(b)) => scope_entries.push(b),
+            _ => {}
+        }
+    }
+    Ok((resource, scope_entries))
+}
