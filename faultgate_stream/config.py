@@ -24,12 +24,14 @@ from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.checks.config import ChecksConfig
 from faultgate_stream.export.log.config import LogConfig
 from faultgate_stream.export.metrics.config import MetricsConfig
+from faultgate_stream.export.query.config import QueryConfig
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.stream.config import StreamConfig
 from faultgate_stream.gate.config import GateConfig
 from faultgate_stream.judge.config import JudgeConfig
 from faultgate_stream.model.settings import BYTES, DURATION
 from faultgate_stream.receive.config import ReceiveConfig
+from faultgate_stream.sessions.config import SessionsConfig
 from faultgate_stream.verdict.config import AmendConfig
 
 ENV_PREFIX = "FAULTGATE_STREAM__"
@@ -54,12 +56,16 @@ class ServiceConfig:
     gate: GateConfig = GateConfig()
     amend: AmendConfig = AmendConfig()
     judge: JudgeConfig = JudgeConfig()
+    sessions: SessionsConfig = SessionsConfig()
+    query: QueryConfig = QueryConfig()
     tick: float = dataclasses.field(default=DEFAULT_TICK, metadata=DURATION)
     shutdown_grace: float = dataclasses.field(default=DEFAULT_SHUTDOWN_GRACE, metadata=DURATION)
 
     def validate(self) -> list[str]:
         if self.judge.spec and not self.amend.enabled:
             return ["judge.spec: a live judge needs amend.enabled: true (its answers arrive as amended verdicts)"]
+        if "drifted" in self.judge.when and not (self.gate.bands and self.gate.drift.enabled):
+            return ["judge.when: drifted needs gate.bands (with gate.drift.enabled): drift is judged against a band"]
         return []
 
 

@@ -5,11 +5,12 @@ ever moves, so no run completes early: a file's verdicts are the whole file's.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.clock import ManualClock
+from faultgate_stream.model.profile import RunProfile
 from faultgate_stream.model.records import RunKey, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import Completion, EarlyFinding, RunVerdict
@@ -77,15 +78,36 @@ def assemble_runs(spans: Iterable[SpanRecord], contents: Iterable[SpanRecord] = 
     return sink.runs
 
 
+class RunTap:
+    """A ``RunConsumer`` in front of another: hands each completed run to ``seen`` before
+    passing it on; everything else goes straight through."""
+
+    def __init__(self, consumer: Evaluator, seen: Callable[[Run], None]) -> None:
+        self._next = consumer
+        self._seen = seen
+
+    def run_completed(self, run: Run) -> None:
+        self._seen(run)
+        self._next.run_completed(run)
+
+    def __getattr__(self, name: str):
+        return getattr(self._next, name)
+
+
 def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check],
-                contents: Iterable[Iterable[SpanRecord]] = (), *, early: bool = True) -> list[RunVerdict]:
+                contents: Iterable[Iterable[SpanRecord]] = (), *, early: bool = True,
+                profile: Callable[[Run], RunProfile] | None = None,
+                seen: Callable[[Run], None] | None = None) -> list[RunVerdict]:
     """Verdicts of the runs in ``batches`` of spans; ``contents`` are batches of content
     records from GenAI log events (``read.log_events``), joined to their spans by id.
     ``early=False``: the verdicts without their early findings, and no span observed for
     them (``checks/base.py``), for callers that report verdicts only (the ``check`` command:
-    6% of its engine's time on the gate files)."""
+    6% of its engine's time on the gate files). ``profile``: what works out each verdict's
+    ``profile`` (``verdict/profile.py``), for drift and sessions. ``seen``: told of each
+    completed run before it is judged (the HTML report draws its spans)."""
     sink = VerdictList()
-    assembler = Assembler(Evaluator(checks, sink, early=early), ManualClock(), OFFLINE_LIMITS)
+    evaluator = Evaluator(checks, sink, early=early, profile=profile)
+    assembler = Assembler(evaluator if seen is None else RunTap(evaluator, seen), ManualClock(), OFFLINE_LIMITS)
     for batch in batches:
         assembler.add(batch)
     for batch in contents:

@@ -28,6 +28,8 @@ from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
 from faultgate_stream.export.metrics import runtime
 from faultgate_stream.export.metrics.sink import MetricsSink
+from faultgate_stream.export.query import api as query_api
+from faultgate_stream.export.query.ring import RingMetrics, VerdictRing
 from faultgate_stream.export.spans.exporter import SpanExporter
 from faultgate_stream.export.spans.forward import Forwarder
 from faultgate_stream.export.spans.sender import sender_for
@@ -37,10 +39,11 @@ from faultgate_stream.export.stream.sink import VerdictStream
 from faultgate_stream.gate.live import LiveGate
 from faultgate_stream.judge.contract import QUESTIONS, Question
 from faultgate_stream.judge.openai import get_judge
+from faultgate_stream.judge.route import Router
 from faultgate_stream.judge.stage import JudgeStage, QueueGauge
 from faultgate_stream.model.clock import Clock, WallClock
 from faultgate_stream.model.consumers import SpanConsumer, VerdictConsumer, VerdictFanout
-from faultgate_stream.model.telemetry import CATALOG, Telemetry
+from faultgate_stream.model.telemetry import CATALOG, Telemetry, describe
 from faultgate_stream.model.threads import Threads
 from faultgate_stream.model.verdict import Completion
 from faultgate_stream.read.projection import Projection
@@ -49,9 +52,11 @@ from faultgate_stream.receive.decode import Reader
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
 from faultgate_stream.receive.kafka.replay import ReplayLedger
+from faultgate_stream.sessions.stage import SessionStage
 from faultgate_stream.verdict import ruleset
 from faultgate_stream.verdict.amend import DecidedRuns
 from faultgate_stream.verdict.evaluate import Evaluator
+from faultgate_stream.verdict.profile import Profiler
 from faultgate_stream.verdict.redact import get_redactor
 
 
@@ -82,14 +87,19 @@ class Service:
                                    max_events_per_key=config.checks.windows.max_events_per_key)
         self.telemetry.registry.register(WindowStoreMetrics(self.windows))
         self.ruleset = ruleset.build(config.checks, store=self.windows)
+        self.profiler = self._build_profiler()
         # the receivers read only the span attributes these checks and the run's facts need
-        self.reader = Reader(Projection(self.ruleset.attributes))
+        self.reader = Reader(Projection(self.ruleset.attributes | (self.profiler.attributes if self.profiler else
+                                                                    frozenset())))
         redact = get_redactor(config.log.redact)
         sinks = self._build_sinks(redact) + list(extra_sinks or [])
         self.replays = self._build_replays()
         if self.replays is not None:
             sinks.append(self.replays)
         clock = clock or WallClock()
+        self.sessions = self._build_sessions(sinks, clock)
+        if self.sessions is not None:
+            sinks.append(self.sessions)
         self.evaluator = self._build_evaluate(VerdictFanout(sinks, self._sink_failed), clock)
         self.assembler = self._build_assemble(self.evaluator, clock)
         self.ingest = self._build_forward(self.assembler)
@@ -109,6 +119,9 @@ class Service:
         self.stream = self._build_stream(redact)
         if self.stream is not None:
             sinks.append(self.stream)
+        self.query = self._build_query(redact)
+        if self.query is not None:
+            sinks.append(self.query)
         span_sink = self._build_span_export(redact)
         if span_sink is not None:
             sinks.append(span_sink)
@@ -119,6 +132,21 @@ class Service:
         if self.judge is not None:
             sinks.append(self.judge)
         return sinks
+
+    def _build_profiler(self) -> Profiler | None:
+        """A run's profile (shape, session, task) is worked out only for what reads it: the
+        gate's drift, the sessions stage, judge routing by drift."""
+        c = self.config
+        if not ((c.gate.bands and c.gate.drift.enabled) or c.sessions.enabled or "drifted" in c.judge.when):
+            return None
+        return Profiler(c.sessions.end_attribute, c.sessions.monotonic)
+
+    def _build_sessions(self, sinks: list[VerdictConsumer], clock: Clock) -> SessionStage | None:
+        """Fed run verdicts like a sink; its session verdicts go to every sink that takes them."""
+        if not self.config.sessions.enabled:
+            return None
+        takers = [s for s in sinks if callable(getattr(s, "session", None))]
+        return SessionStage(self.config.sessions, takers, clock, self.telemetry, self.threads, self._sink_failed)
 
     def _build_judge(self, redact: Callable[[str], str]) -> JudgeStage | None:
         """The live judge, when ``judge.spec`` is set: fed first verdicts like a sink, its
@@ -134,8 +162,10 @@ class Service:
                 named = self.ruleset.judged(agent)
                 return every_run + tuple(QUESTIONS[n] for n in named if n not in jc.checks)
 
+            gate = self.gate
+            router = Router(jc.when, jc.sample, gate.drifted if gate is not None else None)
             stage = JudgeStage(jc, get_judge(jc.spec, timeout=jc.timeout), questions, self.telemetry,
-                               self.threads, redact)
+                               self.threads, redact, router=router)
         self.telemetry.registry.register(QueueGauge(stage))
         return stage
 
@@ -151,6 +181,16 @@ class Service:
         if not config.receive.grpc_endpoint:
             return None
         return VerdictStream(redact, config.stream, registry=self.telemetry.registry)
+
+    def _build_query(self, redact: Callable[[str], str]) -> VerdictRing | None:
+        """The verdict API's ring: fed verdicts like the other sinks, served on the metrics
+        endpoint (``_build_receive``)."""
+        self._redact = redact
+        if not self.config.query.enabled:
+            return None
+        ring = VerdictRing(self.config.query, redact)
+        self.telemetry.registry.register(RingMetrics(ring, describe))
+        return ring
 
     def _build_span_export(self, redact: Callable[[str], str]) -> SpanSink | None:
         """Span export's two sides share one state: the sink behind evaluation (returned)
@@ -176,7 +216,7 @@ class Service:
         answers) can amend their verdicts."""
         amend = self.config.amend
         decided = DecidedRuns(amend, clock, self.telemetry) if amend.enabled else None
-        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided)
+        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided, profile=self.profiler)
 
     def _build_assemble(self, evaluator: Evaluator, clock: Clock) -> LiveAssembler:
         config = self.config
@@ -199,8 +239,10 @@ class Service:
         # two hosts, two event loops: probes and scrapes never wait behind a request's parse
         self.http = HttpHost("http", limits, lambda site: refused.labels(site).inc())
         self.metrics_http = HttpHost("metrics-http", limits, lambda site: refused.labels(site).inc())
+        api = () if self.query is None else query_api.routes(
+            self.query, self.gate.status if self.gate is not None else None, self._redact)
         self.metrics_http.add("metrics", metrics_endpoint.app(self.telemetry.registry, lambda: self.ready,
-                                                              security.token_of(mc, "metrics")),
+                                                              security.token_of(mc, "metrics"), api),
                               mc.endpoint, security.ssl_context(mc.tls, "metrics"))
         token = security.token_of(rc)
         if rc.http_endpoint:
@@ -259,6 +301,8 @@ class Service:
             self.exporter.start()
         if self.judge is not None:
             self.judge.start(self.evaluator)
+        if self.sessions is not None:
+            self.sessions.start()
         self.assembler.start()
         self.metrics_http.start()
         if self.kafka is not None:
@@ -310,9 +354,14 @@ class Service:
         if self.judge is not None:
             # before the sinks close: a call in progress gets its timeout, the rest is counted
             self.judge.stop(min(grace, self.config.judge.timeout))
+        if self.sessions is not None:
+            # after the last run verdicts: the sessions they end go out before the sinks close
+            out_sessions = self.sessions.stop()
         if self.stream is not None:
             self.stream.close()  # after the shutdown verdicts are queued: subscribers get them, then OK
         out: dict[str, Any] = {"runs_completed_at_shutdown": runs}
+        if self.sessions is not None:
+            out["sessions_decided_at_shutdown"] = out_sessions
         if self.exporter is not None:
             # spans no run claimed still go out, unannotated
             self.span_sink.export_held({sid: h for (_, sid), h in self.held.release_all().items()}, None)

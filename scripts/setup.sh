@@ -50,3 +50,5 @@ compile_package
 # The real peers the end-to-end tests talk to: Debian's Prometheus, an OpenTelemetry
 # Collector built from the Go module proxy and helm (cached under ~/.cache/faultgate-stream).
 bash scripts/install_peers.sh
+# Debian's chromium, for the HTML report's test (tests/cli/test_html_report.py)
+bash scripts/install_browser.sh >/dev/null

@@ -13,6 +13,7 @@ from faultgate_stream.assemble.config import AssembleConfig
 from faultgate_stream.config import ServiceConfig
 from faultgate_stream.export.log.config import LogConfig
 from faultgate_stream.export.metrics.config import MetricsConfig
+from faultgate_stream.model.session import SessionVerdict
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 from faultgate_stream.receive.config import ReceiveConfig
 from faultgate_stream.service import Service
@@ -26,6 +27,7 @@ class Collected:
     def __init__(self) -> None:
         self.verdicts: list[RunVerdict] = []
         self.findings: list[EarlyFinding] = []
+        self.sessions: list[SessionVerdict] = []
         self._cv = threading.Condition()
 
     def early(self, f: EarlyFinding) -> None:
@@ -38,14 +40,25 @@ class Collected:
             self.verdicts.append(v)
             self._cv.notify_all()
 
+    def session(self, s: SessionVerdict) -> None:
+        with self._cv:
+            self.sessions.append(s)
+            self._cv.notify_all()
+
+    def wait_for_sessions(self, n: int, timeout: float = 30.0) -> list[SessionVerdict]:
+        return self._wait(self.sessions, n, timeout, "session verdicts")
+
     def wait_for(self, n: int, timeout: float = 30.0) -> list[RunVerdict]:
+        return self._wait(self.verdicts, n, timeout, "verdicts")
+
+    def _wait(self, items: list, n: int, timeout: float, what: str) -> list:
         deadline = time.monotonic() + timeout
         with self._cv:
-            while len(self.verdicts) < n:
+            while len(items) < n:
                 left = deadline - time.monotonic()
-                assert left > 0, f"only {len(self.verdicts)} of {n} verdicts after {timeout}s"
+                assert left > 0, f"only {len(items)} of {n} {what} after {timeout}s"
                 self._cv.wait(left)
-            return list(self.verdicts)
+            return list(items)
 
 
 @dataclasses.dataclass

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "faultgate_stream"
 # ``read`` comes before ``receive`` because receivers decode with the readers (as the
 # collector's receivers unmarshal with pdata). ``cli`` and the wiring modules sit after
 # every stage.
-ORDER = ["model", "read", "receive", "assemble", "checks", "verdict", "judge", "export", "gate", "cli"]
+ORDER = ["model", "read", "receive", "assemble", "checks", "verdict", "judge", "sessions", "export", "gate", "cli"]
 WIRING = {"pipeline", "testing", "service", "config"}
 
 

@@ -29,25 +29,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from faultgate_stream.gate.band import STABLE_RUNS, build, run_clean_rate
+    from faultgate_stream.gate.drift import Trajectories
     from faultgate_stream.gate.runs import gate_run
     from faultgate_stream.pipeline import check_spans
+    from faultgate_stream.verdict.profile import Profiler
 
     if len(args.traces) < STABLE_RUNS:
         print(f"note: {len(args.traces)} baseline runs measure noise poorly; use {STABLE_RUNS} or more", file=sys.stderr)
     try:
         checks = checks_from_args(args)
         runs = []
+        trajectories = Trajectories()  # every file's runs' shapes, per agent and version, for drift
         for path in args.traces:
             t0 = time.perf_counter()
             (found,) = read_files([path], args.format)  # a run's file: spans, and content in logs
             # each baseline file is a run of the suite of its own: checks built afresh, so a
             # windowed budget never counts one file's sessions into another's
-            these = [gate_run(v) for v in check_spans([found.spans], checks_from_args(args), [found.contents], early=False)]
+            verdicts = check_spans([found.spans], checks_from_args(args), [found.contents], early=False,
+                                   profile=Profiler())
+            these = [gate_run(v) for v in verdicts]
+            for v in verdicts:
+                trajectories.add(v.agent, v.agent_version, v.profile.shape)
             rate = run_clean_rate(these)
             print(f"{path}: {len(these)} traces · clean rate "
                   f"{'n/a' if rate is None else f'{rate:.2f}'} · {time.perf_counter() - t0:.1f}s")
             runs.append(these)
-        band = build(runs, [c.name for c in checks])
+        band = build(runs, [c.name for c in checks], trajectories=trajectories)
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

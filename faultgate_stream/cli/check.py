@@ -40,7 +40,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge-timeout", type=float, default=30.0, help="seconds to wait for each answer (default 30)")
     p.add_argument("--band", help="band.json from `baseline`: gate PASS / FAIL / INCONCLUSIVE against it "
                                   "(exit 1 only on FAIL)")
+    p.add_argument("--sessions", help="sessions.yaml: group runs by session.id / gen_ai.conversation.id and judge "
+                                      "each session (the service's `sessions:` settings: budgets, repeated_task, "
+                                      "monotonic, idle_timeout, end_attribute)")
     p.add_argument("--markdown", help="write a PR summary (Markdown) to this path")
+    p.add_argument("--html", help="write the report as one self-contained HTML page to this path: the summary "
+                                  "(and the gate's plot with --band), then every run's steps as a timeline with "
+                                  "the step where each check fired marked")
     p.add_argument("--audit", help="write verdict.json, failing_traces.json and repro.sh to this directory")
 
 
@@ -95,8 +101,16 @@ def run(args: argparse.Namespace) -> int:
         if args.band:
             from faultgate_stream.gate.band import Band
             band = Band.load(args.band)
+        sessions_config = load_sessions(args.sessions) if args.sessions else None
         found = read_files(args.traces, args.format)
-        verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found], early=False)
+        profile = None
+        if band is not None or sessions_config is not None:  # drift and sessions read the runs' profiles
+            from faultgate_stream.verdict.profile import Profiler
+            profile = (Profiler(sessions_config.end_attribute, sessions_config.monotonic)
+                       if sessions_config is not None else Profiler())
+        timelines: dict = {}
+        verdicts = check_spans([f.spans for f in found], checks, [f.contents for f in found], early=False,
+                               profile=profile, seen=keep_timelines(timelines) if args.html else None)
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -104,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         if judge is not None:
             judge.close()
     report = Report([c.name for c in checks], verdicts, redact.name if redact else "off",
-                    judge.name if judge is not None else "none")
+                    judge.name if judge is not None else "none", timelines)
     elapsed = time.perf_counter() - t0
     print(table(report))
     fired = ", ".join(f"{k}={v}" for k, v in report.fired.items())
@@ -125,7 +139,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {len(undecided)}/{len(report.verdicts)} run(s) undecided: a check could not see its input "
               f"(e.g. {undecided[0].key.trace_id[:12]} {first.check}: {redact(first.reason) if redact else first.reason})",
               file=sys.stderr)
-    gate = None
+    sessions = None
+    if sessions_config is not None:
+        from faultgate_stream.sessions.offline import decide_sessions
+
+        sessions = decide_sessions(verdicts, sessions_config)
+        for line in session_lines(sessions, redact):
+            print(line)
+    gate = drift = None
+    drift_text: list[str] = []
     if band is not None:
         from faultgate_stream.cli import gate_report
         from faultgate_stream.gate.decide import decide
@@ -136,12 +158,22 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         for w in gate.warnings:
             print(f"warning: {w}", file=sys.stderr)
-    code = gate_exit(gate) if gate is not None else (EXIT_FIRED if gate_fails(verdicts) else EXIT_CLEAN)
+        from faultgate_stream.gate.drift import compare_verdicts
+        drift = compare_verdicts(band.trajectories, [(v.agent, v.agent_version, v.profile.shape) for v in verdicts])
+        drift_text = gate_report.drift_lines(drift)
+        for line in drift_text:
+            print(line)
+    code = gate_exit(gate) if gate is not None else (EXIT_FIRED if gate_fails(verdicts) or any(
+        r.severity is Severity.HARD for s in sessions or () for r in s.fired) else EXIT_CLEAN)
     if args.json:
         try:
             doc = report.to_dict(redact)
             if gate is not None:
                 doc["gate"] = masked_gate(gate, redact)
+            if sessions is not None:
+                doc["sessions"] = [session_json(s, redact) for s in sessions]
+            if drift is not None:
+                doc["drift"] = [{"agent": a, "version": ver, **r.to_json()} for a, ver, r in drift]
             write_text(args.json, json.dumps(doc, indent=1))
         except OSError as e:
             # an output that could not be written is a usage error: exit 1 would read as "a check fired"
@@ -149,9 +181,73 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BAD_INPUT
         print(f"report written to {args.json}")
     if args.markdown or args.audit:
-        if not write_summaries(args, report, gate, code, redact):
+        if not write_summaries(args, report, gate, code, redact, drift_text):
             return EXIT_BAD_INPUT
+    if args.html:
+        from faultgate_stream.verdict.html.page import render
+        try:
+            write_text(args.html, render(report, redact, masked_gate(gate, redact) if gate is not None else None))
+        except OSError as e:
+            print(f"faultgate-stream: cannot write {args.html}: {e.strerror or e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"HTML report written to {args.html}")
     return code
+
+
+def load_sessions(path: str):
+    """The ``sessions:`` settings from a YAML file (the mapping itself, or a service config
+    that holds one). Raises ``InputError`` naming each bad key."""
+    import yaml
+
+    from faultgate_stream.config import _build
+    from faultgate_stream.sessions.config import SessionsConfig
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = yaml.safe_load(f) or {}
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not valid YAML ({e})") from None
+    if isinstance(raw, dict) and isinstance(raw.get("sessions"), dict):
+        raw = raw["sessions"]
+    if isinstance(raw, dict):
+        raw = {"enabled": True, **raw}
+    problems: list[str] = []
+    cfg = _build(SessionsConfig, raw, "sessions", problems)
+    if problems:
+        raise InputError(f"{path}: " + "; ".join(problems))
+    return cfg
+
+
+def session_lines(sessions, redact) -> list[str]:
+    mask = redact or (lambda s: s)
+    out = []
+    for s in sessions:
+        out.append(f"session {mask(s.session_id)} · {mask(s.agent)} · {len(s.runs)} run(s) · {s.verdict} · {s.end.value}")
+        out += [f"  {r.check}: {'FAIL' if r.fired else 'undecided'}: {mask(r.reason)}"
+                for r in s.results if r.fired or r.undecided]
+    failed = sum(s.verdict == "failed" for s in sessions)
+    out.append(f"{failed}/{len(sessions)} sessions failed")
+    return out
+
+
+def session_json(s, redact) -> dict:
+    mask = redact or (lambda t: t)
+    return {"session_id": mask(s.session_id), "agent": mask(s.agent), "verdict": s.verdict, "end": s.end.value,
+            "runs": [str(k) for k in s.runs], "tokens": s.tokens, "cost_usd": s.cost_usd,
+            "results": [{"check": r.check, "fired": r.fired, "undecided": r.undecided, "severity": r.severity.value,
+                         "reason": mask(r.reason)} for r in s.results]}
+
+
+def keep_timelines(into: dict):
+    """What ``--html`` draws of each run, kept by run id as the runs complete."""
+    from faultgate_stream.verdict.timeline import timeline
+
+    def seen(run) -> None:
+        into[str(run.key)] = timeline(run)
+
+    return seen
 
 
 def write_text(path: str, text: str) -> None:
@@ -178,7 +274,8 @@ def masked_gate(gate, redact) -> dict:
     return doc
 
 
-def write_summaries(args: argparse.Namespace, report: Report, gate, code: int, redact) -> bool:
+def write_summaries(args: argparse.Namespace, report: Report, gate, code: int, redact,
+                    drift: list[str] | None = None) -> bool:
     """``--markdown`` and ``--audit``; False (after saying why) when one cannot be written."""
     from faultgate_stream.cli import gate_report
     from faultgate_stream.gate import audit, summary
@@ -190,7 +287,8 @@ def write_summaries(args: argparse.Namespace, report: Report, gate, code: int, r
     try:
         if args.markdown:
             target = args.markdown
-            write_text(args.markdown, summary.markdown(verdict, report.verdicts, report.fired, gate, cmd, mask))
+            write_text(args.markdown, summary.markdown(verdict, report.verdicts, report.fired, gate, cmd, mask,
+                                                       drift or []))
         if args.audit:
             target = args.audit
             audit.write(args.audit, verdict=verdict, exit_code=code, inputs=gate_report.inputs(args),

@@ -32,10 +32,28 @@ def lines(g: GateResult) -> list[str]:
     return out
 
 
+def drift_lines(results) -> list[str]:
+    """``drift: PASS · agent 1.2 · 60 runs vs 90 baseline runs · tools p=0.412, steps ...``,
+    one per (agent, version), then what moved most where it drifted."""
+    from faultgate_stream.gate.drift import DRIFT, describe_moved
+
+    out = []
+    for agent, version, r in results:
+        head = f"drift: {r.verdict} · {agent} {version or 'unknown'} · {r.window_runs} runs vs {r.baseline_runs} baseline runs"
+        if r.why:
+            out.append(f"{head} · {r.why}")
+            continue
+        ps = ", ".join(f"{d.dimension} p={d.p_value:.3f}" for d in r.tested)
+        out.append(f"{head} · {ps} (each tested at {r.threshold:.3g})")
+        if r.verdict == DRIFT:
+            out.append("drift: moved most: " + "; ".join(describe_moved(r)))
+    return out
+
+
 def inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(role, path) of every file the verdict depends on."""
     out = [("traces", t) for t in args.traces]
-    for role in ("golden", "outcomes", "policy", "spec", "band"):
+    for role in ("golden", "outcomes", "policy", "spec", "band", "sessions"):
         path = getattr(args, role, None)
         if path:
             out.append((role, path))
@@ -44,7 +62,7 @@ def inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def repro(args: argparse.Namespace) -> str:
     cmd = ["faultgate-stream", "check", *args.traces]
-    for flag in ("golden", "outcomes", "policy", "spec", "check", "band"):
+    for flag in ("golden", "outcomes", "policy", "spec", "check", "band", "sessions"):
         value = getattr(args, flag, None)
         if value:
             cmd += [f"--{flag}", value]

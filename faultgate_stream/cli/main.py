@@ -21,6 +21,7 @@ COMMANDS = {
     "replay": ("faultgate_stream.cli.replay", "send trace files to a running service over OTLP"),
     "cluster": ("faultgate_stream.cli.cluster", "the one-host layout: N serve replicas behind a load-balancing collector"),
     "demo": ("faultgate_stream.cli.demo", "the service on its defaults, with the bundled examples replayed into it"),
+    "mcp": ("faultgate_stream.cli.mcp_server", "MCP tools over a running service's verdict API, on stdio"),
 }
 
 

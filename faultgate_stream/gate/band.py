@@ -5,6 +5,11 @@ Fields, in faultgate's order: ``judge``, ``checks``, ``runs``, ``n`` (scenarios)
 ``clean_in_all_runs``, ``usage`` (mean ``tokens``, ``latency_ms``, ``cost_usd`` per run,
 null where no trace carried it) and ``rule`` (the gate's rule in words). A band written
 here is read by faultgate and the other way round.
+
+After faultgate's keys, ours: ``trajectories``, the baseline runs' shapes per agent and
+version (``gate/drift.py``), for the drift test. faultgate 0.4.1 reads a band by key
+(its ``band.py``), so the extra key is ignored there; a band without it (faultgate's)
+gates as before and reports drift INCONCLUSIVE.
 """
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from faultgate_stream.gate.drift import Trajectories
 
 from faultgate_stream.gate.runs import CLEAN, FAILED, MEASURES, GateRun
 from faultgate_stream.gate.stats import ALPHA, POWER
@@ -37,12 +44,14 @@ class Band:
     clean_in_all_runs: tuple[str, ...]
     usage: dict[str, float | None]
     rule: str = RULE
+    trajectories: Trajectories | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"judge": self.judge, "checks": list(self.checks), "runs": self.runs, "n": self.n,
                 "scenarios": list(self.scenarios),
                 "clean_rate": {"min": self.min, "max": self.max, "mean": self.mean, "per_run": list(self.per_run)},
-                "clean_in_all_runs": list(self.clean_in_all_runs), "usage": dict(self.usage), "rule": self.rule}
+                "clean_in_all_runs": list(self.clean_in_all_runs), "usage": dict(self.usage), "rule": self.rule,
+                **({"trajectories": self.trajectories.to_json()} if self.trajectories else {})}
 
     def dump(self) -> str:
         return json.dumps(self.to_json(), indent=1)
@@ -74,7 +83,9 @@ class Band:
                    runs=runs, n=n, scenarios=tuple(str(s) for s in doc.get("scenarios") or ()),
                    min=lo, max=hi, mean=mean, per_run=per_run,
                    clean_in_all_runs=tuple(str(s) for s in doc.get("clean_in_all_runs") or ()),
-                   usage={k: _number(usage.get(k)) for k in MEASURES}, rule=str(doc.get("rule", RULE)))
+                   usage={k: _number(usage.get(k)) for k in MEASURES}, rule=str(doc.get("rule", RULE)),
+                   trajectories=(Trajectories.from_json(doc["trajectories"], f"{where}: trajectories")
+                                 if doc.get("trajectories") is not None else None))
 
     @classmethod
     def load(cls, path: str | Path) -> "Band":
@@ -93,8 +104,10 @@ def run_clean_rate(runs: list[GateRun]) -> float | None:
     return sum(r.outcome == CLEAN for r in decided) / len(decided) if decided else None
 
 
-def build(baseline: list[list[GateRun]], checks: list[str], judge: str = "none") -> Band:
-    """The band of two or more baseline runs (each a list of its traces' runs)."""
+def build(baseline: list[list[GateRun]], checks: list[str], judge: str = "none",
+          trajectories: Trajectories | None = None) -> Band:
+    """The band of two or more baseline runs (each a list of its traces' runs), with the
+    baseline's ``trajectories`` when they were counted."""
     if len(baseline) < 2:
         raise InputError("a band needs at least 2 baseline runs (3 or more measure noise well)")
     per_run = []
@@ -118,7 +131,7 @@ def build(baseline: list[list[GateRun]], checks: list[str], judge: str = "none")
         usage[m] = sum(means) / len(means) if means else None
     return Band(judge=judge, checks=tuple(checks), runs=len(baseline), n=len(scenarios), scenarios=tuple(scenarios),
                 min=min(per_run), max=max(per_run), mean=sum(per_run) / len(per_run), per_run=tuple(per_run),
-                clean_in_all_runs=tuple(clean_all), usage=usage)
+                clean_in_all_runs=tuple(clean_all), usage=usage, trajectories=trajectories or None)
 
 
 def _number(v: Any) -> float | None:

@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from faultgate_stream.gate.drift import ShapeCounts, ShapeWindow
 from faultgate_stream.gate.runs import CLEAN, FAILED, GateRun
 
 OTHER = "other"
@@ -96,6 +97,9 @@ class Counts:
 class Window:
     active: Tally
     shadow: Tally | None = None
+    # the last runs' shapes, for drift (gate/drift.py): runs of every verdict, undecided too
+    shapes: ShapeWindow | None = None
+    changes: int = 0  # shapes added or amended: tells a cached drift result it is stale
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class WindowView:
     version: str
     active: Counts
     shadow: Counts | None = field(default=None)
+    shapes: ShapeCounts | None = field(default=None)  # a copy, taken under the lock
 
 
 class Windows:
@@ -134,26 +139,36 @@ class Windows:
         return w
 
     def add(self, agent: str, version: str, run: GateRun, shadow: GateRun | None = None,
-            key: object = None) -> None:
-        """``key`` names the run for a later ``amend`` (default: a run no amendment can name)."""
+            key: object = None, shape: tuple[str, ...] | None = None) -> None:
+        """``key`` names the run for a later ``amend`` (default: a run no amendment can name);
+        ``shape`` is its shape, for drift (None: not profiled)."""
         key = object() if key is None else key
         with self._lock:
             w = self._window(agent, version or UNKNOWN)
             if w is None:
                 return
             w.active.add(run, key)
+            if shape is not None:
+                if w.shapes is None:
+                    w.shapes = ShapeWindow(self.size)
+                w.shapes.add(key, shape)
+                w.changes += 1
             if shadow is not None:
                 if w.shadow is None:
                     w.shadow = Tally(self.size)
                 w.shadow.add(shadow, key)
 
-    def amend(self, agent: str, version: str, key: object, run: GateRun, shadow: GateRun | None = None) -> bool:
-        """An amended verdict replaces its run's outcome where ``add`` put it. False (and
-        counted in ``amend_missed``) when its run has rolled out of the window or was folded."""
+    def amend(self, agent: str, version: str, key: object, run: GateRun, shadow: GateRun | None = None,
+              shape: tuple[str, ...] | None = None) -> bool:
+        """An amended verdict replaces its run's outcome (and shape) where ``add`` put it.
+        False (and counted in ``amend_missed``) when its run has rolled out of the window or
+        was folded."""
         with self._lock:
             versions = self._by_agent.get(agent, {})
             w = versions.get(version or UNKNOWN) or versions.get(OTHER)
             found = w is not None and w.active.amend(run, key)
+            if found and shape is not None and w.shapes is not None and w.shapes.amend(key, shape):
+                w.changes += 1
             if found and shadow is not None and w.shadow is not None:
                 w.shadow.amend(shadow, key)
             if not found:
@@ -162,5 +177,15 @@ class Windows:
 
     def views(self) -> list[WindowView]:
         with self._lock:
-            return [WindowView(agent, version, w.active.counts(), w.shadow.counts() if w.shadow else None)
+            return [WindowView(agent, version, w.active.counts(), w.shadow.counts() if w.shadow else None,
+                               w.shapes.counts.merged(ShapeCounts()) if w.shapes is not None else None)
                     for agent, versions in self._by_agent.items() for version, w in versions.items()]
+
+    def shapes(self, agent: str, version: str) -> tuple[int, ShapeCounts | None]:
+        """(changes, a copy of the shape counts) of one window, as ``add`` files its runs."""
+        with self._lock:
+            versions = self._by_agent.get(agent, {})
+            w = versions.get(version or UNKNOWN) or versions.get(OTHER)
+            if w is None or w.shapes is None:
+                return 0, None
+            return w.changes, w.shapes.counts.merged(ShapeCounts())

@@ -19,9 +19,10 @@ class GateSink:
         if self.bands.band_for(v.agent) is None:
             return  # no band for this agent: nothing to compare its runs with
         shadow = shadow_run(v, v.shadow) if v.shadow else None
+        shape = v.profile.shape if v.profile is not None else None
         if v.revision:
             # a late span or a judge changed the run: its first outcome is replaced, so the
             # clean rate counts each run once, as it now stands
-            self.windows.amend(v.agent, v.agent_version, str(v.key), gate_run(v), shadow)
+            self.windows.amend(v.agent, v.agent_version, str(v.key), gate_run(v), shadow, shape)
             return
-        self.windows.add(v.agent, v.agent_version, gate_run(v), shadow, key=str(v.key))
+        self.windows.add(v.agent, v.agent_version, gate_run(v), shadow, key=str(v.key), shape=shape)

@@ -20,7 +20,8 @@ def _cell(text: str) -> str:
 
 
 def markdown(verdict: str, verdicts: list[RunVerdict], fired: dict[str, int], gate: GateResult | None,
-             repro: str, mask: Callable[[str], str]) -> str:
+             repro: str, mask: Callable[[str], str], drift: list[str] = ()) -> str:
+    """``drift``: the lines ``check --band`` printed about trajectory drift."""
     failed = [v for v in verdicts if v.fired]
     lines = [MARKER, f"## faultgate-stream: {verdict}", "",
              f"{len(failed)}/{len(verdicts)} runs failed · "
@@ -51,6 +52,8 @@ def markdown(verdict: str, verdicts: list[RunVerdict], fired: dict[str, int], ga
             lines.append(f"> warning: {_cell(w)}")
         if g.warnings:
             lines.append("")
+    if drift:
+        lines += [f"- {_cell(line.removeprefix('drift: '))}" for line in drift] + [""]
     if failed:
         lines += ["| trace | scenario | check | reason |", "|---|---|---|---|"]
         rows = [(v, r) for v in failed for r in v.fired]

@@ -26,6 +26,10 @@ class JudgeConfig:
     # Questions asked of every run (judge/contract.py QUESTIONS); a trajectory spec's
     # ``judge`` key adds questions for the agents its binding holds.
     checks: tuple[str, ...] = ("wrong_direction",)
+    # Which runs are asked about (judge/route.py): all (every run), or any of failed,
+    # undecided, drifted; plus ``sample``, a share (0..1) of the runs ``when`` leaves out.
+    when: tuple[str, ...] = ("all",)
+    sample: float = 0.0
 
     def validate(self) -> list[str]:
         from faultgate_stream.judge.contract import QUESTIONS
@@ -39,6 +43,13 @@ class JudgeConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 problems.append(f"{name}: must be a whole number >= 1")
+        from faultgate_stream.judge.route import WHEN
+
+        problems += [f"when: unknown route {w!r}; use {', '.join(WHEN)}" for w in self.when if w not in WHEN]
+        if not self.when:
+            problems.append("when: name at least one route (all, failed, undecided, drifted)")
+        if not 0.0 <= self.sample <= 1.0:
+            problems.append(f"sample: must lie in [0, 1], not {self.sample}")
         problems += [f"checks: unknown judge check {n!r}; available: {', '.join(QUESTIONS)}"
                      for n in self.checks if n not in QUESTIONS]
         return problems

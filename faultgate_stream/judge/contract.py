@@ -13,6 +13,7 @@ class Judgement:
     detected: bool
     confidence: float
     reason: str
+    prompt_tokens: int | None = None  # what the endpoint said it read, when it said
 
 
 class Judge(Protocol):

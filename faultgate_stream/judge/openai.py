@@ -7,6 +7,7 @@ answer; a reply that is not that JSON is no answer (``JudgeError``), not "not de
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from urllib.parse import urlsplit
@@ -62,13 +63,21 @@ class OpenAIJudge:
         if len(data) > MAX_REPLY_BYTES:
             raise JudgeError(f"{self.name}: reply larger than {MAX_REPLY_BYTES} bytes")
         try:
-            content = json.loads(data)["choices"][0]["message"]["content"] or ""
+            reply = json.loads(data)
+            content = reply["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise JudgeError(f"{self.name}: not a chat completion") from e
-        return parse_answer(self.name, content)
+        return dataclasses.replace(parse_answer(self.name, content), prompt_tokens=_prompt_tokens(reply))
 
     def close(self) -> None:
         self._http.clear()
+
+
+def _prompt_tokens(reply: object) -> int | None:
+    """``usage.prompt_tokens`` of a chat completion, when it is a whole number."""
+    usage = reply.get("usage") if isinstance(reply, dict) else None
+    n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 def parse_answer(name: str, content: str) -> Judgement:

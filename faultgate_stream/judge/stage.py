@@ -30,6 +30,7 @@ from prometheus_client.registry import Collector
 from faultgate_stream.judge.config import JudgeConfig
 from faultgate_stream.judge.contract import Judge, JudgeError, JudgeTimeout, Question
 from faultgate_stream.judge.render import render
+from faultgate_stream.judge.route import SKIPPED, Router
 from faultgate_stream.model.records import RunKey
 from faultgate_stream.model.telemetry import Telemetry, describe
 from faultgate_stream.model.threads import Threads
@@ -39,6 +40,9 @@ from faultgate_stream.verdict.evaluate import Evaluator
 log = structlog.get_logger("faultgate_stream.judge")
 
 MINUTE_S = 60.0
+# The usual rule of thumb for English text and JSON under BPE tokenizers; used only when
+# the endpoint does not say how many prompt tokens it read.
+CHARS_PER_TOKEN = 4
 # How often an idle worker looks at its stop flag.
 POLL_S = 0.1
 
@@ -46,8 +50,11 @@ POLL_S = 0.1
 class JudgeStage:
     def __init__(self, config: JudgeConfig, judge: Judge, questions: Callable[[str], tuple[Question, ...]],
                  telemetry: Telemetry, threads: Threads, mask: Callable[[str], str] | None = None,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, router: Router | None = None) -> None:
         self.config = config
+        self._router = router or Router(config.when, config.sample)
+        self._routed = telemetry["faultgate_judge_routed_runs"]
+        self._tokens = telemetry["faultgate_judge_tokens"]
         self.judge = judge
         self._questions = questions       # agent name -> the questions its runs get
         self._mask = mask
@@ -75,6 +82,10 @@ class JudgeStage:
             return  # questions are asked once per run, after its first verdict
         questions = self._questions(v.agent)
         if not questions:
+            return
+        route = self._router.route(v)
+        self._routed.labels(route).inc()
+        if route == SKIPPED:
             return
         n = len(questions)
         if self._stop.is_set():
@@ -134,12 +145,15 @@ class JudgeStage:
             try:
                 a = self.judge.ask(state, q.text)
             except JudgeTimeout:
+                self._count_tokens(state, q, None)
                 self._skip("timeout")
                 continue
             except JudgeError as e:
+                self._count_tokens(state, q, None)
                 self._skip("error")
                 log.warning("judge_no_answer", run=str(key), check=q.check, reason=str(e))
                 continue
+            self._count_tokens(state, q, a.prompt_tokens)
             results.append(CheckResult(q.check, a.detected, a.confidence, f"{self.judge.name}: {a.reason}",
                                        kind="judge"))
         if not results:
@@ -152,6 +166,15 @@ class JudgeStage:
             return
         for r in results:
             self._answers.labels(r.check, "fired" if r.fired else "passed").inc()
+
+    def _count_tokens(self, state: str, q: Question, reported: int | None) -> None:
+        """What one question sent: the endpoint's own count when its reply carried one, else
+        ~4 characters a token of what was sent (the rendered run and the question), which
+        is what the judge was given to read whether or not it answered."""
+        if reported is not None and reported >= 0:
+            self._tokens.labels("reported").inc(reported)
+        else:
+            self._tokens.labels("estimated").inc(-(-(len(state) + len(q.text)) // CHARS_PER_TOKEN))
 
     def stop(self, grace: float) -> None:
         """Stop asking: a call in progress gets ``grace`` seconds to end; what is still

@@ -64,6 +64,8 @@ RELOAD_RESULTS = ("applied", "rejected")
 AMEND_EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
 CHECK_OUTCOMES = ("fired", "passed", "undecided")
 # judge/stage.py: why a judge question about a decided run was not answered
+# judge/route.py: why a decided run went to the judge, or did not
+JUDGE_ROUTES = ("all", "failed", "undecided", "drifted", "sampled", "skipped")
 JUDGE_SKIPPED_REASONS = ("budget", "queue_full", "timeout", "error", "evicted", "shutdown", "internal_error")
 
 
@@ -178,6 +180,14 @@ CATALOG: tuple[MetricSpec, ...] = (
                "or unusable reply (error), the run left the amendment store first (evicted), shutdown, "
                "internal_error. The rule verdict stands; the question is not answered, never passed.",
                ("reason",), "judge", values=(("reason", JUDGE_SKIPPED_REASONS),)),
+    MetricSpec("faultgate_judge_routed_runs", "counter",
+               "Decided runs judge routing looked at, by route: all (judge.when: [all]), failed, undecided, drifted, "
+               "sampled (a run in judge.sample's share of the rest), or skipped (not routed).", ("route",), "judge",
+               values=(("route", JUDGE_ROUTES),)),
+    MetricSpec("faultgate_judge_tokens", "counter",
+               "Tokens sent to the judge (prompt tokens): as the endpoint reported them in its usage (reported), "
+               "else estimated at 4 characters a token (estimated).", ("source",), "judge",
+               values=(("source", ("reported", "estimated")),)),
     MetricSpec("faultgate_judge_queue_runs", "gauge", "Decided runs waiting for the judge.", (), "judge",
                external=True),
     MetricSpec("faultgate_exporter_sent_spans", "counter", "Spans the downstream accepted.", (), "export/spans"),
@@ -204,6 +214,19 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Verdicts not delivered to one slow verdict-stream subscriber (its queue was full).",
                ("reason",), "export/stream", external=True,
                values=(("reason", ("queue_full",)),)),
+    MetricSpec("faultgate_query_verdicts", "gauge",
+               "Verdicts the verdict API's ring holds (/api/v1: the latest revision of each run).", (),
+               "export/query", external=True),
+    MetricSpec("faultgate_query_max_verdicts", "gauge", "The verdict API ring's bound (query.max_verdicts).", (),
+               "export/query", external=True),
+    MetricSpec("faultgate_query_bytes", "gauge", "Approximate bytes the verdict API's ring holds.", (),
+               "export/query", external=True),
+    MetricSpec("faultgate_query_max_bytes", "gauge", "The verdict API ring's byte bound (query.max_bytes).", (),
+               "export/query", external=True),
+    MetricSpec("faultgate_query_evicted_verdicts", "counter",
+               "Verdicts the verdict API's ring let go of to make room, by the bound (query.max_verdicts, "
+               "query.max_bytes).", ("reason",), "export/query", external=True,
+               values=(("reason", ("max_verdicts", "max_bytes")),)),
     MetricSpec("faultgate_shadow_check_fired", "counter",
                "Runs on which a shadow check (a binding's shadow policy or spec) fired; never part of a verdict.",
                ("agent", "check"), "export/metrics", per_verdict=True),
@@ -246,6 +269,54 @@ CATALOG: tuple[MetricSpec, ...] = (
                ("agent", "version", "verdict"), "gate", external=True),
     MetricSpec("faultgate_shadow_gate_clean_rate", "gauge", "The window's clean rate under the shadow rules.",
                ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_drift_verdict", "gauge",
+               "Trajectory drift per agent and version against the band's baseline shapes, one-hot: verdict is "
+               "pass, drift or inconclusive (gate/drift.py).", ("agent", "version", "verdict"), "gate",
+               external=True),
+    MetricSpec("faultgate_drift_p_value", "gauge",
+               "Chi-square homogeneity p-value of one shape dimension, window against baseline; NaN where the "
+               "dimension was not tested.", ("agent", "version", "dimension"), "gate", external=True),
+    MetricSpec("faultgate_drift_threshold", "gauge",
+               "The p-value below which a dimension drifted: gate.drift.alpha over the dimensions tested.",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_drift_distance", "gauge",
+               "Total variation distance between the window's and the baseline's shares of a dimension's "
+               "categories (0: the same, 1: disjoint); NaN where not tested.", ("agent", "version", "dimension"),
+               "gate", external=True),
+    MetricSpec("faultgate_drift_share_change", "gauge",
+               "Window share minus baseline share of the categories that moved most (3 per dimension).",
+               ("agent", "version", "dimension", "category"), "gate", external=True),
+    MetricSpec("faultgate_drift_window_runs", "gauge", "Runs whose shapes the drift window holds.",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_drift_baseline_runs", "gauge", "Baseline runs the window is compared with.",
+               ("agent", "version"), "gate", external=True),
+    MetricSpec("faultgate_session_verdicts", "counter",
+               "Sessions decided, by verdict (clean/failed/undecided) and how they ended (ended, idle, "
+               "max-runs, evicted, shutdown).", ("agent", "verdict", "end"), "export/metrics", per_verdict=True),
+    MetricSpec("faultgate_session_check_fired", "counter", "Sessions on which a session check fired.",
+               ("agent", "check"), "export/metrics", per_verdict=True),
+    MetricSpec("faultgate_sessions_open", "gauge", "Sessions open (runs filed, not yet decided).", (), "sessions",
+               external=True),
+    MetricSpec("faultgate_session_runs_held", "gauge", "Runs the open sessions hold.", (), "sessions",
+               external=True),
+    MetricSpec("faultgate_session_budget_agents", "gauge",
+               "Agents whose session totals the per-agent budgets keep (at most sessions.max_agents).", (),
+               "sessions", external=True),
+    MetricSpec("faultgate_sessions_closed_early", "counter",
+               "Sessions decided before they ended: the open sessions were at sessions.max_sessions "
+               "(max_sessions: the one idle longest went), or one reached sessions.max_runs_per_session "
+               "(max_runs).", ("reason",), "sessions", external=True),
+    MetricSpec("faultgate_session_runs_without_id", "counter",
+               "Runs with no session.id or gen_ai.conversation.id: in no session.", (), "sessions", external=True),
+    MetricSpec("faultgate_session_late_amendments", "counter",
+               "Amended run verdicts whose session was already decided: the session verdict stands.", (),
+               "sessions", external=True),
+    MetricSpec("faultgate_session_agents_evicted", "counter",
+               "Agents dropped from the per-agent budgets' store at sessions.max_agents (their totals restart).",
+               (), "sessions", external=True),
+    MetricSpec("faultgate_session_agent_events_evicted", "counter",
+               "Session totals dropped from an agent's budget window at sessions.max_events_per_agent (the agent's "
+               "total undercounts).", (), "sessions", external=True),
     MetricSpec("faultgate_loop_waste_steps", "counter",
                "Tool calls spent inside loops (the loop check's calls after the loop's first), at the verdict.",
                ("agent",), "export/metrics", per_verdict=True),

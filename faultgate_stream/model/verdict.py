@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
+from faultgate_stream.model.profile import RunProfile
 from faultgate_stream.model.records import RunKey
 
 
@@ -63,6 +64,10 @@ class CheckResult(NamedTuple):
     # What a check measured on the run, as (name, value) pairs: the loop's waste (steps,
     # seconds, tokens, cost_usd, each only when recorded), which metrics add up by agent.
     measures: tuple[tuple[str, float], ...] = ()
+    # The spans the result points at (the steps where it fired), when the check names them;
+    # reports mark those steps. Empty says nothing: a reader falls back on the steps the
+    # reason names (``verdict/pointers.py``).
+    span_ids: tuple[str, ...] = ()
 
 
 class EarlyFinding(NamedTuple):
@@ -115,6 +120,9 @@ class RunVerdict(NamedTuple):
     previous: str = ""
     amended_checks: tuple[str, ...] = ()
     amended_by: str = ""
+    # The run's shape, session and task (``model/profile.py``): set only when drift, sessions
+    # or judge routing are configured; None otherwise.
+    profile: RunProfile | None = None
 
     @property
     def fired(self) -> tuple[CheckResult, ...]:

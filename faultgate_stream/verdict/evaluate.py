@@ -17,6 +17,7 @@ to the sinks, so they always hear of one verdict at a time.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from faultgate_stream._native import trace_stretches
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.consumers import VerdictConsumer
+from faultgate_stream.model.profile import RunProfile
 from faultgate_stream.model.records import CREATE_AGENT, RunKey, SpanRecord
 from faultgate_stream.model.run import AGENT_NAME, Run
 from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
@@ -66,7 +68,7 @@ class Evaluator:
 
     def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer, *,
                  telemetry: Telemetry | None = None, decided: DecidedRuns | None = None,
-                 early: bool = True) -> None:
+                 early: bool = True, profile: Callable[[Run], RunProfile] | None = None) -> None:
         self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
         # Without early findings (the offline command: no one hears of a run before its
         # verdict) no span is observed; every verdict is ``finish``'s alone either way.
@@ -79,6 +81,8 @@ class Evaluator:
         self.decided = decided
         self._unamendable = telemetry["faultgate_late_spans_unamendable"] if telemetry is not None else None
         self._publish = threading.Lock()
+        # drift, sessions and judge routing read a run's profile; None: nobody does, none made
+        self._profile = profile
 
     # A check that raises is a bug, never an answer about the run: that run gets an error
     # result for that check (counted, logged with its traceback), and every other check
@@ -286,6 +290,8 @@ class Evaluator:
             ((rs.digest,) * len(results) if not rs.bindings else
              tuple(rs.digest_of(r.check, r.agent or run.agent) for r in results)),
             self._shadow(rs, run) if rs.has_shadow and not setup_only else (),  # shadow
+            0, "", (), "",  # revision, previous, amended_checks, amended_by
+            self._profile(run) if self._profile is not None and not setup_only else None,  # profile
         )
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:

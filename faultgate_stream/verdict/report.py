@@ -11,7 +11,7 @@ scenario key is masked by the redactor before it is written.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from faultgate_stream import __version__
@@ -28,6 +28,9 @@ class Report(NamedTuple):
     verdicts: list[RunVerdict]
     redaction: str = "builtin"
     judge: str = "none"  # the judge's name when judge checks ran (``check --judge``)
+    # Each run's spans as rows (``verdict/timeline.py``), by run id, for the HTML report
+    # (``check --html``); empty otherwise. Read-only: the default is shared.
+    timelines: Mapping[str, tuple[Any, ...]] = {}
 
     @property
     def trace_ids(self) -> list[str]:
@@ -152,6 +155,12 @@ def _rounded() -> Callable[[float], float]:
 
 def _unmasked(text: str) -> str:
     return text
+
+
+def masker(redact: Redact | None) -> Redact:
+    """The mask every renderer of a report applies to text that leaves it: ``redact`` asked
+    once per distinct text, or nothing masked (``--redact off``)."""
+    return _once_per_text(redact) if redact else _unmasked
 
 
 def _once_per_text(redact: Redact) -> Redact:

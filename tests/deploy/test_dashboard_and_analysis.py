@@ -95,6 +95,22 @@ def _copies(paths: list[Path], into: Path, n: int) -> list[Path]:
     return out
 
 
+def _with_trajectories(tmp: Path) -> Path:
+    """faultgate's shipped band with the trajectories of its two baseline runs added (as
+    ``baseline`` writes them), so the live gate judges drift as well."""
+    from faultgate_stream.gate.drift import Trajectories
+    from faultgate_stream.verdict.profile import Profiler
+
+    doc = json.loads((GATE / "band.json").read_text())
+    t = Trajectories()
+    for name in ("baseline_glm_run1.json", "baseline_glm_run2.json"):
+        for v in check_spans([read_file(GATE / name)[1]], [], profile=Profiler()):
+            t.add(v.agent, v.agent_version, v.profile.shape)
+    doc["trajectories"] = t.to_json()
+    (tmp / "band.json").write_text(json.dumps(doc))
+    return tmp / "band.json"
+
+
 def _dashboard() -> dict:
     return json.loads(DASHBOARD.read_text())
 
@@ -221,7 +237,7 @@ def scraped(tmp_path_factory):
     checks = ChecksConfig(golden=str(GATE / "golden.json"), outcomes=str(outcomes), bindings=(
         BindingConfig(agents=("retail",), policy=str(POLICY), shadow=ShadowConfig(policy=str(SHADOWS["retail"]))),
         BindingConfig(agents=("faultline-*",), shadow=ShadowConfig(policy=str(SHADOWS["faultline-*"])))))
-    gate = GateConfig(bands=(GateBandConfig(agents=("faultline-*",), band=str(GATE / "band.json")),), window=30)
+    gate = GateConfig(bands=(GateBandConfig(agents=("faultline-*",), band=str(_with_trajectories(tmp))),), window=30)
     # The user's own evaluator: here every run's output passed, so Luck Rate is the share
     # of runs whose path was not clean.
     scenarios = {v.scenario for v in check_spans(spans, ruleset.build(dataclasses.replace(checks, outcomes=None)).checks)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+import urllib.request
 
 import grpc
 import structlog
@@ -70,9 +71,11 @@ def _clean(text: str, where: str) -> None:
 def test_planted_pii_and_secrets_appear_in_nothing_exported_logged_or_streamed(live_service, tmp_path, capsys):
     planted = _planted_trace(tmp_path)
     report = tmp_path / "report.json"
-    assert main(["check", str(planted), "--json", str(report)]) == 1
+    page = tmp_path / "report.html"
+    assert main(["check", str(planted), "--json", str(report), "--html", str(page)]) == 1
     text = report.read_text()
     _clean(text, "the offline report")
+    _clean(page.read_text(), "the HTML report")
     assert "<EMAIL>" in text and "<CREDIT_CARD>" in text and "<SECRET>" in text  # the reasons did quote them
     lines: list[str] = []
     log = VerdictLog(structlog.wrap_logger(structlog.PrintLogger(file=None),
@@ -110,6 +113,9 @@ def test_planted_pii_and_secrets_appear_in_nothing_exported_logged_or_streamed(l
         eventually(lambda: len(read_spans(out)) == 6 and len(read_logs(out)) >= 12, timeout=30,
                    what="spans and log records downstream")
         metrics = live.metrics()
+        with urllib.request.urlopen(f"http://127.0.0.1:{live.service.ports['metrics']}/api/v1/verdicts",
+                                    timeout=10) as r:
+            api = r.read().decode()
         stream.cancel()
         reader.join(timeout=10)
         channel.close()
@@ -119,6 +125,8 @@ def test_planted_pii_and_secrets_appear_in_nothing_exported_logged_or_streamed(l
     _clean(b"".join(received).decode("utf-8", "replace"), "the verdict stream")
     _clean("\n".join(lines), "the verdict log")
     _clean(metrics, "the metrics")
+    _clean(api, "the verdict API")
+    assert "<EMAIL>" in api or "<CREDIT_CARD>" in api or "<SECRET>" in api
     _clean(capsys.readouterr().out, "stdout")
     exported = (out / "traces.jsonl").read_text() + (out / "logs.jsonl").read_text()
     assert "<EMAIL>" in exported or "<CREDIT_CARD>" in exported  # masked reasons did go out

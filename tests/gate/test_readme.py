@@ -52,11 +52,14 @@ def test_the_golden_band_lands_on_p11s_numbers(corpus, tmp_path, capsys):
     assert "baseline_glm_run2.json: 30 traces · clean rate 0.87 · " in out
     assert "band [0.80, 0.87] over 30 scenarios × 2 runs · 21 clean in every run" in out
     # the band we write is faultgate's shipped band, field for field, but for the check list
-    # (faultgate's band predates three of its checks)
+    # (faultgate's band predates three of its checks), and then our trajectories (for drift;
+    # faultgate reads a band by key and ignores it)
     shipped = json.loads((g / "band.json").read_text())
     ours = json.loads(band.read_text())
-    assert list(ours) == list(shipped)
-    assert {k: v for k, v in ours.items() if k != "checks"} == {k: v for k, v in shipped.items() if k != "checks"}
+    assert list(ours) == list(shipped) + ["trajectories"]
+    assert {k: v for k, v in ours.items() if k not in ("checks", "trajectories")} == {
+        k: v for k, v in shipped.items() if k != "checks"}
+    assert ours["trajectories"]["faultline-agent"][""]["runs"] == 60
 
     code, out, _ = _run(capsys, "check", g / "candidate_gpt.json", "--golden", golden, "--band", band)
     assert code == 1

@@ -8,10 +8,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ScriptedModel:
-    def __init__(self, replies: list[str | tuple[str, float] | int]) -> None:
+    def __init__(self, replies: list[str | tuple[str, float] | int], *, usage: bool = False) -> None:
         """Each reply: the assistant's content; (content, seconds to wait first); or an
-        HTTP status to answer with."""
+        HTTP status to answer with. With ``usage`` a reply says how many prompt tokens it
+        read, as OpenAI's endpoints do: here the characters of its messages over 4."""
         self.replies = list(replies)
+        self.prompt_tokens: list[int] = []
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.release = threading.Event()  # set to end every wait early (teardown)
@@ -30,9 +32,14 @@ class ScriptedModel:
                 if isinstance(reply, tuple):
                     reply, wait = reply
                     model.release.wait(wait)
-                out = json.dumps({"id": "cmpl-1", "object": "chat.completion", "model": body.get("model"),
-                                  "choices": [{"index": 0, "finish_reason": "stop",
-                                               "message": {"role": "assistant", "content": reply}}]}).encode()
+                doc = {"id": "cmpl-1", "object": "chat.completion", "model": body.get("model"),
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": reply}}]}
+                if usage:
+                    n = sum(len(m["content"]) for m in body["messages"]) // 4
+                    model.prompt_tokens.append(n)
+                    doc["usage"] = {"prompt_tokens": n, "completion_tokens": 20, "total_tokens": n + 20}
+                out = json.dumps(doc).encode()
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")

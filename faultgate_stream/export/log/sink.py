@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from faultgate_stream.model.session import SessionVerdict
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 from faultgate_stream.verdict.redact import safe_key
 
@@ -33,4 +34,12 @@ class VerdictLog:
             steps=v.steps, spans=v.spans,
             fired={r.check: {"severity": r.severity.value, "reason": self.redact(r.reason)} for r in v.fired},
             early=[f.check for f in v.early], **amended,
+        )
+
+    def session(self, s: SessionVerdict) -> None:
+        self.log.info(
+            "session_verdict", session_id=self.redact(s.session_id), agent=self.redact(s.agent), verdict=s.verdict,
+            end=s.end.value, runs=[str(k) for k in s.runs], tokens=s.tokens, cost_usd=s.cost_usd,
+            undecided={r.check: self.redact(r.reason) for r in s.results if r.undecided},
+            fired={r.check: {"severity": r.severity.value, "reason": self.redact(r.reason)} for r in s.fired},
         )

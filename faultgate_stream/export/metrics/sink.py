@@ -11,6 +11,7 @@ from collections.abc import Callable
 from faultgate_stream.export.metrics.config import DEFAULT_MAX_LABEL_LENGTH
 from faultgate_stream.export.metrics.labels import OTHER, BoundedLabel
 from faultgate_stream.model.series import EXEMPLAR_MAX_RUNES, EXEMPLAR_TOO_LONG
+from faultgate_stream.model.session import SessionVerdict
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, EarlyFinding, RunVerdict
 
@@ -66,6 +67,8 @@ class MetricsSink:
         self._duration, self._steps, self._delay = (telemetry[n] for n in (
             "faultgate_run_duration_seconds", "faultgate_run_steps", "faultgate_verdict_delay_seconds"))
         self._waste = {name: telemetry[metric] for name, metric in WASTE.items()}
+        self._sessions, self._session_fired = (telemetry[n] for n in (
+            "faultgate_session_verdicts", "faultgate_session_check_fired"))
 
     def early(self, finding: EarlyFinding) -> None:
         self._early.labels(self.agent(finding.agent), finding.check).inc(
@@ -118,6 +121,13 @@ class MetricsSink:
             self._outcome.inc((agent, "fail" if outcome.fired else "pass", "dirty" if dirty else "clean"), 1, ex, now)
         if v.root_arrival_ns and v.decided_ns >= v.root_arrival_ns:
             self._delay.observe((agent,), (v.decided_ns - v.root_arrival_ns) / 1e9, ex, now)
+
+    def session(self, s: SessionVerdict) -> None:
+        agent = self.agent(s.agent)
+        now = time.time()
+        self._sessions.inc((agent, s.verdict, s.end.value), 1, None, now)
+        for r in s.fired:
+            self._session_fired.inc((agent, r.check), 1, None, now)
 
     def _amended(self, agent: str, v: RunVerdict, ex: dict[str, str]) -> None:
         now = {r.check: r for r in v.results}

@@ -32,9 +32,10 @@ import grpc
 from prometheus_client import CollectorRegistry, Counter
 
 from faultgate_stream.export.stream.config import StreamConfig
-from faultgate_stream.export.stream.encode import encode
+from faultgate_stream.export.stream.encode import encode, encode_session
 from faultgate_stream.export.stream.gen import verdict_pb2 as pb
-from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
+from faultgate_stream.model.session import SessionVerdict
+from faultgate_stream.model.verdict import FAILED, EarlyFinding, RunVerdict
 
 SERVICE = pb.DESCRIPTOR.services_by_name["VerdictService"].full_name  # faultgate.stream.v1.VerdictService
 DROPPED_METRIC = "faultgate_stream_dropped_verdicts"  # exposed with Prometheus' _total suffix
@@ -44,11 +45,12 @@ QUEUE_FULL = "queue_full"
 class _Subscriber:
     """One stream's filters and its bounded queue of serialized verdicts."""
 
-    __slots__ = ("agents", "only_failed", "_capacity", "_items", "_cond", "_open")
+    __slots__ = ("agents", "only_failed", "sessions", "_capacity", "_items", "_cond", "_open")
 
     def __init__(self, request: pb.SubscribeRequest, capacity: int) -> None:
         self.agents = frozenset(request.agents)
         self.only_failed = request.only_failed
+        self.sessions = request.sessions
         self._capacity = capacity
         self._items: deque[bytes] = deque()
         self._cond = threading.Condition(threading.Lock())
@@ -56,6 +58,10 @@ class _Subscriber:
 
     def wants(self, v: RunVerdict) -> bool:
         return (not self.agents or v.agent in self.agents) and not (self.only_failed and not v.failed)
+
+    def wants_session(self, s: SessionVerdict) -> bool:
+        return self.sessions and (not self.agents or s.agent in self.agents) and not (
+            self.only_failed and s.verdict != FAILED)
 
     def offer(self, payload: bytes) -> bool:
         """Queue one verdict; False, and nothing queued, when the queue is full. Never waits."""
@@ -118,8 +124,17 @@ class VerdictStream:
         if not any(s.wants(v) for s in self._subs):
             return
         payload = encode(v, self._redact).SerializeToString()
+        self._publish(payload, lambda s: s.wants(v))
+
+    def session(self, v: SessionVerdict) -> None:
+        """A session's verdict, to the subscribers that asked for sessions."""
+        if not any(s.wants_session(v) for s in self._subs):
+            return
+        self._publish(encode_session(v, self._redact).SerializeToString(), lambda s: s.wants_session(v))
+
+    def _publish(self, payload: bytes, wants: Callable[[_Subscriber], bool]) -> None:
         with self._lock:
-            dropped = sum(not s.offer(payload) for s in self._subs if s.wants(v))
+            dropped = sum(not s.offer(payload) for s in self._subs if wants(s))
             self.dropped += dropped
         if dropped and self._dropped_metric is not None:
             self._dropped_metric.inc(dropped)

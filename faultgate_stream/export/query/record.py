@@ -1,0 +1,58 @@
+"""``RunVerdict`` -> the verdict API's JSON object, every reason, agent name and scenario
+key masked.
+
+Masking happens here, once per verdict, before the record is kept: the ring holds only
+what may be served, so no request can reach a raw reason. The steps a fired check points at
+are given as span ids (its own, or its early findings') and as the step numbers its reason
+names (``verdict/pointers.py``); live, only the verdict is kept, not the run's steps.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from faultgate_stream.model.verdict import RunVerdict
+from faultgate_stream.verdict.pointers import named_steps, pointed_spans
+from faultgate_stream.verdict.redact import safe_key
+
+Redact = Callable[[str], str]
+
+
+def rfc3339(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record(v: RunVerdict, redact: Redact) -> dict[str, Any]:
+    fired, undecided, passed = [], [], []
+    for r in v.results:
+        if r.fired:
+            fired.append({"check": r.check, "severity": r.severity.value, "confidence": round(r.confidence, 4),
+                          "kind": r.kind, "reason": redact(r.reason), "agent": redact(r.agent),
+                          "span_ids": list(pointed_spans(r, v.early, {})), "steps": list(named_steps(r.reason))})
+        elif r.undecided:
+            undecided.append({"check": r.check, "reason": redact(r.reason)})
+        else:
+            passed.append(r.check)
+    out: dict[str, Any] = {
+        "run_id": str(v.key), "trace_id": v.key.trace_id, "root_span_id": v.root_span_id,
+        "agent": redact(v.agent), "agent_version": redact(v.agent_version),
+        "scenario": safe_key(v.scenario, redact), "verdict": v.verdict, "completion": v.completion.value,
+        "steps": v.steps, "spans": v.spans,
+        "decided_time": rfc3339(v.decided_ns) if v.decided_ns else None, "decided_time_unix_nano": v.decided_ns,
+        "fired": fired, "undecided": undecided, "passed": passed,
+        "early": [{"check": f.check, "span_id": f.span_id, "reason": redact(f.reason)} for f in v.early],
+        "measures": {k: x for k, x in v.measures.items() if x is not None},
+    }
+    if v.revision:
+        out["revision"] = {"revision": v.revision, "previous": v.previous, "amended_checks": list(v.amended_checks),
+                           "amended_by": v.amended_by}
+    return out
+
+
+def size_of(rec: dict[str, Any]) -> int:
+    """Approximate bytes a record holds: its text, plus what a dict and list per part cost.
+    (An estimate, as the amendment store's: exact sizes would cost a walk of every object.)"""
+    text = sum(len(r["reason"]) + len(r["check"]) + 300 for part in ("fired", "undecided", "early")
+               for r in rec[part])
+    return 1_200 + text + len(rec["agent"]) + len(rec["scenario"]) + sum(len(c) + 60 for c in rec["passed"])
