@@ -128,7 +128,7 @@ pub struct Ids<'py> {
 }
 
 impl<'py> Ids<'py> {
-    fn trace(&mut self, py: Python<'py>, id: &TraceId) -> Bound<'py, PyAny> {
+    pub fn trace(&mut self, py: Python<'py>, id: &TraceId) -> Bound<'py, PyAny> {
         if let Some((_, o)) = self.traces.iter().rev().take(4).find(|(t, _)| t == id) {
             return o.clone();
         }
@@ -137,7 +137,7 @@ impl<'py> Ids<'py> {
         o
     }
 
-    fn span(&mut self, py: Python<'py>, id: &SpanId) -> Bound<'py, PyAny> {
+    pub fn span(&mut self, py: Python<'py>, id: &SpanId) -> Bound<'py, PyAny> {
         if let Some((_, o)) = self.spans.iter().rev().take(8).find(|(s, _)| s == id) {
             return o.clone();
         }
@@ -145,57 +145,6 @@ impl<'py> Ids<'py> {
         self.spans.push((id.clone(), o.clone()));
         o
     }
-}
-
-/// The `SpanRecord` of a core record. Its attributes are a dict of their own, or when it
-/// keeps none and was read with a projection (`projected`), the shared empty mapping.
-pub fn from_record<'py>(py: Python<'py>, strings: &mut Strings<'py>, ids: &mut Ids<'py>, r: &SpanRecord,
-                        projected: bool) -> PyResult<Bound<'py, PyAny>> {
-    let t = types(py)?;
-    let f = &r.fields;
-    let mut text = |s: &[u8]| -> PyResult<Bound<'py, PyAny>> { Ok(strings.text(py, s)?.into_any()) };
-    let operation = match &f.operation {
-        Some(op) => text(op)?,
-        None => py.None().into_bound(py),
-    };
-    let name = text(&r.name)?;
-    let message = text(&r.status_message)?;
-    let prompt = text(&f.prompt)?;
-    let answer = text(&f.answer)?;
-    let tool = match &f.tool {
-        Some(x) => new_tuple(py, &t.tool_execution, [text(&x.name)?, text(&x.arguments)?, text(&x.result)?,
-                                                       text(&x.call_id)?])?,
-        None => py.None().into_bound(py),
-    };
-    let calls = tuple_of(py, f.calls.iter(), |c| {
-        new_tuple(py, &t.tool_call, [text(&c.call_id)?, text(&c.name)?, text(&c.arguments)?])
-    })?;
-    let responses = tuple_of(py, f.responses.iter(), |(id, result)| {
-        Ok(untracked(PyTuple::new(py, [text(id)?, text(result)?])?.into_any()))
-    })?;
-    let finish = tuple_of(py, f.finish_reasons.iter(), |r| text(r))?;
-    let attrs = if f.attrs.is_empty() && projected {
-        t.no_attrs.bind(py).clone()
-    } else {
-        let d = PyDict::new(py);
-        for (k, v) in &f.attrs {
-            d.set_item(strings.text(py, k)?, to_py(py, v, strings)?)?;
-        }
-        d.into_any()
-    };
-    let trace_id = ids.trace(py, &r.trace_id);
-    let span_id = ids.span(py, &r.span_id);
-    let parent = match &r.parent_id {
-        Some(p) => ids.span(py, p),
-        None => py.None().into_bound(py),
-    };
-    new_tuple(py, &t.span_record, [
-        trace_id, span_id, parent, name, r.start_ns.into_pyobject(py)?.into_any(),
-        r.end_ns.into_pyobject(py)?.into_any(), r.status_code.into_pyobject(py)?.into_any(), message,
-        operation, attrs, prompt, answer, tool, calls, responses, finish,
-        PyBool::new(py, f.calls_shadowed_by_tool_spans).to_owned().into_any(),
-        f.size.into_pyobject(py)?.into_any(), f.missing.into_pyobject(py)?.into_any(),
-    ])
 }
 
 /// SpanRecord's fields by position (model/records.py; tests pin the order).
@@ -229,7 +178,19 @@ fn owned_text(o: &Bound<'_, PyAny>, what: &str) -> PyResult<Str> {
 }
 
 fn int_of(o: &Bound<'_, PyAny>, what: &str) -> PyResult<i128> {
+    // 64 bits first: pyo3 reads a 128-bit int through Python's own calls under abi3
+    if let Ok(v) = o.extract::<i64>() {
+        return Ok(i128::from(v));
+    }
     o.extract::<i128>().map_err(|_| PyTypeError::new_err(format!("a record's {what} must be an int")))
+}
+
+/// The items of a record's tuple field (any iterable, as Python would take it).
+fn items<'py>(o: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    match o.downcast::<PyTuple>() {
+        Ok(t) => Ok(t.iter().collect()),
+        Err(_) => o.try_iter()?.collect(),
+    }
 }
 
 /// A `SpanRecord` (any tuple of its fields in order) as the core's record: every field
@@ -252,21 +213,19 @@ pub fn to_core(r: &Bound<'_, PyTuple>) -> PyResult<SpanRecord> {
         })
     };
     let mut calls = Vec::new();
-    for c in item(CALLS)?.try_iter()? {
-        let c = c?;
+    for c in items(&item(CALLS)?)? {
         let c = c.downcast::<PyTuple>()?;
         calls.push(ToolCall { call_id: owned_text(&c.get_item(0)?, "call id")?, name: owned_text(&c.get_item(1)?, "call name")?,
                               arguments: owned_text(&c.get_item(2)?, "call arguments")? });
     }
     let mut responses = Vec::new();
-    for p in item(RESPONSES)?.try_iter()? {
-        let p = p?;
+    for p in items(&item(RESPONSES)?)? {
         let p = p.downcast::<PyTuple>()?;
         responses.push((owned_text(&p.get_item(0)?, "response id")?, owned_text(&p.get_item(1)?, "response")?));
     }
     let mut finish_reasons = Vec::new();
-    for f in item(FINISH_REASONS)?.try_iter()? {
-        finish_reasons.push(owned_text(&f?, "finish reason")?);
+    for f in items(&item(FINISH_REASONS)?)? {
+        finish_reasons.push(owned_text(&f, "finish reason")?);
     }
     let mut attrs = Vec::new();
     let a = item(ATTRS)?;

@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::attrs::{Attr, Attrs};
-use super::conventions::{self, read_names, read_prefixes, Kept, SpanHead};
+use super::conventions::{self, read_names, read_prefixes, Built, Kept, SpanHead};
 use crate::model::ids::{SpanId, TraceId};
 use crate::error::{Error, Result};
 use crate::model::record::SpanRecord;
@@ -348,17 +348,58 @@ pub struct Read {
     pub first_problem: String,
 }
 
+/// A span's own fields, as the reader hands them on with what the conventions built.
+pub struct Head<'a> {
+    pub trace_id: TraceId,
+    pub span_id: SpanId,
+    pub parent_id: Option<SpanId>,
+    pub name: &'a [u8],
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub status_code: i32,
+    pub status_message: &'a [u8],
+}
+
 /// The records of a request's bytes. A root or agent span takes its resource's
 /// `version_key` attribute when it has none of its own; a span's `event_name` events are
 /// read into its evaluations. With a `projection`, only the span attributes it wants are
 /// read and records keep only its `kept` ones; without, every attribute is read and
 /// records keep all but content.
 pub fn read_spans(data: &[u8], version_key: &str, event_name: &str, projection: Option<&Projection>) -> Result<Read> {
+    let kept = match projection {
+        Some(p) => Kept::Names(&p.kept),
+        None => Kept::All,
+    };
+    let mut records = Vec::new();
+    let (rejected, first_problem) = each_span(data, version_key, event_name, projection, |h, built| {
+        records.push(SpanRecord {
+            trace_id: h.trace_id,
+            span_id: h.span_id,
+            parent_id: h.parent_id,
+            name: h.name.into(),
+            start_ns: i128::from(h.start_ns),
+            end_ns: i128::from(h.end_ns),
+            status_code: i64::from(h.status_code),
+            status_message: h.status_message.into(),
+            fields: built.into_fields(&kept),
+        });
+        Ok::<(), Error>(())
+    })?;
+    Ok(Read { records, rejected, first_problem })
+}
+
+/// Each valid span of a request, in wire order, with what the conventions built of it
+/// (borrowing the request's bytes), to `each`; returns the spans whose ids are malformed
+/// and the first of those named.
+pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_name: &str,
+                                     projection: Option<&Projection>,
+                                     mut each: impl FnMut(Head<'a>, Built<'a>) -> std::result::Result<(), E>)
+    -> std::result::Result<(usize, String), E> {
     let mut versions: Vec<Value<'_>> = Vec::new();
     let mut rows = Vec::new();
     let mut request = Fields::new(data);
     let mut i = 0usize;
-    while let Some((n, v)) = request.next()? {
+    while let Some((n, v)) = request.next().map_err(|m| E::from(m.into()))? {
         let rs = match (n, v) {
             (1, Wire::Bytes(rs)) => rs,
             _ => continue,
@@ -366,17 +407,13 @@ pub fn read_spans(data: &[u8], version_key: &str, event_name: &str, projection: 
         let (resource, scope_entries) = resource_and_scopes(rs)?;
         versions.push(resource_value(&resource, version_key)?);
         for (j, scope) in scope_entries.into_iter().enumerate() {
-            for (k, span) in repeated(scope, 2)?.into_iter().enumerate() {
+            for (k, span) in repeated(scope, 2).map_err(|m| E::from(m.into()))?.into_iter().enumerate() {
                 rows.push(span_row(span, (i, j, k), event_name, projection)?);
             }
         }
         i += 1;
     }
-    let kept = match projection {
-        Some(p) => Kept::Names(&p.kept),
-        None => Kept::All,
-    };
-    let mut out = Read { records: Vec::with_capacity(rows.len()), rejected: 0, first_problem: String::new() };
+    let (mut rejected, mut first_problem) = (0usize, String::new());
     for row in rows {
         let problem = if id_bytes(row.trace_id, TRACE_ID_BYTES).is_none_or(<[u8]>::is_empty) {
             "trace_id is not 16 bytes, or is all zero"
@@ -388,10 +425,10 @@ pub fn read_spans(data: &[u8], version_key: &str, event_name: &str, projection: 
             ""
         };
         if !problem.is_empty() {
-            out.rejected += 1;
-            if out.first_problem.is_empty() {
+            rejected += 1;
+            if first_problem.is_empty() {
                 let (i, j, k) = row.place;
-                out.first_problem = format!("resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}");
+                first_problem = format!("resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}");
             }
             continue;
         }
@@ -413,20 +450,19 @@ pub fn read_spans(data: &[u8], version_key: &str, event_name: &str, projection: 
             failed: row.code == 2,
             message: Cow::Borrowed(row.message),
         };
-        let fields = conventions::build(&head, attrs)?.into_fields(&kept);
-        out.records.push(SpanRecord {
+        let built = conventions::build(&head, attrs)?;
+        each(Head {
             trace_id: trace_id(row.trace_id),
             span_id: span_id(row.span_id),
             parent_id: has_parent.then(|| span_id(row.parent)),
-            name: row.name.into(),
-            start_ns: i128::from(row.start),
-            end_ns: i128::from(row.end),
-            status_code: i64::from(row.code),
-            status_message: row.message.into(),
-            fields,
-        });
+            name: row.name,
+            start_ns: row.start,
+            end_ns: row.end,
+            status_code: row.code,
+            status_message: row.message,
+        }, built)?;
     }
-    Ok(out)
+    Ok((rejected, first_problem))
 }
 
 /// A `ResourceSpans`' (or `ResourceLogs`') resource occurrences and scope entries.
@@ -442,4 +478,98 @@ pub fn resource_and_scopes(rs: &[u8]) -> Result<(Vec<&[u8]>, Vec<&[u8]>)> {
         }
     }
     Ok((resource, scope_entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::put_len_field;
+
+    fn field(n: u64, body: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_len_field(&mut out, n, body);
+        out
+    }
+
+    /// A `KeyValue` of a string value.
+    fn kv(key: &str, value: &str) -> Vec<u8> {
+        let mut out = field(1, key.as_bytes());
+        out.extend(field(2, &field(1, value.as_bytes())));
+        out
+    }
+
+    fn span(trace: &[u8], id: &[u8], parent: &[u8], name: &str, attrs: &[(&str, &str)], code: u64) -> Vec<u8> {
+        let mut s = field(1, trace);
+        s.extend(field(2, id));
+        if !parent.is_empty() {
+            s.extend(field(4, parent));
+        }
+        s.extend(field(5, name.as_bytes()));
+        s.push(7 << 3 | 1);
+        s.extend(1_000u64.to_le_bytes());
+        s.push(8 << 3 | 1);
+        s.extend(2_000u64.to_le_bytes());
+        for (k, v) in attrs {
+            s.extend(field(9, &kv(k, v)));
+        }
+        if code != 0 {
+            s.extend(field(15, &[3 << 3, code as u8]));
+        }
+        s
+    }
+
+    fn request(resource: &[(&str, &str)], spans: &[Vec<u8>]) -> Vec<u8> {
+        let mut res = Vec::new();
+        for (k, v) in resource {
+            res.extend(field(1, &kv(k, v)));
+        }
+        let mut scope = Vec::new();
+        for s in spans {
+            scope.extend(field(2, s));
+        }
+        let mut rs = field(1, &res);
+        rs.extend(field(2, &scope));
+        field(1, &rs)
+    }
+
+    #[test]
+    fn a_request_reads_to_its_spans_records_and_names_the_first_malformed_one() {
+        let trace = [7u8; 16];
+        let root = span(&trace, &[1; 8], b"", "invoke_agent a", &[
+            ("gen_ai.operation.name", "invoke_agent"),
+            ("gen_ai.output.messages", r#"[{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}]"#),
+            ("gen_ai.request.model", "m"),
+        ], 0);
+        let tool = span(&trace, &[2; 8], &[1; 8], "execute_tool search", &[
+            ("gen_ai.tool.call.arguments", "{}"), ("gen_ai.tool.call.result", "[]")], 2);
+        let bad = span(&trace, &[0; 8], &[1; 8], "x", &[], 0);
+        let data = request(&[("service.version", "1.2")], &[root, tool, bad]);
+        crate::read::accept::check_traces(&data).unwrap();
+        let read = read_spans(&data, "service.version", "gen_ai.evaluation.result", None).unwrap();
+        assert_eq!((read.rejected, read.first_problem.as_str()),
+                   (1, "resource_spans[0].scope_spans[0].spans[2]: span_id is not 8 bytes, or is all zero"));
+        let [r, t] = &read.records[..] else { panic!("two records") };
+        assert_eq!(r.trace_id.to_string(), "07".repeat(16));
+        assert!(r.is_agent() && r.parent_id.is_none() && r.start_ns == 1_000 && r.end_ns == 2_000);
+        assert_eq!(&*r.fields.answer, b"done");
+        // the root takes its resource's version; content is not kept beside what was read of it
+        let kept: Vec<&[u8]> = r.fields.attrs.iter().map(|(k, _)| &**k).collect();
+        assert_eq!(kept, vec![&b"gen_ai.operation.name"[..], b"gen_ai.request.model", b"service.version"]);
+        let tool = t.fields.tool.as_ref().unwrap();
+        assert_eq!((&*tool.name, &*tool.result, t.status_code), (&b"search"[..], &b"[]"[..], 2));
+        assert_eq!(t.parent_id.as_ref().unwrap().to_string(), "01".repeat(8));
+    }
+
+    #[test]
+    fn a_projection_keeps_only_what_the_checks_read() {
+        let trace = [7u8; 16];
+        let root = span(&trace, &[1; 8], b"", "invoke_agent a", &[("gen_ai.operation.name", "invoke_agent"),
+                                                                    ("gen_ai.request.model", "m"), ("keep.me", "y")], 0);
+        let data = request(&[], &[root]);
+        let p = Projection::new([b"keep.me".to_vec()]);
+        let read = read_spans(&data, "service.version", "e", Some(&p)).unwrap();
+        let kept: Vec<&[u8]> = read.records[0].fields.attrs.iter().map(|(k, _)| &**k).collect();
+        assert_eq!(kept, vec![&b"keep.me"[..]]);
+        assert!(read.records[0].is_agent());
+    }
 }

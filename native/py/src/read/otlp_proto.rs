@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use faultgate_core::read::conventions::Kept;
 use faultgate_core::read::otlp_proto::{self as core, key_value, resource_and_scopes};
 use faultgate_core::wire::{repeated, utf8, Fields, Malformed, Value, MAX_DEPTH};
 
@@ -12,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::convert::{OrRaise, Strings};
-use crate::records::{from_record, Ids};
+use crate::records::{from_built, Head, Ids};
 
 // String values this short are shared like keys (operation, model, tool and agent names,
 // finish reasons, status words repeat across spans); longer ones are content, rarely equal.
@@ -34,9 +35,32 @@ impl Projection {
     }
 }
 
+/// A Python exception, or the core's error to raise as one.
+struct Raise(PyErr);
+
+impl From<faultgate_core::error::Error> for Raise {
+    fn from(e: faultgate_core::error::Error) -> Raise {
+        Raise(crate::convert::py_err(e))
+    }
+}
+
+impl From<PyErr> for Raise {
+    fn from(e: PyErr) -> Raise {
+        Raise(e)
+    }
+}
+
+impl From<std::convert::Infallible> for Raise {
+    fn from(e: std::convert::Infallible) -> Raise {
+        match e {}
+    }
+}
+
 /// ``read_spans(data, version_key, event_name, projection=None) -> (records, rejected,
 /// first_problem)``: the ``SpanRecord`` of every span of the request in wire order, but
 /// those whose ids are malformed: those are counted (``rejected``) and the first is named.
+/// Each record is made straight from what the core's conventions built of the request's
+/// bytes.
 #[pyfunction]
 #[pyo3(signature = (data, version_key, event_name, projection=None))]
 fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str,
@@ -44,13 +68,31 @@ fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: 
     -> PyResult<(Bound<'py, PyList>, usize, String)> {
     let projection = projection.as_deref().map(|p| &p.0);
     guarded(|| {
-        let read = core::read_spans(data, version_key, event_name, projection).or_raise()?;
         let out = PyList::empty(py);
         let (mut strings, mut ids) = (Strings::default(), Ids::default());
-        for r in &read.records {
-            out.append(from_record(py, &mut strings, &mut ids, r, projection.is_some())?)?;
-        }
-        Ok((out, read.rejected, read.first_problem))
+        let kept = match projection {
+            Some(p) => Kept::Names(&p.kept),
+            None => Kept::All,
+        };
+        let (rejected, first) = core::each_span(data, version_key, event_name, projection, |h, built| {
+            let parent = match &h.parent_id {
+                Some(p) => ids.span(py, p),
+                None => py.None().into_bound(py),
+            };
+            let head = Head {
+                trace_id: ids.trace(py, &h.trace_id),
+                span_id: ids.span(py, &h.span_id),
+                parent,
+                name: strings.text(py, h.name)?.into_any(),
+                start: h.start_ns.into_pyobject(py)?.into_any(),
+                end: h.end_ns.into_pyobject(py)?.into_any(),
+                status_code: h.status_code.into_pyobject(py)?.into_any(),
+                message: strings.text(py, h.status_message)?.into_any(),
+            };
+            out.append(from_built(py, &mut strings, head, &built, &kept, &[])?)?;
+            Ok::<(), Raise>(())
+        }).map_err(|r| r.0)?;
+        Ok((out, rejected, first))
     })
 }
 

@@ -153,6 +153,15 @@ pub fn judged<T>(run: &Bound<'_, PyAny>, f: impl FnOnce(&Run, &Facts, &Derived) 
     f(&c.run, &held.0, &held.1)
 }
 
+/// An int as Python's: 64 bits the quick way (pyo3 makes a 128-bit one through Python's
+/// own calls under abi3).
+fn int_to_py(py: Python<'_>, x: i128) -> PyResult<Bound<'_, PyAny>> {
+    Ok(match i64::try_from(x) {
+        Ok(v) => v.into_pyobject(py)?.into_any(),
+        Err(_) => x.into_pyobject(py)?.into_any(),
+    })
+}
+
 fn opt_float(py: Python<'_>, x: Option<f64>) -> PyResult<Bound<'_, PyAny>> {
     Ok(x.into_pyobject(py)?.into_any())
 }
@@ -170,16 +179,29 @@ fn write_facts(run: &Bound<'_, PyAny>) -> PyResult<()> {
     if !dict.contains(intern!(py, "steps"))? {
         let mut steps = Vec::with_capacity(f.steps.len());
         for st in &f.steps {
-            // its span's own id and start objects, as the Python steps carried them
-            let (span_id, start) = match spans.get_item(st.span) {
-                Ok(s) => (s.get_item(1)?, s.get_item(4)?),
-                Err(_) => (PyString::new(py, &st.span_id.to_string()).into_any(), st.start_ns.into_pyobject(py)?.into_any()),
+            // its span's own objects, as the Python steps carried them: its id, its start, and
+            // the tool's strings where the step's are the tool span's own (most steps)
+            let span = spans.get_item(st.span).ok().and_then(|s| s.downcast_into::<PyTuple>().ok());
+            let (span_id, start) = match &span {
+                Some(s) => (s.get_item(1)?, s.get_item(4)?),
+                None => (PyString::new(py, &st.span_id.to_string()).into_any(), int_to_py(py, st.start_ns)?),
+            };
+            let tool = span.as_ref().and_then(|s| s.get_item(12).ok()).and_then(|t| t.downcast_into::<PyTuple>().ok());
+            let same = |i: usize, text: &[u8]| -> PyResult<Bound<'_, PyAny>> {
+                if let Some(t) = &tool {
+                    let o = t.get_item(i)?;
+                    if let Ok(s) = o.downcast::<PyString>() {
+                        if text_of(s)?.as_ref() == text {
+                            return Ok(o);
+                        }
+                    }
+                }
+                Ok(py_text(py, text)?.into_any())
             };
             steps.push(new_tuple(py, &t.step, [
-                st.index.into_pyobject(py)?.into_any(), py_text(py, &st.tool)?.into_any(),
-                py_text(py, &st.arguments)?.into_any(), py_text(py, &st.result)?.into_any(), span_id,
-                py_text(py, &st.call_id)?.into_any(), start, PyBool::new(py, st.ok).to_owned().into_any(),
-                st.missing.into_pyobject(py)?.into_any(),
+                st.index.into_pyobject(py)?.into_any(), same(0, &st.tool)?, same(1, &st.arguments)?,
+                same(2, &st.result)?, span_id, same(3, &st.call_id)?, start,
+                PyBool::new(py, st.ok).to_owned().into_any(), st.missing.into_pyobject(py)?.into_any(),
             ])?);
         }
         let steps = PyTuple::new(py, steps)?;
@@ -205,22 +227,7 @@ fn write_facts(run: &Bound<'_, PyAny>) -> PyResult<()> {
     put(intern!(py, "has_content"), PyBool::new(py, f.has_content).to_owned().into_any())?;
     put(intern!(py, "answer_not_captured"), PyString::new(py, &f.answer_not_captured).into_any())?;
     put(intern!(py, "calls_not_captured"), PyString::new(py, &f.calls_not_captured).into_any())?;
-    // the latest end: the object of the first span that ends last, as max() gives it
-    let mut last = None;
-    let mut best: Option<i128> = None;
-    for s in spans.iter() {
-        let end = s.get_item(5)?;
-        let v: i128 = end.extract().unwrap_or(0);
-        if best.is_none_or(|b| v > b) {
-            best = Some(v);
-            last = Some(end);
-        }
-    }
-    let last = match last {
-        Some(e) => e,
-        None => 0i64.into_pyobject(py)?.into_any(),
-    };
-    put(intern!(py, "last_end_ns"), last)?;
+    put(intern!(py, "last_end_ns"), int_to_py(py, f.last_end_ns)?)?;
     let ids: Vec<Bound<'_, PyAny>> = spans.iter().map(|s| s.get_item(1)).collect::<PyResult<_>>()?;
     put(intern!(py, "span_ids"), PyFrozenSet::new(py, ids.iter())?.into_any())?;
     Ok(())
