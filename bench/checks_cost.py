@@ -1,6 +1,10 @@
 """What issue 13's checks cost per span, in process: CPU time of assembling and judging the
 live bench's workload with the default rules, with ``loop`` added, with a per-run policy,
-and with windowed budgets in that policy, interleaved in rounds.
+and with windowed budgets in that policy, interleaved in rounds; and issue 33's checks of
+one's own: a plug-in that does nothing (``plugin``) and ``live.py``'s five CEL rules
+(``rules``), each beside the default rules, spans observed as they arrive as live. The
+plug-in's thread is included: CPU time is the process's, and each configuration's time
+ends when the plug-ins' thread has answered every run.
 
     .venv/bin/python bench/checks_cost.py [--rounds 7] [--requests 40]
 
@@ -19,6 +23,7 @@ import argparse
 import random
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,10 +31,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from live import SPANS_PER_RUN, build_template  # noqa: E402
+from live import FIVE_RULES, SPANS_PER_RUN, build_template  # noqa: E402
 
 from faultgate_stream.assemble.assembler import Assembler  # noqa: E402
+from faultgate_stream.checks import api  # noqa: E402
 from faultgate_stream.checks.loop import Loop  # noqa: E402
+from faultgate_stream.checks.plugins.check import Origin  # noqa: E402
+from faultgate_stream.checks.plugins.load import build  # noqa: E402
+from faultgate_stream.checks.rules.check import rule_checks  # noqa: E402
+from faultgate_stream.checks.rules.load import load_rules  # noqa: E402
 from faultgate_stream.checks.policy import Policy, PolicyCheck  # noqa: E402
 from faultgate_stream.checks.registry import select  # noqa: E402
 from faultgate_stream.checks.window_store import WindowStore  # noqa: E402
@@ -44,12 +54,21 @@ WINDOWED = {"max_calls": [{"max": 100000, "within": "10m", "per": "session"}],
                         "per": "session", "by": "query"}]}
 
 
-def configs(store: WindowStore) -> dict:
+class Noop(api.Check):
+    name = "noop"
+
+    def finish(self, state, run):
+        return api.passed()
+
+
+def configs(store: WindowStore, rules_file: str) -> dict:
     return {
         "default": lambda: select(None),
         "loop": lambda: select(None) + [Loop()],
         "bound": lambda: select(None) + [PolicyCheck(Policy.from_mapping({"max_calls": 100000}))],
         "window": lambda: select(None) + [PolicyCheck(Policy.from_mapping(WINDOWED), store=store)],
+        "plugin": lambda: select(None) + [build(Noop, "bench", Origin("bench", "", "", "checks_cost:Noop"))],
+        "rules": lambda: select(None) + rule_checks(load_rules(rules_file)),
     }
 
 
@@ -66,11 +85,13 @@ def requests(spans: list, n: int, first: int) -> list[list]:
 
 def cpu_us_per_span(checks: list, reqs: list[list]) -> float:
     sink = VerdictList()
-    assembler = Assembler(Evaluator(checks, sink), ManualClock(), OFFLINE_LIMITS)
+    evaluator = Evaluator(checks, sink)
+    assembler = Assembler(evaluator, ManualClock(), OFFLINE_LIMITS)
     t0 = time.process_time()
     for r in reqs:
         assembler.add(r)
         assembler.close_all(Completion.COMPLETE)
+    evaluator.close()  # the plug-ins' thread has answered every run
     spent = time.process_time() - t0
     assert len(sink.verdicts) * SPANS_PER_RUN == sum(len(r) for r in reqs)
     return spent / sum(len(r) for r in reqs) * 1e6
@@ -83,7 +104,9 @@ def main() -> int:
     args = p.parse_args()
     spans = template_spans()
     store = WindowStore()  # one for every round: keys stay full, the hot case
-    made = configs(store)
+    rules_file = Path(tempfile.mkdtemp()) / "rules.yaml"
+    rules_file.write_text(FIVE_RULES)
+    made = configs(store, str(rules_file))
     results: dict[str, list[float]] = {k: [] for k in made}
     print(f"{'round':>5} " + " ".join(f"{k:>10}" for k in made) + "   (CPU us per span)")
     first = 0
@@ -102,8 +125,10 @@ def main() -> int:
     print(f"loop adds {added('loop', 'default'):.2f}; a bound per-run policy adds {added('bound', 'default'):.2f}; "
           f"windowed budgets add {added('window', 'bound'):.2f} over it (store: {len(store)} keys, "
           f"{store.events} events, {store.evicted_events} evicted)")
+    print(f"a no-op plug-in adds {added('plugin', 'default'):.2f}; five CEL rules add {added('rules', 'default'):.2f}")
     print(f"RESULT loop_us_per_span={added('loop', 'default'):.2f} bound_us_per_span={added('bound', 'default'):.2f} "
-          f"window_us_per_span={added('window', 'bound'):.2f}")
+          f"window_us_per_span={added('window', 'bound'):.2f} plugin_us_per_span={added('plugin', 'default'):.2f} "
+          f"rules_us_per_span={added('rules', 'default'):.2f}")
     return 0
 
 

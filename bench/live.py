@@ -13,6 +13,11 @@ Three servers, each its own process pinned to CPU 0 (see bench/README.md for the
 - ``service``: ``faultgate-stream serve`` with the default checks and no export.
 - ``export``: the same service passing every span on to a second null receiver, which runs
   on CPU 1 beside the load generator, so that CPU 0 carries the service alone.
+- ``wal`` (``--wal``): the export-on service with the write-ahead log on
+  (``durability.wal``, ``fsync: batch``, in the bench's temporary folder on this disk): every
+  request durable before it is acknowledged. Printed beside it: its throughput over
+  export-on's, round by round, and the p99 of its fsyncs over each window (the service's
+  ``faultgate_wal_fsync_seconds``).
 - ``tail_samp`` and ``groupbyt`` (the peers): the collector build the tests use
   (``scripts/install_peers.sh``), ``GOMAXPROCS=1`` on CPU 0, with ``tail_sampling`` (three
   policies, every trace sampled) or ``groupbytrace``, exporting every span to the same
@@ -33,7 +38,9 @@ downstream, so the throughput printed is of work done, not of work queued.
 
 The last line is ``RESULT live_spans_per_s=<int> vs_null=<x.xx> export_cost=<x.xx>``, then
 ``vs_tail_sampling=<x.xx> vs_groupbytrace=<x.xx>`` (export-on throughput / the peer's, per
-round, median) when the peers ran. Exit
+round, median) when the peers ran, and ``wal_cost=<x.xx> wal_fsync_p99_ms=<x.x>`` (WAL-on
+throughput / export-on's, per round, median; the fsync p99 over the WAL's windows) with
+``--wal``. Exit
 code: 0 when every check of the work done passed, 1 when one did not (refused spans,
 undecided runs, spans not exported), 2 when a server did not start. Speed never sets it.
 
@@ -439,8 +446,46 @@ EXTRA_CHECKS = {
 }
 
 
+# ... and issue 33's checks of one's own: ``plugin`` is the default rules plus a plug-in that
+# does nothing (what any plug-in costs before its own work: the run's view, the hand-over to
+# the plug-ins' thread, the budget's clock), ``rules`` the default rules plus the five CEL
+# rules below, each looking at spans or runs the workload has (three span rules, two with
+# ``tools``, and two run rules).
+EXTRA_CHECKS["plugin"] = ("checks:\n  plugins: [\"bench_plugins:Noop\"]\n", None)
+EXTRA_CHECKS["rules"] = ("checks:\n  rules: bench_rules.yaml\n", None)
+OWN_CHECKS = ("plugin", "rules")
+NOOP_PLUGIN = '''from faultgate_stream.checks import api
+
+
+class Noop(api.Check):
+    name = "noop"
+
+    def finish(self, state, run):
+        return api.passed()
+'''
+FIVE_RULES = '''- name: fetch_big_limit
+  tools: [fetch_url]
+  when: 'span.args.limit > 100'
+- name: query_drop
+  tools: [lookup_order]
+  when: 'span.args.query.matches("(?i)drop\\\\s+table")'
+- name: calculator_failed
+  when: 'span.status == "error" && span.tool == "calculator"'
+- name: search_spree
+  level: run
+  when: '"search_docs" in run.calls && run.calls["search_docs"] > 5'
+- name: many_failures
+  level: run
+  when: 'run.steps.filter(s, !s.ok).size() > 3'
+'''
+
+
 def extra_config(workdir: Path, name: str) -> list[str]:
     checks, policy = EXTRA_CHECKS[name]
+    if name == "plugin":
+        (workdir / "bench_plugins.py").write_text(NOOP_PLUGIN)  # imported from the service's cwd
+    elif name == "rules":
+        (workdir / "bench_rules.yaml").write_text(FIVE_RULES)
     if policy is None:
         return checks.splitlines()
     path = workdir / f"{name}-policy.yaml"
@@ -678,7 +723,8 @@ class Window:
 
 
 async def drive(call, requests: Requests, spans_per_request: int, warmup: float, seconds: float, inflight: int,
-                server: Child, downstream: Child | None, rate: float | None = None) -> Window:
+                server: Child, downstream: Child | None, rate: float | None = None,
+                call_timeout: float = CALL_TIMEOUT_S) -> Window:
     """``inflight`` workers send back to back until the window closes, or, with ``rate``
     (spans/s), each call at its slot of a fixed schedule (a late call does not make the
     next one early: the schedule never bunches up to catch up). The counters and the CPU
@@ -708,7 +754,7 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
             if loop.time() >= end:
                 return
             try:
-                await call(requests.next(), timeout=CALL_TIMEOUT_S)
+                await call(requests.next(), timeout=call_timeout)
             except grpc.aio.AioRpcError as e:
                 failed += 1
                 errors[e.code().name] = errors.get(e.code().name, 0) + 1
@@ -730,7 +776,7 @@ async def drive(call, requests: Requests, spans_per_request: int, warmup: float,
 
     tasks = [asyncio.create_task(worker()) for _ in range(inflight)]
     edges = asyncio.create_task(sampler())
-    done, pending = await asyncio.wait(tasks, timeout=warmup + seconds + CALL_TIMEOUT_S + 5)
+    done, pending = await asyncio.wait(tasks, timeout=warmup + seconds + call_timeout + 5)
     for t in pending:  # unreachable while every call has its timeout; a bound all the same
         t.cancel()
     for t in done:
@@ -831,6 +877,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     configs = list(servers)  # CONFIGS, then the collector peers when they run
     results: dict[str, list[Window]] = {c: [] for c in configs}
     drains: dict[str, list[Drain]] = {c: [] for c in configs if c != "null"}
+    fsync_p99: list[float] = []   # seconds, one per WAL window
     problems: list[str] = []
     print(f"{'round':>5} {'config':<8} {'spans/s':>10} {'srv CPU us/span':>16} {'srv CPU%':>8} {'client CPU%':>11}"
           f" {'steal':>6} {'decided in':>10}  check", flush=True)
@@ -839,8 +886,11 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
             child = servers[name]
             peer = name in PEERS
             before = (peer_counters if peer else counters)(child.ports["metrics"]) if name != "null" else None
+            fsync0 = fsync_buckets(child.ports["metrics"]) if name == "wal" else None
             w = await drive(calls[name], requests, spans_per_request, args.warmup, args.seconds, args.inflight,
                             child, downstream if name == "export" else None)
+            if fsync0 is not None:
+                fsync_p99.append(quantile(0.99, fsync0, fsync_buckets(child.ports["metrics"])))
             results[name].append(w)
             note = "-"
             decided = ""
@@ -849,9 +899,11 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
                     dr = await wait_forwarded(child, before, w.sent_ok)
                     note = f"ok: {dr.exported} of {dr.accepted} spans forwarded"
                 else:
-                    dr = await wait_decided(child, before, w.sent_ok, export=(name == "export"))
+                    exporting = name in ("export", "wal")
+                    dr = await wait_decided(child, before, w.sent_ok, export=exporting)
                     note = (f"ok: {dr.runs} runs = {dr.accepted} spans / {SPANS_PER_RUN}"
-                            + (f", {dr.exported} exported" if name == "export" else ""))
+                            + (f", {dr.exported} exported" if exporting else "")
+                            + (f", fsync p99 {fsync_p99[-1] * 1e3:.1f} ms" if name == "wal" else ""))
                 drains[name].append(dr)
                 decided = f"{dr.seconds:.2f}s"
                 if dr.problems:
@@ -887,7 +939,8 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     print(f"  export-on / off     throughput  {spread(export_cost, '.3f')}"
           f"   (export adds {med([e.cpu_us_per_span - s.cpu_us_per_span for e, s in zip(results['export'], results['service'])]):.2f}"
           f" CPU us/span)")
-    for c, base in (("loop", "service"), ("bound", "service"), ("window", "bound")):
+    for c, base in (("loop", "service"), ("bound", "service"), ("window", "bound"), ("plugin", "service"),
+                    ("rules", "service"), ("wal", "export")):
         if c in results:
             ratio = [x / b if b else float("nan") for x, b in zip(per_round[c], per_round[base])]
             added = med([x.cpu_us_per_span - b.cpu_us_per_span for x, b in zip(results[c], results[base])])
@@ -901,7 +954,7 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     ours = [c for c in configs if c not in PEERS]
     runs = sum(d.runs for c in ours if c != "null" for d in drains[c])
     accepted = sum(d.accepted for c in ours if c != "null" for d in drains[c])
-    exported = sum(d.exported for d in drains["export"])
+    exported = sum(d.exported for c in ("export", "wal") if c in drains for d in drains[c])
     refused = sum(w.refused for c in ours for w in results[c])
     print(f"work done by the service: {runs:,} runs decided = {accepted:,} accepted spans / {SPANS_PER_RUN}; "
           f"{exported:,} spans exported; {refused:,} spans refused")
@@ -925,6 +978,11 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
         for p in problems[:20]:
             print(f"  {p}")
     peer_result = "".join(f" vs_{PEERS[c][0]}={med(vs_peer[c]):.2f}" for c in peers)
+    if "wal" in results:
+        wal_cost = [x / e if e else float("nan") for x, e in zip(per_round["wal"], per_round["export"])]
+        print(f"  write-ahead log: fsync p99 per window {spread([f * 1e3 for f in fsync_p99], '.1f')} ms "
+              f"(faultgate_wal_fsync_seconds; its buckets set the resolution)")
+        peer_result += f" wal_cost={med(wal_cost):.2f} wal_fsync_p99_ms={med(fsync_p99) * 1e3:.1f}"
     print(f"RESULT live_spans_per_s={med(per_round['service']):.0f} vs_null={med(vs_null):.2f} "
           f"export_cost={med(export_cost):.2f}{peer_result} {' '.join(extra)}", flush=True)
     return 1 if problems else 0
@@ -949,6 +1007,16 @@ def delay_buckets(port: int) -> dict[float, float]:
         if le:
             bound = float("inf") if le.group(1) == "+Inf" else float(le.group(1))
             out[bound] = out.get(bound, 0.0) + v
+    return out
+
+
+def fsync_buckets(port: int) -> dict[float, float]:
+    """Cumulative counts of faultgate_wal_fsync_seconds by upper bound."""
+    out: dict[float, float] = {}
+    for labels, v in scrape(port).get("faultgate_wal_fsync_seconds_bucket", {}).items():
+        le = re.search(r'le="([^"]+)"', labels)
+        if le:
+            out[float("inf") if le.group(1) == "+Inf" else float(le.group(1))] = v
     return out
 
 
@@ -1086,6 +1154,7 @@ async def profile_load(args: argparse.Namespace, child: Child, template: tuple[b
 # workload and the service's threads are the live ones.
 INSTRUCTION_RATES = (512.0, 1536.0)
 VALGRIND_START_S = 300.0      # imports run ~50x slower under callgrind
+VALGRIND_CALL_TIMEOUT_S = 120.0
 
 
 async def paced_window(child: Child, template: tuple[bytes, list[int], int], rate: float, seconds: float) -> Drain:
@@ -1093,7 +1162,10 @@ async def paced_window(child: Child, template: tuple[bytes, list[int], int], rat
     requests = Requests(body, offsets, first_seq=time.time_ns())
     ch, call = await export_call(child, VALGRIND_START_S)
     before = counters(child.ports["metrics"])
-    w = await drive(call, requests, spans_per_request, 0.0, seconds, 2, child, None, rate=rate)
+    # under callgrind a call can wait seconds for a thread valgrind has not run (the WAL's
+    # sync thread): a timed-out call would be work done and not counted as acknowledged
+    w = await drive(call, requests, spans_per_request, 0.0, seconds, 2, child, None, rate=rate,
+                    call_timeout=VALGRIND_CALL_TIMEOUT_S)
     await ch.close()
     dr = await wait_decided(child, before, w.sent_ok, export=True)
     if w.refused:
@@ -1107,36 +1179,49 @@ def live_instructions(args: argparse.Namespace, workdir: Path, downstream: Child
     GIL's hand-offs, all counted by callgrind (which runs the threads one at a time, so waits
     cost nothing). Unlike CPU time it does not move with this machine's load; set beside
     ``hot_path.py --instructions`` (the same stages in one thread) it says how much of the
-    live service's extra time is extra work, and how much is the same work run slower."""
+    live service's extra time is extra work, and how much is the same work run slower.
+    With ``--wal``, the same again with the write-ahead log on: what the log costs the core,
+    whatever the disk and the machine's load do to its waits."""
     if shutil.which("valgrind") is None:
         die("--instructions needs valgrind on PATH (apt-get install valgrind)")
-    counts = []
-    for rate in INSTRUCTION_RATES:
-        out = workdir / f"callgrind-{rate:.0f}.out"
-        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                *serve_argv(service_config(workdir, f"counted-{rate:.0f}", downstream.ports["grpc"]))]
-        child = spawn(f"counted-{rate:.0f}", argv, workdir, server_cpu)
-        try:
-            wait_started(child, VALGRIND_START_S)
-            dr = asyncio.run(paced_window(child, template, rate, args.instructions))
-        finally:
-            stop([child], VALGRIND_START_S)  # callgrind writes its count only at a clean exit
-        m = re.search(r"Collected : (\d+)", child.log.read_text(errors="replace"))
-        if m is None:
-            die(f"callgrind reported no count; the service's output:\n{child.tail()}")
-        if dr.problems:
-            die(f"the service under callgrind at {rate:.0f} spans/s: " + "; ".join(dr.problems))
-        count = int(m.group(1))
-        counts.append((count, dr.accepted))
-        print(f"{rate:>8,.0f} spans/s offered for {args.instructions:.0f}s: {dr.accepted:,} spans decided and exported, "
-              f"{count:,} instructions", flush=True)
-    (low, low_spans), (high, high_spans) = counts
-    if high_spans <= low_spans:
-        die("the faster window decided no more spans than the slower one; raise --instructions")
-    per_span = (high - low) // (high_spans - low_spans)
+    variants = {"export": []}
+    if args.wal:
+        variants["wal"] = ["durability:", "  wal:", f'    dir: "{workdir / "wal-counted"}"', "    fsync: batch"]
+    results = {}
+    for variant, extra in variants.items():
+        counts = []
+        for rate in INSTRUCTION_RATES:
+            name = f"{variant}-counted-{rate:.0f}"
+            out = workdir / f"callgrind-{name}.out"
+            argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    *serve_argv(service_config(workdir, name, downstream.ports["grpc"], extra))]
+            child = spawn(name, argv, workdir, server_cpu)
+            try:
+                wait_started(child, VALGRIND_START_S)
+                dr = asyncio.run(paced_window(child, template, rate, args.instructions))
+            finally:
+                stop([child], VALGRIND_START_S)  # callgrind writes its count only at a clean exit
+            m = re.search(r"Collected : (\d+)", child.log.read_text(errors="replace"))
+            if m is None:
+                die(f"callgrind reported no count; the service's output:\n{child.tail()}")
+            if dr.problems:
+                die(f"the service ({variant}) under callgrind at {rate:.0f} spans/s: " + "; ".join(dr.problems))
+            count = int(m.group(1))
+            counts.append((count, dr.accepted))
+            print(f"{variant:<7} {rate:>8,.0f} spans/s offered for {args.instructions:.0f}s: {dr.accepted:,} spans "
+                  f"decided and exported, {count:,} instructions", flush=True)
+        (low, low_spans), (high, high_spans) = counts
+        if high_spans <= low_spans:
+            die("the faster window decided no more spans than the slower one; raise --instructions")
+        results[variant] = (high - low) // (high_spans - low_spans)
+    per_span = results["export"]
     print(f"export on, live: {per_span:,} instructions a span (the second window less the first; compare "
           f"hot_path.py --instructions)")
-    print(f"RESULT live_instructions_per_span={per_span}")
+    line = f"RESULT live_instructions_per_span={per_span}"
+    if "wal" in results:
+        print(f"write-ahead log on: {results['wal']:,} instructions a span ({results['wal'] / per_span:.3f}x export on)")
+        line += f" wal_instructions_per_span={results['wal']} wal_instructions_ratio={results['wal'] / per_span:.3f}"
+    print(line)
     return 0
 
 
@@ -1215,6 +1300,12 @@ def main() -> int:
                    "instead of half the measured export-on maximum (one round's maximum moves with the machine's load)")
     p.add_argument("--extra-checks", action="store_true", help="also measure the service with loop on, with a "
                    "bound per-run policy, and with windowed budgets added to it (issue 13)")
+    p.add_argument("--own-checks", action="store_true", help="also measure the service with a no-op plug-in "
+                   "(plugin / service) and with five CEL rules (rules / service), issue 33; --extra-checks "
+                   "includes them")
+    p.add_argument("--wal", action="store_true", help="also measure the export-on service with the write-ahead "
+                   "log on (durability.wal, fsync: batch) against export-on without it, and its fsync p99; with "
+                   "--instructions, its instructions a span beside export-on's")
     p.add_argument("--no-peers", action="store_true", help="leave out the collector's tail_sampling and "
                                                            "groupbytrace (the peers)")
     p.add_argument("--instructions", type=float, metavar="S", help="no comparison: instructions a span of the "
@@ -1297,12 +1388,19 @@ def main() -> int:
         wait_started(service)
         wait_started(export)
         servers = {"null": null, "service": service, "export": export}
-        if args.extra_checks:
-            for name in EXTRA_CHECKS:
+        if args.extra_checks or args.own_checks:
+            # --own-checks alone: only issue 33's two, in the same rounds
+            for name in [n for n in EXTRA_CHECKS if args.extra_checks or n in OWN_CHECKS]:
                 servers[name] = spawn(name, serve_argv(service_config(workdir, name, None, extra_config(workdir, name))),
                                       workdir, server_cpu)
                 children.append(servers[name])
                 wait_started(servers[name])
+        if args.wal:
+            wal = ["durability:", "  wal:", f'    dir: "{workdir / "wal"}"', "    fsync: batch"]
+            servers["wal"] = spawn("wal", serve_argv(service_config(workdir, "wal", downstream.ports["grpc"], wal)),
+                                   workdir, server_cpu)
+            children.append(servers["wal"])
+            wait_started(servers["wal"])
         binary = collector_binary() if not args.no_peers else None
         if binary is not None:
             for name in PEERS:

@@ -31,6 +31,7 @@ from faultgate_stream.gate.config import GateConfig
 from faultgate_stream.judge.config import JudgeConfig
 from faultgate_stream.model.settings import BYTES, DURATION
 from faultgate_stream.receive.config import ReceiveConfig
+from faultgate_stream.receive.wal.config import DurabilityConfig
 from faultgate_stream.sessions.config import SessionsConfig
 from faultgate_stream.verdict.config import AmendConfig
 
@@ -58,15 +59,21 @@ class ServiceConfig:
     judge: JudgeConfig = JudgeConfig()
     sessions: SessionsConfig = SessionsConfig()
     query: QueryConfig = QueryConfig()
+    durability: DurabilityConfig = DurabilityConfig()
     tick: float = dataclasses.field(default=DEFAULT_TICK, metadata=DURATION)
     shutdown_grace: float = dataclasses.field(default=DEFAULT_SHUTDOWN_GRACE, metadata=DURATION)
 
     def validate(self) -> list[str]:
+        problems = []
         if self.judge.spec and not self.amend.enabled:
-            return ["judge.spec: a live judge needs amend.enabled: true (its answers arrive as amended verdicts)"]
+            problems.append("judge.spec: a live judge needs amend.enabled: true (its answers arrive as amended verdicts)")
         if "drifted" in self.judge.when and not (self.gate.bands and self.gate.drift.enabled):
-            return ["judge.when: drifted needs gate.bands (with gate.drift.enabled): drift is judged against a band"]
-        return []
+            problems.append("judge.when: drifted needs gate.bands (with gate.drift.enabled): drift is judged against a band")
+        wal = self.durability.wal
+        if wal.enabled and wal.max_bytes < 2 * self.receive.max_request_bytes:
+            problems.append(f"durability.wal.max_bytes: must hold two of the largest requests "
+                            f"(2 x receive.max_request_bytes = {2 * self.receive.max_request_bytes})")
+        return problems
 
 
 class ConfigError(ValueError):

@@ -1,4 +1,4 @@
-"""Wiring for the durable (Kafka) source: what it asks of the stages after it, answered
+"""Wiring for the durable sources (Kafka, and the write-ahead log): what they ask of the stages after them, answered
 from the live assembler and the span-export state. Only the service builds this."""
 from __future__ import annotations
 

@@ -97,20 +97,24 @@ class RunTap:
 def check_spans(batches: Iterable[Iterable[SpanRecord]], checks: list[Check],
                 contents: Iterable[Iterable[SpanRecord]] = (), *, early: bool = True,
                 profile: Callable[[Run], RunProfile] | None = None,
-                seen: Callable[[Run], None] | None = None) -> list[RunVerdict]:
+                seen: Callable[[Run], None] | None = None, isolation: object = None) -> list[RunVerdict]:
     """Verdicts of the runs in ``batches`` of spans; ``contents`` are batches of content
     records from GenAI log events (``read.log_events``), joined to their spans by id.
     ``early=False``: the verdicts without their early findings, and no span observed for
     them (``checks/base.py``), for callers that report verdicts only (the ``check`` command:
     6% of its engine's time on the gate files). ``profile``: what works out each verdict's
     ``profile`` (``verdict/profile.py``), for drift and sessions. ``seen``: told of each
-    completed run before it is judged (the HTML report draws its spans)."""
+    completed run before it is judged (the HTML report draws its spans). ``isolation``: what
+    plug-ins may spend (``checks.config.IsolationConfig``; its defaults when None)."""
     sink = VerdictList()
-    evaluator = Evaluator(checks, sink, early=early, profile=profile)
+    evaluator = Evaluator(checks, sink, early=early, profile=profile, isolation=isolation)
     assembler = Assembler(evaluator if seen is None else RunTap(evaluator, seen), ManualClock(), OFFLINE_LIMITS)
-    for batch in batches:
-        assembler.add(batch)
-    for batch in contents:
-        assembler.add_contents(batch)
-    assembler.close_all(Completion.COMPLETE, remember=False)  # the end of the input: no span follows
+    try:
+        for batch in batches:
+            assembler.add(batch)
+        for batch in contents:
+            assembler.add_contents(batch)
+        assembler.close_all(Completion.COMPLETE, remember=False)  # the end of the input: no span follows
+    finally:
+        evaluator.close()  # plug-ins answer on their own thread: every verdict waits for them
     return [v for v in sink.verdicts if not v.setup_only]

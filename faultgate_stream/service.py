@@ -20,10 +20,12 @@ from prometheus_client.registry import Collector
 from faultgate_stream import __version__
 from faultgate_stream.assemble.assembler import Assembler
 from faultgate_stream.assemble.live import LiveAssembler
+from faultgate_stream.checks.plugins.isolate import PluginMetrics
 from faultgate_stream.checks.telemetry import WindowStoreMetrics
 from faultgate_stream.checks.window_store import WindowStore
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.config import ServiceConfig
+from faultgate_stream.durable import ServiceProgress
 from faultgate_stream.export.log.sink import VerdictLog
 from faultgate_stream.export.metrics import endpoint as metrics_endpoint
 from faultgate_stream.export.metrics import runtime
@@ -52,6 +54,7 @@ from faultgate_stream.receive.decode import Reader
 from faultgate_stream.receive.grpc_server import GrpcReceiver
 from faultgate_stream.receive.http_host import ConnectionLimits, HttpHost
 from faultgate_stream.receive.kafka.replay import ReplayLedger
+from faultgate_stream.receive.wal.stage import WriteAheadLog
 from faultgate_stream.sessions.stage import SessionStage
 from faultgate_stream.verdict import ruleset
 from faultgate_stream.verdict.amend import DecidedRuns
@@ -96,6 +99,10 @@ class Service:
         self.replays = self._build_replays()
         if self.replays is not None:
             sinks.append(self.replays)
+        self.wal_replays = ReplayLedger(self.telemetry["faultgate_wal_replayed_verdicts"]) \
+            if config.durability.wal.enabled else None
+        if self.wal_replays is not None:
+            sinks.append(self.wal_replays)
         clock = clock or WallClock()
         self.sessions = self._build_sessions(sinks, clock)
         if self.sessions is not None:
@@ -105,7 +112,8 @@ class Service:
         self.ingest = self._build_forward(self.assembler)
         self._ready = threading.Event()
         self._stopped = threading.Event()
-        self._build_receive(self.ingest)
+        self.wal = self._build_wal(self.ingest)
+        self._build_receive(self.wal or self.ingest)
         self.kafka = self._build_kafka(self.ingest)
 
     # -- export: verdict sinks, each independent ------------------------------------------
@@ -216,7 +224,11 @@ class Service:
         answers) can amend their verdicts."""
         amend = self.config.amend
         decided = DecidedRuns(amend, clock, self.telemetry) if amend.enabled else None
-        return Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided, profile=self.profiler)
+        evaluator = Evaluator(self.ruleset, sinks, telemetry=self.telemetry, decided=decided, profile=self.profiler,
+                              isolation=self.config.checks.isolation, threads=self.threads)
+        # plug-ins' counters, read at scrape time from the stage that runs them (if any yet)
+        self.telemetry.registry.register(PluginMetrics(lambda: evaluator.isolation))
+        return evaluator
 
     def _build_assemble(self, evaluator: Evaluator, clock: Clock) -> LiveAssembler:
         config = self.config
@@ -248,8 +260,8 @@ class Service:
         if rc.http_endpoint:
             # GenAI content in log records goes straight to the assembler: logs are not forwarded
             self.http.add("http", http_server.app(ingest, self.telemetry, rc.max_request_bytes, token,
-                                                  contents=self.assembler, request_timeout=rc.request_timeout,
-                                                  reader=self.reader),
+                                                  contents=self.wal or self.assembler,
+                                                  request_timeout=rc.request_timeout, reader=self.reader),
                           rc.http_endpoint, security.ssl_context(rc.tls), raw_body=True)
         interceptors = (security.BearerTokenInterceptor(token),) if token else ()
         # each open Subscribe stream holds a worker thread of the sync server for its
@@ -257,7 +269,7 @@ class Service:
         self.grpc = GrpcReceiver(rc.grpc_endpoint, ingest, self.telemetry, max_request_bytes=rc.max_request_bytes,
                                  workers=rc.grpc_workers + config.stream.max_subscribers,
                                  credentials=security.grpc_credentials(rc.tls), interceptors=interceptors,
-                                 contents=self.assembler, request_timeout=rc.request_timeout,
+                                 contents=self.wal or self.assembler, request_timeout=rc.request_timeout,
                                  max_streams_per_connection=rc.grpc_max_streams_per_connection,
                                  reader=self.reader) if rc.grpc_endpoint else None
         if self.grpc is not None and self.stream is not None:
@@ -283,11 +295,21 @@ class Service:
         if self.replays is None:
             return None
         # imported here: confluent-kafka loads librdkafka, which a service without Kafka never needs
-        from faultgate_stream.durable import ServiceProgress
         from faultgate_stream.receive.kafka.source import KafkaSource
         progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
         return KafkaSource(self.config.receive.kafka, ingest, progress, self.telemetry, self.replays,
                            max_message_bytes=self.config.receive.max_request_bytes, reader=self.reader)
+
+    # -- the write-ahead log, between the OTLP receivers and the span path --------------------
+
+    def _build_wal(self, ingest: SpanConsumer) -> WriteAheadLog | None:
+        """What the OTLP receivers accept is logged before it is acknowledged; finished is
+        judged as for Kafka (``ServiceProgress``)."""
+        if self.wal_replays is None:
+            return None
+        progress = ServiceProgress(self.assembler, self.export if self.exporter is not None else None, self.telemetry)
+        return WriteAheadLog(self.config.durability.wal, ingest, progress, self.telemetry, self.wal_replays,
+                             self.threads, self.reader, contents=self.assembler)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -307,6 +329,8 @@ class Service:
         self.metrics_http.start()
         if self.kafka is not None:
             self.kafka.start()
+        if self.wal is not None:
+            self.wal.start()   # replays what no checkpoint covers, before the receivers open
         self.http.start()
         if self.grpc is not None:
             self.grpc.start()
@@ -351,6 +375,9 @@ class Service:
             # first: its runs in flight are finished or handed over, not closed as shutdown
             self.kafka.stop()
         runs = self.assembler.shutdown(Completion.SHUTDOWN)
+        # the plug-ins' results of those runs, within the grace; verdicts still waiting then
+        # go out with those results undecided
+        out_plugins = self.evaluator.close(grace)
         if self.judge is not None:
             # before the sinks close: a call in progress gets its timeout, the rest is counted
             self.judge.stop(min(grace, self.config.judge.timeout))
@@ -362,6 +389,8 @@ class Service:
         out: dict[str, Any] = {"runs_completed_at_shutdown": runs}
         if self.sessions is not None:
             out["sessions_decided_at_shutdown"] = out_sessions
+        if out_plugins:
+            out["verdicts_without_plugin_results"] = out_plugins
         if self.exporter is not None:
             # spans no run claimed still go out, unannotated
             self.span_sink.export_held({sid: h for (_, sid), h in self.held.release_all().items()}, None)
@@ -371,6 +400,8 @@ class Service:
         if self.grpc is not None:
             self.grpc.stop(min(grace, 1.0))
         self.http.stop()
+        if self.wal is not None:
+            self.wal.stop()   # last: a checkpoint covering what was decided and flushed
         self.metrics_http.stop()
         self.log.info("stopped", **out)
         return out

@@ -13,7 +13,8 @@ from faultgate_stream.pipeline import OFFLINE_LIMITS, VerdictList, check_spans
 from faultgate_stream.read.files import read_document_all, read_file
 from faultgate_stream.testing import agent, tool, trace_id
 from faultgate_stream.verdict.evaluate import Evaluator
-from tests.conftest import CORPUS
+from faultgate_stream.verdict.ruleset import own_checks
+from tests.conftest import CORPUS, ROOT
 from tests.genai_runs import merge, tool_loop
 
 FILES = [
@@ -45,6 +46,12 @@ def _load():
     spans.append(tool(t, b.span_id, "read", {"path": "../../etc/passwd"}, "denied", start_s=31))
     checks = select()
     out.append((spans, checks, _summary(check_spans([spans], checks))))
+    # checks of one's own: a plug-in that fires early and at the verdict, and a rules file
+    # with span rules (fired early) and run rules
+    own = select() + own_checks(["tests.checks.hostile_plugins:StepCount"],
+                                str(ROOT / "examples" / "plugins" / "rules.yaml"))
+    _, retail = read_file(CORPUS / "faultgate-0.4.1" / "tests/fixtures/retail_gaps.json")
+    out.append((retail, own, _summary(check_spans([retail], own))))
     return out
 
 
@@ -66,10 +73,16 @@ def test_shuffling_and_rebatching_spans_never_changes_a_verdict(case, rnd, max_b
 
 
 def test_the_hand_made_trace_really_has_two_runs_and_fires():
-    spans, checks, expected = CASES[-1]
+    spans, checks, expected = CASES[-2]
     assert len(expected) == 2
     fired = {c for *_, results in expected for c, f, _ in results if f}
     assert {"search_loop", "policy", "unrecovered_tool_error"} <= fired
+
+
+def test_the_own_checks_case_really_fires_plugin_and_rules_early_and_late():
+    spans, checks, expected = CASES[-1]
+    fired = {c for *_, results in expected for c, f, _ in results if f}
+    assert {"step_count", "cancel_without_reason", "unconfirmed_cancel"} <= fired
 
 
 def _load_with_logs():

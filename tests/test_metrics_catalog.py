@@ -12,6 +12,7 @@ from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.gate.config import GateBandConfig, GateConfig
 from faultgate_stream.model.telemetry import CATALOG, delay_buckets, exposed_name, reference_markdown
 from faultgate_stream.receive.kafka.config import KafkaConfig
+from faultgate_stream.receive.wal.config import DurabilityConfig, WalConfig
 from faultgate_stream.sessions.config import SessionsConfig
 from tests.conftest import CORPUS
 from tests.live_service import make_config
@@ -24,16 +25,18 @@ def test_docs_metrics_md_is_generated_from_the_catalog():
         "regenerate: python -m faultgate_stream.model.telemetry > docs/metrics.md"
 
 
-def test_a_running_service_exposes_every_declared_metric_and_nothing_undeclared(live_service):
+def test_a_running_service_exposes_every_declared_metric_and_nothing_undeclared(live_service, tmp_path):
     # span export on (to a port nothing listens on: nothing is sent in this test), the gate,
     # the Kafka source (brokers nothing listens on: its gauges exist from the start), sessions
+    # and the write-ahead log
     band = CORPUS / "faultgate-0.4.1" / "examples" / "gate" / "band.json"
     cfg = make_config()
     live = live_service(dataclasses.replace(cfg, export=SpansExportConfig(endpoint="127.0.0.1:9"),
                                             gate=GateConfig(bands=(GateBandConfig(band=str(band)),)),
                                             sessions=SessionsConfig(enabled=True),
-                                            receive=dataclasses.replace(cfg.receive,
-                                                                        kafka=KafkaConfig(brokers="127.0.0.1:9"))))
+                                            receive=dataclasses.replace(cfg.receive, max_request_bytes=1 << 20,
+                                                                        kafka=KafkaConfig(brokers="127.0.0.1:9")),
+                                            durability=DurabilityConfig(wal=WalConfig(dir=str(tmp_path / "wal")))))
     families = set(re.findall(r"^# TYPE (faultgate_\w+) ", live.metrics(), re.M))
     declared = {s.name for s in CATALOG}
     assert families == declared

@@ -34,6 +34,12 @@ class Check(ABC):
     # Span attributes the check reads from ``SpanRecord.attrs`` beyond the run's own
     # (``model.run.ATTRIBUTES_READ``): the live reader keeps no others (read/projection.py).
     attributes: frozenset[str] = frozenset()
+    # Runs somewhere else than the evaluator's thread (a plug-in: checks/plugins/isolate.py).
+    isolated: ClassVar[bool] = False
+    # Who made its results, and the digest of its rules, when not the ruleset's (a plug-in,
+    # a rules file): what evaluation records name (export/spans/annotate.py).
+    evaluator: str = ""
+    digest: str = ""
 
     def start(self) -> Any:
         return None

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from faultgate_stream.cli.check import EXIT_BAD_INPUT, EXIT_CLEAN, checks_from_args
+from faultgate_stream.cli.check import EXIT_BAD_INPUT, EXIT_CLEAN, add_own_checks, checks_from_args
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.read.files import FORMATS, read_files
 
@@ -24,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", help="policy file (faultgate's keys)")
     p.add_argument("--spec", help="trajectory spec (luckrate's keys)")
     p.add_argument("--check", help="comma-separated subset of checks")
+    add_own_checks(p)
     p.add_argument("--format", default="auto", choices=FORMATS, help="trace format (default: detect)")
 
 

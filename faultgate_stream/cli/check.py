@@ -29,6 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", help="policy file (faultgate's keys, JSON or YAML); replaces the default policy")
     p.add_argument("--spec", help="trajectory spec (luckrate's keys, JSON or YAML); adds the trajectory.* checks")
     p.add_argument("--check", help="comma-separated subset of checks (default: all that apply)")
+    add_own_checks(p)
     p.add_argument("--format", default="auto", choices=FORMATS, help="trace format (default: detect)")
     p.add_argument("--json", help="also write the full report to this path")
     p.add_argument("--redact", default="builtin", choices=("builtin", "off"),
@@ -50,6 +51,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--audit", help="write verdict.json, failing_traces.json and repro.sh to this directory")
 
 
+def add_own_checks(p: argparse.ArgumentParser) -> None:
+    """``--plugin`` and ``--rules``: checks of your own beside the built-ins (docs/writing-checks.md)."""
+    p.add_argument("--plugin", action="append", default=[], metavar="PLUGIN",
+                   help="a plug-in check: module:Class, or the name an installed package gives it in the "
+                        "faultgate_stream.checks entry-point group (repeatable)")
+    p.add_argument("--rules", help="a rules file: CEL expressions over a span or a run, one check each (YAML or JSON)")
+
+
 def checks_from_args(args: argparse.Namespace) -> list[Check]:
     """The checks ``--golden``, ``--outcomes``, ``--policy``, ``--spec`` and ``--check`` ask
     for (``baseline`` builds its runs' checks the same way). Raises ``InputError``."""
@@ -69,6 +78,11 @@ def checks_from_args(args: argparse.Namespace) -> list[Check]:
     if args.spec:
         from faultgate_stream.checks.trajectory import checks_for, load_spec
         checks += checks_for(load_spec(args.spec))
+    plugins, rules = getattr(args, "plugin", None) or [], getattr(args, "rules", None)
+    if plugins or rules:
+        from faultgate_stream.verdict.ruleset import own_checks, unique
+        checks += own_checks(plugins, rules or "")
+        unique(checks)
     return checks
 
 

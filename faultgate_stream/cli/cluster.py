@@ -165,6 +165,18 @@ class Cluster:
             return self.first_port + 2 * index, self.first_port + 2 * index + 1
         return free_port(), free_port()
 
+    def _wal_dir(self, index: int) -> str:
+        """Each replica its own write-ahead log: ``durability.wal.dir``/replica-<i>, the same
+        for a replica started again, so that it replays its own (two processes appending to
+        one log would interleave sequences and cover each other's records)."""
+        from faultgate_stream import config as service_config
+
+        try:
+            base = service_config.load(self.config, self.env).durability.wal.dir
+        except service_config.ConfigError:
+            return ""   # the replica itself refuses the config, naming every problem
+        return str(Path(base) / f"replica-{index}") if base else ""
+
     def _start_replica(self, index: int) -> Replica:
         grpc_port, metrics_port = self._ports(index)
         r = Replica(index, grpc_port, metrics_port, self.workdir / f"replica-{index}.log")
@@ -173,6 +185,9 @@ class Cluster:
                # the gateway speaks OTLP/gRPC only; an HTTP port per replica would be unused
                "FAULTGATE_STREAM__RECEIVE__HTTP_ENDPOINT": '""',  # read as YAML: the empty string
                "FAULTGATE_STREAM__METRICS__ENDPOINT": f"127.0.0.1:{metrics_port}"}
+        wal = self._wal_dir(index)
+        if wal:
+            env["FAULTGATE_STREAM__DURABILITY__WAL__DIR"] = wal
         cmd = [sys.executable, "-m", "faultgate_stream.cli.main", "serve"]
         if self.config:
             cmd += ["--config", self.config]

@@ -62,10 +62,12 @@ def inputs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def repro(args: argparse.Namespace) -> str:
     cmd = ["faultgate-stream", "check", *args.traces]
-    for flag in ("golden", "outcomes", "policy", "spec", "check", "band", "sessions"):
+    for flag in ("golden", "outcomes", "policy", "spec", "check", "rules", "band", "sessions"):
         value = getattr(args, flag, None)
         if value:
             cmd += [f"--{flag}", value]
+    for plugin in getattr(args, "plugin", None) or ():
+        cmd += ["--plugin", plugin]
     if args.format != "auto":
         cmd += ["--format", args.format]
     if args.redact != "builtin":

@@ -25,12 +25,17 @@ COMMANDS = {
 }
 
 
-def _checks(_: argparse.Namespace) -> int:
-    from faultgate_stream.checks.registry import ALL
-    from faultgate_stream.checks.trajectory import CHECKS as TRAJECTORY
+def _checks(args: argparse.Namespace) -> int:
+    from faultgate_stream.checks.listing import rows
+    from faultgate_stream.model.errors import InputError
 
-    for c in (*ALL, *TRAJECTORY):
-        print(f"{c.name:<24} {c.kind:<8} {c.severity.value:<5} {c.description}")
+    try:
+        listed = rows(args.plugin, args.rules or "")
+    except InputError as e:
+        print(f"faultgate-stream: {e}", file=sys.stderr)
+        return 2
+    for name, kind, severity, origin, version, description in listed:
+        print(f"{name:<24} {kind:<8} {severity:<5} {origin:<32} {version:<12} {description}")
     return 0
 
 
@@ -53,7 +58,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             module = importlib.import_module(module_name)
             module.add_arguments(sp)
             sp.set_defaults(fn=module.run)
-    sub.add_parser("checks", help="list the checks with kind, severity and description").set_defaults(fn=_checks)
+    listing = sub.add_parser("checks", help="list the checks with kind, severity, origin, version and description")
+    listing.add_argument("--plugin", action="append", default=[], help="also a plug-in (module:Class; repeatable)")
+    listing.add_argument("--rules", help="also the rules of this file")
+    listing.set_defaults(fn=_checks)
     sub.add_parser("version", help="print the version").set_defaults(fn=_version)
     return p
 

@@ -58,9 +58,10 @@ class SpanConsumer(Protocol):
 
 class ContentConsumer(Protocol):
     """What a logs receiver feeds: content records from GenAI log events (``read.log_events``),
-    to be joined to their spans. Raises ``CapacityError`` (nothing taken) like ``SpanConsumer``."""
+    to be joined to their spans, and the parsed logs request they came in (None from JSON).
+    Raises ``CapacityError`` (nothing taken) like ``SpanConsumer``."""
 
-    def consume_contents(self, contents: list[SpanRecord]) -> object: ...
+    def consume_contents(self, contents: list[SpanRecord], request: Any = None) -> object: ...
 
 
 class VerdictFanout:

@@ -46,8 +46,8 @@ DELAY_SECONDS = delay_buckets(DEFAULT_ROOT_GRACE_S)
 # increase() see the first error (a series born at 1 has no increase) and an alert's
 # "not firing" is a real zero, not an absent series. The lists are also the reference in
 # docs/metrics.md; a test keeps them in step with the reasons the code records.
-TRANSPORTS = ("grpc", "http", "kafka")
-REFUSED_REASONS = ("max_traces", "max_bytes", "export_queue", "shutdown", "internal_error")
+TRANSPORTS = ("grpc", "http", "kafka", "wal")   # wal: requests replayed from the write-ahead log at start
+REFUSED_REASONS = ("max_traces", "max_bytes", "export_queue", "shutdown", "internal_error", "wal_full", "wal_error")
 REJECTED_SPAN_REASONS = ("invalid_span", "too_large", "undecodable")
 REJECTED_LOG_REASONS = ("invalid_log_record", "too_large", "undecodable")
 LOG_CONTENT_OUTCOMES = ("joined", "late", "unjoined", "capped", "duplicate")
@@ -63,6 +63,10 @@ RELOAD_RESULTS = ("applied", "rejected")
 # verdict/amend.py: why a decided run left the amendment store
 AMEND_EVICTION_REASONS = ("max_runs", "max_bytes", "max_age", "max_run_spans")
 CHECK_OUTCOMES = ("fired", "passed", "undecided")
+# receive/wal: the disk operation that failed
+WAL_OPERATIONS = ("open", "write", "fsync", "read", "delete")
+# An fsync of a group commit: ~2 ms on a quiet virtual disk, tens to hundreds under load.
+FSYNC_SECONDS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 # judge/stage.py: why a judge question about a decided run was not answered
 # judge/route.py: why a decided run went to the judge, or did not
 JUDGE_ROUTES = ("all", "failed", "undecided", "drifted", "sampled", "skipped")
@@ -346,8 +350,27 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Events dropped because they fell out of their budget's window (not a bound).", (), "checks",
                external=True),
     MetricSpec("faultgate_check_errors", "counter",
-               "Checks that raised on a run (a bug): that run got an undecided result for the check, the others "
-               "went on.", ("check",), "verdict"),
+               "Checks that raised on a run (a bug), or plug-ins that returned something that is not a result: "
+               "that run got an undecided result for the check, the others went on.", ("check",), "verdict"),
+    MetricSpec("faultgate_check_overruns", "counter",
+               "Plug-in runs past a limit (checks.isolation): over the CPU budget on a run (cpu), a call that "
+               "did not return within the deadline (deadline), or one that held the GIL, stalling every thread, "
+               "for 0.2 s or more (gil: switched off at once). Each gave an undecided result.",
+               ("check", "limit"), "checks/plugins", external=True),
+    MetricSpec("faultgate_check_switched_off", "counter",
+               "Plug-ins switched off for overrunning checks.isolation.max_overruns times in a row; their results "
+               "are undecided until a reload builds them again.", ("check",), "checks/plugins", external=True),
+    MetricSpec("faultgate_checks_off", "gauge", "1 while a plug-in is switched off, else 0.", ("check",),
+               "checks/plugins", external=True),
+    MetricSpec("faultgate_check_cpu_seconds", "counter",
+               "CPU seconds each plug-in took (at most; a call's wall time bounds it where it stayed under the "
+               "budget).", ("check",), "checks/plugins", external=True),
+    MetricSpec("faultgate_plugin_queue", "gauge",
+               "Runs and span batches waiting for the plug-ins' thread.", (), "checks/plugins", external=True),
+    MetricSpec("faultgate_plugin_queue_full", "counter",
+               "Work the plug-ins' thread could not take (checks.isolation.max_queue): a verdict that went out "
+               "with its plug-ins' results undecided, or spans not observed (early findings missed).",
+               ("work",), "checks/plugins", external=True),
     MetricSpec("faultgate_internal_errors", "counter",
                "Internal errors caught where they would have stopped a stage (a bug, logged with its traceback); "
                "the stage went on.", ("stage",), "assemble"),
@@ -394,6 +417,37 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Messages read whose runs are not yet decided and exported (not committable yet).",
                (), "receive/kafka"),
     MetricSpec("faultgate_kafka_partitions", "gauge", "Partitions this replica owns.", (), "receive/kafka"),
+    MetricSpec("faultgate_wal_appended_bytes", "counter",
+               "Bytes written to the write-ahead log (requests as received, plus record headers).", (), "receive/wal"),
+    MetricSpec("faultgate_wal_fsync_seconds", "histogram",
+               "Time an fsync of the write-ahead log took (one per group commit with fsync: batch).", (),
+               "receive/wal", FSYNC_SECONDS),
+    MetricSpec("faultgate_wal_errors", "counter",
+               "Disk operations of the write-ahead log that failed (requests meanwhile refused retryably, reason "
+               "wal_error).", ("op",), "receive/wal", values=(("op", WAL_OPERATIONS),)),
+    MetricSpec("faultgate_wal_cut_tails", "counter",
+               "Segments cut at start at a torn or corrupt record (a write the crash interrupted, or damage).", (),
+               "receive/wal"),
+    MetricSpec("faultgate_wal_cut_bytes", "counter", "Bytes cut from segments at start (torn or corrupt tails).",
+               (), "receive/wal"),
+    MetricSpec("faultgate_wal_replayed_requests", "counter",
+               "Requests read back from the write-ahead log at start and handed on again (their spans count as "
+               "accepted over transport wal).", (), "receive/wal"),
+    MetricSpec("faultgate_wal_replayed_verdicts", "counter",
+               "First verdicts of runs with spans replayed from the write-ahead log: a downstream may hold them "
+               "already (idempotent by run key); an upper bound on duplicates.", (), "receive/wal"),
+    MetricSpec("faultgate_wal_bytes", "gauge", "Bytes the write-ahead log's segments take on disk.", (),
+               "receive/wal"),
+    MetricSpec("faultgate_wal_max_bytes", "gauge",
+               "durability.wal.max_bytes: past it, requests are refused retryably (reason wal_full).", (),
+               "receive/wal"),
+    MetricSpec("faultgate_wal_segments", "gauge", "Segment files of the write-ahead log.", (), "receive/wal"),
+    MetricSpec("faultgate_wal_pending_requests", "gauge",
+               "Logged requests whose runs are not yet decided and exported (not covered by a checkpoint yet).", (),
+               "receive/wal"),
+    MetricSpec("faultgate_wal_recovery_seconds", "gauge",
+               "How long the last start took to open the write-ahead log and replay what it held.", (),
+               "receive/wal"),
     MetricSpec("faultgate_build_info", "gauge", "Always 1; the running build's version and Python.",
                ("version", "python"), "service"),
     MetricSpec("faultgate_gc_pause_seconds", "counter",

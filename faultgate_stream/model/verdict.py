@@ -64,9 +64,12 @@ class CheckResult(NamedTuple):
     # What a check measured on the run, as (name, value) pairs: the loop's waste (steps,
     # seconds, tokens, cost_usd, each only when recorded), which metrics add up by agent.
     measures: tuple[tuple[str, float], ...] = ()
-    # The spans the result points at (the steps where it fired), when the check names them;
-    # reports mark those steps. Empty says nothing: a reader falls back on the steps the
-    # reason names (``verdict/pointers.py``).
+    # Who made it, when not faultgate-stream's own code: a plug-in's package and version
+    # ("name version"); its evaluation records name it (export/spans/annotate.py).
+    evaluator: str = ""
+    # The spans the result points at (the steps where it fired), when the check names them
+    # (a plug-in, a rule); reports mark those steps. Empty says nothing: a reader falls back
+    # on the steps the reason names (``verdict/pointers.py``).
     span_ids: tuple[str, ...] = ()
 
 

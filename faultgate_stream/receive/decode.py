@@ -30,9 +30,10 @@ def logs_protobuf(body: bytes) -> tuple[Any, DecodedLogs]:
 
 
 def logs_json(body: bytes) -> tuple[Any, DecodedLogs]:
+    """The body itself stands for the request (what the write-ahead log keeps), and its records."""
     doc = _json(body)
     doc.setdefault("resourceLogs", [])
-    return None, otlp_logs.read_json(doc)
+    return body, otlp_logs.read_json(doc)
 
 
 def _json(body: bytes, what: str = "an OTLP export request") -> dict[str, Any]:

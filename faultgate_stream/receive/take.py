@@ -40,9 +40,9 @@ def take_logs(decode: Callable[[], tuple[Any, DecodedLogs]], consumer: ContentCo
     records are acknowledged and counted (they are not ours to keep)."""
     decoded = None
     try:
-        _, decoded = decode()
+        request, decoded = decode()
         if decoded.contents:
-            consumer.consume_contents(decoded.contents)
+            consumer.consume_contents(decoded.contents, request)
     except Exception as e:  # classified in one place: receive/outcome.py
         return decoded, refuse(e, telemetry, decoded)
     telemetry.accepted(decoded)

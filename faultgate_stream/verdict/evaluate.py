@@ -68,8 +68,15 @@ class Evaluator:
 
     def __init__(self, ruleset: Ruleset | list[Check], consumer: VerdictConsumer, *,
                  telemetry: Telemetry | None = None, decided: DecidedRuns | None = None,
-                 early: bool = True, profile: Callable[[Run], RunProfile] | None = None) -> None:
+                 early: bool = True, profile: Callable[[Run], RunProfile] | None = None, isolation: Any = None,
+                 threads: Any = None) -> None:
         self.ruleset = ruleset if isinstance(ruleset, Ruleset) else Ruleset(tuple(ruleset))
+        # Plug-ins run on a thread of their own (checks/plugins/isolate.py): made when a
+        # ruleset first holds one; ``isolation`` is its limits (checks.isolation).
+        self._limits = isolation
+        self._telemetry = telemetry
+        self._threads = threads
+        self.isolation: Any = None
         # Without early findings (the offline command: no one hears of a run before its
         # verdict) no span is observed; every verdict is ``finish``'s alone either way.
         self._watch = early
@@ -83,6 +90,7 @@ class Evaluator:
         self._publish = threading.Lock()
         # drift, sessions and judge routing read a run's profile; None: nobody does, none made
         self._profile = profile
+        self._isolate(self.ruleset)
 
     # A check that raises is a bug, never an answer about the run: that run gets an error
     # result for that check (counted, logged with its traceback), and every other check
@@ -143,7 +151,36 @@ class Evaluator:
 
     def reload(self, ruleset: Ruleset) -> None:
         """Swap in a new ruleset: runs whose trace starts afterwards use it."""
+        self._isolate(ruleset)
         self.ruleset = ruleset
+
+    def _isolate(self, rs: Ruleset) -> None:
+        """Hand the ruleset's plug-ins to the isolation stage, made on first need."""
+        plugins = [c for c in rs.every_check() if c.isolated]
+        if not plugins:
+            return
+        if self.isolation is None:
+            from faultgate_stream.checks.plugins.isolate import Isolation
+
+            limits = self._limits
+            if limits is None:
+                from faultgate_stream.checks.config import IsolationConfig
+                limits = IsolationConfig()
+            # the live service logs what plug-ins did; offline their results say it
+            self.isolation = Isolation(limits, self._early_isolated, telemetry=self._telemetry,
+                                       threads=self._threads, log=_log() if self._telemetry is not None else None)
+        self.isolation.adopt(plugins)
+
+    def _early_isolated(self, finding: EarlyFinding) -> None:
+        """A plug-in's early finding, from the isolation stage's thread."""
+        with self._publish:
+            self._next.early(finding)
+
+    def close(self, timeout: float | None = None) -> int:
+        """Wait (up to ``timeout``) for the plug-ins' results of every run decided so far;
+        verdicts still waiting after it go out with those results undecided. Returns how
+        many did. Without plug-ins there is nothing to wait for."""
+        return self.isolation.close(timeout) if self.isolation is not None else 0
 
     def _state(self, trace_id: str) -> _TraceState:
         st = self._traces.get(trace_id)
@@ -255,6 +292,13 @@ class Evaluator:
             v = self._verdict(st, run)
         except Exception as e:
             v = self._undecided(st, run, e)
+        if self.isolation is not None:  # plug-ins: their results come from their own thread
+            self.isolation.complete(v, lambda final: self._decided(st, run, final))
+            return
+        self._decided(st, run, v)
+
+    def _decided(self, st: _TraceState, run: Run, v: RunVerdict) -> None:
+        """Keep (for amendments) and publish a run's verdict."""
         if self.decided is not None and not v.setup_only:
             try:  # kept before it is published: the judge stage may look the run up at once
                 self.decided.keep(run, v, st.ruleset)
@@ -287,7 +331,8 @@ class Evaluator:
             tuple(f for f in early if f.span_id in members) if early else (),  # early
             {"tokens": run.usage_tokens, "latency_ms": run.latency_ms, "cost_usd": run.cost_usd},  # measures
             # rule_digests: without bindings every result comes from the every-run checks (``digest_of``)
-            ((rs.digest,) * len(results) if not rs.bindings else
+            ((rs.digest,) * len(results) if not rs.bindings and not rs.own_digests else
+             rs.digests if not rs.bindings and len(results) == len(rs.digests) else
              tuple(rs.digest_of(r.check, r.agent or run.agent) for r in results)),
             self._shadow(rs, run) if rs.has_shadow and not setup_only else (),  # shadow
             0, "", (), "",  # revision, previous, amended_checks, amended_by
@@ -331,8 +376,9 @@ class Evaluator:
         """A bound or shadow check's result on an agent's view, replayed in start order; a
         check that raises gets an undecided result, as an every-run check does."""
         state = check.start()
-        for s in view.spans:
-            self._observe(check, state, s)
+        if not check.isolated:  # a plug-in's finish decides from the run alone (checks/api.py)
+            for s in view.spans:
+                self._observe(check, state, s)
         return self._finish(check, state, view)
 
     def span_late(self, span: SpanRecord, decided: RunKey) -> None:
@@ -358,7 +404,15 @@ class Evaluator:
             except Exception:  # the published verdict stands; the late span was counted as arrived
                 self._internal_error("amend", run)
                 return
+            if self.isolation is not None:
+                self.isolation.complete(again, lambda final: self._amend_locked(entry, final, span.span_id))
+                return
             self._amend(entry, again, span.span_id)
+
+    def _amend_locked(self, entry: Decided, new: RunVerdict, by: str) -> None:
+        store = self.decided
+        with store.lock:
+            self._amend(entry, new, by)
 
     def amend_judged(self, key: RunKey, judged: tuple[CheckResult, ...], by: str) -> bool | None:
         """Merge judge results into a kept run's verdict (a result for the same check

@@ -99,10 +99,16 @@ class Report(NamedTuple):
                     fired[r.check] += 1
                 elif r.undecided:
                     undecided_checks.append(r.check)
-                results.append({"trace_id": trace_id, "scenario": scenario, "check": r.check,
-                                "detected": None if r.undecided else r.fired, "confidence": rounded(r.confidence),
-                                "reason": mask(r.reason), "run_id": run_id, "completion": completion,
-                                "steps": steps, "severity": _SEVERITY[r.severity]})
+                row = {"trace_id": trace_id, "scenario": scenario, "check": r.check,
+                       "detected": None if r.undecided else r.fired, "confidence": rounded(r.confidence),
+                       "reason": mask(r.reason), "run_id": run_id, "completion": completion,
+                       "steps": steps, "severity": _SEVERITY[r.severity]}
+                if r.evaluator or r.span_ids:  # a plug-in's or a rule's: who made it, what it points at
+                    row["evaluator"] = r.evaluator or f"faultgate-stream {__version__}"
+                    row["span_ids"] = list(r.span_ids)
+                    if r.measures:
+                        row["measures"] = dict(r.measures)
+                results.append(row)
             verdict = verdict_of(bool(fired_checks), bool(undecided_checks))
             if fired_checks:
                 failed_traces.add(trace_id)

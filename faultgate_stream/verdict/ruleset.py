@@ -48,7 +48,7 @@ class Binding(NamedTuple):
 
 
 class Ruleset:
-    __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "_cache")
+    __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "own_digests", "digests", "_cache")
 
     def __init__(self, checks: tuple[Check, ...], bindings: tuple[Binding, ...] = (), generation: int = 0,
                  digest: str = "") -> None:
@@ -58,6 +58,10 @@ class Ruleset:
         self.digest = digest  # of the every-run checks' names and files
         # read for every verdict: worked out once, not a scan of the bindings per run
         self.has_shadow = any(b.shadow for b in bindings)
+        # checks that name their own rules (a plug-in's code, a rules file): check -> digest
+        self.own_digests = {c.name: c.digest for c in self.every_check() if c.digest}
+        # the every-run checks' results' digests, in order (what a verdict without bindings records)
+        self.digests = tuple(c.digest or digest for c in checks)
         self._cache: dict[str, tuple[Check, ...]] = {}  # agent name -> its bound checks
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:
@@ -73,7 +77,11 @@ class Ruleset:
 
     def digest_of(self, check: str, agent: str) -> str:
         """The digest of the rules that a result of ``check`` for ``agent`` came from: the
-        first binding matching the agent when it holds that check, else the every-run set."""
+        first binding matching the agent when it holds that check, else the every-run set.
+        A plug-in's or a rules file's results name their own (``Check.digest``)."""
+        own = self.own_digests.get(check)
+        if own:
+            return own
         for b in self.bindings:
             if b.matches(agent):
                 if any(c.name == check for c in b.checks):
@@ -88,6 +96,10 @@ class Ruleset:
     def judged(self, agent: str) -> tuple[str, ...]:
         """The judge checks the spec of the binding that holds ``agent`` names."""
         return next((b.judge for b in self.bindings if b.matches(agent)), ())
+
+    def every_check(self) -> tuple[Check, ...]:
+        """Every check of the ruleset: every run's, then each binding's and its shadow's."""
+        return (*self.checks, *(c for b in self.bindings for c in (*b.checks, *b.shadow)))
 
     @property
     def attributes(self) -> frozenset[str]:
@@ -120,24 +132,61 @@ def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None =
     # the outcome check joins with an outcomes file, or by name in ``enabled`` (then it
     # reads the root's faultgate.outcome attribute): the default set stays faultgate's
     outcomes = Outcomes.load(config.outcomes) if config.outcomes else None
-    checks = tuple(select(list(config.enabled) if config.enabled else None, golden=golden, outcomes=outcomes))
-    bindings, problems = [], []
+    checks = select(list(config.enabled) if config.enabled else None, golden=golden, outcomes=outcomes)
+    problems = []
+    try:
+        checks += own_checks(config.plugins, config.rules)
+        unique(checks)
+    except InputError as e:
+        problems.append(f"checks: {e}")
+    bindings = []
     for i, b in enumerate(config.bindings):
         try:
-            bound = _checks_of(b.policy, b.spec, store, f"bindings[{i}]")
-            shadow = _checks_of(b.shadow.policy, b.shadow.spec, store, f"bindings[{i}].shadow")
+            bound = _checks_of(b.policy, b.spec, store, f"bindings[{i}]") + own_checks(b.plugins, b.rules)
+            shadow = (_checks_of(b.shadow.policy, b.shadow.spec, store, f"bindings[{i}].shadow")
+                      + own_checks(b.shadow.plugins, b.shadow.rules))
+            unique(bound)
+            unique(shadow)
         except InputError as e:
             problems.append(f"checks.bindings[{i}]: {e}")
             continue
-        source = ", ".join(f"{k}={v}" for k, v in (("policy", b.policy), ("spec", b.spec),
+        source = ", ".join(f"{k}={v}" for k, v in (("policy", b.policy), ("spec", b.spec), ("rules", b.rules),
+                                                    ("plugins", ",".join(b.plugins)),
                                                     ("shadow.policy", b.shadow.policy),
-                                                    ("shadow.spec", b.shadow.spec)) if v)
+                                                    ("shadow.spec", b.shadow.spec),
+                                                    ("shadow.rules", b.shadow.rules),
+                                                    ("shadow.plugins", ",".join(b.shadow.plugins))) if v)
         bindings.append(Binding(tuple(b.agents), tuple(bound), source, tuple(shadow),
                                 _digest((b.policy, b.spec)), load_spec(b.spec).judge if b.spec else ()))
     if problems:
         raise InputError("\n".join(problems))
     every_run = ",".join(c.name for c in checks)
-    return Ruleset(checks, tuple(bindings), generation, _digest((config.golden, config.outcomes), every_run))
+    return Ruleset(tuple(checks), tuple(bindings), generation, _digest((config.golden, config.outcomes), every_run))
+
+
+def own_checks(plugins: tuple[str, ...] | list[str] = (), rules: str = "") -> list[Check]:
+    """The checks of your own: plug-ins (entry-point names or module:Class) and the rules of
+    a rules file, loaded and checked now. Raises ``InputError``."""
+    out: list[Check] = []
+    if plugins:
+        from faultgate_stream.checks.plugins.load import load_all
+        out += load_all(tuple(plugins))
+    if rules:
+        from faultgate_stream.checks.rules.check import rule_checks
+        from faultgate_stream.checks.rules.load import load_rules
+        out += rule_checks(load_rules(rules))
+    return out
+
+
+def unique(checks: list[Check]) -> None:
+    """Raises ``InputError`` when two checks share a name (a rule named as a plug-in, say):
+    a report column, a metric label and a reason attribute each name one check."""
+    seen: set[str] = set()
+    for c in checks:
+        if c.name in seen:
+            raise InputError(f"two checks are named {c.name!r}: rename one (rules and plug-ins take names of "
+                             f"their own)")
+        seen.add(c.name)
 
 
 def _checks_of(policy: str, spec: str, store: WindowStore | None = None, namespace: str = "") -> list[Check]:

@@ -31,7 +31,8 @@ def _verdicts(log: Path) -> list[dict]:
 def test_cluster_with_two_replicas_routes_each_trace_to_one_replica_and_stops_on_ctrl_c(tmp_path):
     listen, work = f"127.0.0.1:{free_port()}", tmp_path / "cluster"
     config = tmp_path / "replica.yaml"
-    config.write_text("assemble: {root_grace: 500ms}\n")
+    # with a write-ahead log: each replica gets a directory of its own under it
+    config.write_text(f"assemble: {{root_grace: 500ms}}\ndurability: {{wal: {{dir: \"{tmp_path / 'wal'}\"}}}}\n")
     proc = subprocess.Popen([sys.executable, "-m", "faultgate_stream.cli.main", "cluster", "--replicas", "2",
                              "--collector", str(collector_binary()), "--listen", listen, "--config", str(config),
                              "--workdir", str(work)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -68,3 +69,7 @@ def test_cluster_with_two_replicas_routes_each_trace_to_one_replica_and_stops_on
     # the replicas stopped after the gateway: each logged its clean stop
     for p in logs:
         assert '"event": "stopped"' in p.read_text(), (p.name, p.read_text()[-3000:], err)
+    for i, p in enumerate(logs):
+        opened = [json.loads(line) for line in p.read_text().splitlines() if '"wal_opened"' in line]
+        assert [o["dir"] for o in opened] == [str(tmp_path / "wal" / f"replica-{i}")]
+        assert list((tmp_path / "wal" / f"replica-{i}").glob("*.wal"))

@@ -112,8 +112,31 @@ def test_the_rendered_config_is_one_the_service_accepts_with_its_policies_and_sp
     assert config.receive.grpc_endpoint == "0.0.0.0:4317" and config.shutdown_grace == 25.0
     rules = ruleset.build(config.checks)
     assert [b.agents for b in rules.bindings] == [("retail*",), ("support-*",)]
+    # rules files (CEL), every run's and a binding's, and the plug-ins' limits
+    assert {"cancel_without_reason", "unconfirmed_cancel"} <= {c.name for c in rules.checks}
+    assert "refund_over_500" in {c.name for c in rules.bindings[1].checks}
+    assert config.checks.isolation.cpu_budget == 0.005
     band = json.loads(data["band.gate.json"])
     assert band["runs"] == 2 and band["scenarios"]
+
+
+def test_with_the_wal_each_replica_logs_to_a_claim_of_its_own_mounted_where_the_config_says(tmp_path):
+    docs = render("-f", str(FULL))
+    sts = by_kind(docs, "StatefulSet")[0]
+    claims = sts["spec"]["volumeClaimTemplates"]
+    assert [c["metadata"]["name"] for c in claims] == ["wal"]
+    assert claims[0]["spec"]["resources"]["requests"]["storage"] == "8Gi"
+    assert claims[0]["spec"]["storageClassName"] == "fast-ssd"
+    mount = [m for m in sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] if m["name"] == "wal"]
+    data = [d for d in by_kind(docs, "ConfigMap") if "config.yaml" in d["data"]][0]["data"]
+    path = tmp_path / "config.yaml"
+    path.write_text(data["config.yaml"])
+    wal = load(path, {}).durability.wal
+    assert mount[0]["mountPath"] == wal.dir and wal.max_bytes == 6 * 1024 ** 3 and wal.fsync == "batch"
+    # without it, no claim and no log
+    plain = by_kind(render(), "StatefulSet")[0]
+    assert "volumeClaimTemplates" not in plain["spec"]
+    assert "durability" not in yaml.safe_load(by_kind(render(), "ConfigMap")[0]["data"]["config.yaml"])
 
 
 def test_a_config_change_changes_the_pod_checksum_so_the_pods_roll():

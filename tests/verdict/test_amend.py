@@ -241,3 +241,30 @@ def test_kept_spans_leave_the_collectors_reach_and_come_back_equal():
     again = entry.run()
     assert sorted(again.spans, key=lambda s: s.span_id) == sorted([*spans, model], key=lambda s: s.span_id)
     assert any(s is again.root for s in again.spans) and again.root == root
+
+
+def test_a_late_span_amends_a_plugins_and_a_rules_result_through_the_plugins_thread(tmp_path):
+    """Checks of one's own are judged again on the grown run, the plug-in on its thread."""
+    from faultgate_stream.verdict.ruleset import own_checks
+
+    rules = tmp_path / "rules.yaml"
+    rules.write_text('- {name: reads_passwd, tools: [read_file], when: \'span.args.path.endsWith("passwd")\'}\n')
+    clock = ManualClock(10**18)
+    sink = VerdictList()
+    store = DecidedRuns(AmendConfig(), clock, Telemetry())
+    checks = own_checks(["tests.checks.hostile_plugins:StepCount"], str(rules))
+    evaluator = Evaluator(checks, sink, decided=store)
+    asm = Assembler(evaluator, clock, AssembleConfig(root_grace=0.5))
+    t, root, spans = _run()
+    asm.add(spans + [tool(t, root.span_id, "read_file", {"path": f"f{i}"}, "ok", start_s=2 + i) for i in range(2)])
+    clock.advance(1)
+    asm.advance()
+    evaluator.isolation.drain(10)
+    (first,) = sink.verdicts
+    assert [r.fired for r in first.results] == [False, False]  # three steps, no passwd
+    asm.add([tool(t, root.span_id, "read_file", DENIED, "root:x", start_s=9)])
+    evaluator.isolation.drain(10)
+    _, amended = sink.verdicts
+    assert amended.revision == 1 and set(amended.amended_checks) == {"step_count", "reads_passwd"}
+    assert [r.fired for r in amended.results] == [True, True]
+    evaluator.close()

@@ -15,8 +15,10 @@ parented to the root's trace and span, when a logs endpoint is configured.
 
 Each evaluation names its evaluator: ``faultgate.evaluator.name`` / ``.version`` (also the
 instrumentation scope of the log records; a span event lives in the agent's scope, hence
-the attributes), ``faultgate.rule.id`` (the check) and ``faultgate.rule.digest`` (of the
-policy or spec files that produced it). Its timestamp lies within its run: the root's end
+the attributes): faultgate-stream, or a plug-in's package and its version;
+``faultgate.rule.id`` (the check, or the rule's name) and ``faultgate.rule.digest`` (of the
+policy, spec or rules file that produced it, or of a plug-in's code identity); and
+``faultgate.span_ids``, the spans a plug-in's or rule's result points at. Its timestamp lies within its run: the root's end
 (the run's last span end for log records), when the verdict is about; the log record's
 observed time is when it was decided.
 """
@@ -102,7 +104,21 @@ def _amendment_attributes(v: RunVerdict) -> list[KeyValue]:
 UNDECIDED_ERROR = "input_not_captured"
 
 
+def evaluator_of(r: CheckResult) -> tuple[str, str]:
+    """(name, version) of what made a result: faultgate-stream, or a plug-in's package."""
+    if not r.evaluator:
+        return EVALUATOR, __version__
+    name, _, version = r.evaluator.rpartition(" ")
+    return (name, version) if name else (version, "")
+
+
+# A result's digest as the annex keys its evaluation: the rules' digest, then, for a result
+# that names its evaluator or spans, those too (the annex keeps one encoding per key).
+_KEY_SEP = "\x1f"
+
+
 def _evaluation_attributes(r: CheckResult, redact: Redact, digest: str) -> list[KeyValue]:
+    digest = digest.split(_KEY_SEP, 1)[0]
     if r.undecided:
         judged = [_kv("gen_ai.evaluation.name", r.check),
                   _kv("gen_ai.evaluation.score.label", "undecided"),
@@ -111,12 +127,16 @@ def _evaluation_attributes(r: CheckResult, redact: Redact, digest: str) -> list[
         judged = [_kv("gen_ai.evaluation.name", r.check),
                   _kv("gen_ai.evaluation.score.label", "fail" if r.fired else "pass"),
                   _kv("gen_ai.evaluation.score.value", 0.0 if r.fired else 1.0)]
-    return judged + [_kv("gen_ai.evaluation.explanation", redact(r.reason)),
-                     _kv("faultgate.severity", r.severity.value),
-                     _kv("faultgate.evaluator.name", EVALUATOR),
-                     _kv("faultgate.evaluator.version", __version__),
-                     _kv("faultgate.rule.id", r.check),
-                     _kv("faultgate.rule.digest", digest)]
+    name, version = evaluator_of(r)
+    out = judged + [_kv("gen_ai.evaluation.explanation", redact(r.reason)),
+                    _kv("faultgate.severity", r.severity.value),
+                    _kv("faultgate.evaluator.name", name),
+                    _kv("faultgate.evaluator.version", version),
+                    _kv("faultgate.rule.id", r.check),
+                    _kv("faultgate.rule.digest", digest)]
+    if r.span_ids:
+        out.append(_kv("faultgate.span_ids", list(r.span_ids)))
+    return out
 
 
 def _evaluation(redact: Redact, r: CheckResult, digest: str) -> bytes:
@@ -130,7 +150,11 @@ def evaluator_scope() -> InstrumentationScope:
 
 
 def _digests(v: RunVerdict) -> tuple[str, ...]:
-    return v.rule_digests if len(v.rule_digests) == len(v.results) else ("",) * len(v.results)
+    digests = v.rule_digests if len(v.rule_digests) == len(v.results) else ("",) * len(v.results)
+    if any(r.evaluator or r.span_ids for r in v.results):
+        digests = tuple(d + _KEY_SEP + r.evaluator + _KEY_SEP + ",".join(r.span_ids) if r.evaluator or r.span_ids
+                        else d for r, d in zip(v.results, digests))
+    return digests
 
 
 def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:

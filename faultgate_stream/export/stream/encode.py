@@ -39,7 +39,8 @@ def encode(v: RunVerdict, redact: Callable[[str], str]) -> pb.Verdict:
 
 def _results(results: tuple[CheckResult, ...], redact: Callable[[str], str]) -> list[pb.CheckResult]:
     return [pb.CheckResult(check=r.check, fired=r.fired, confidence=r.confidence, severity=_SEVERITY[r.severity],
-                           reason=redact(r.reason), kind=r.kind, undecided=r.undecided) for r in results]
+                           reason=redact(r.reason), kind=r.kind, undecided=r.undecided, evaluator=r.evaluator,
+                           span_ids=r.span_ids) for r in results]
 
 
 def encode_session(s: SessionVerdict, redact: Callable[[str], str]) -> pb.Verdict:

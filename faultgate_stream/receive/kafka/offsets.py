@@ -97,9 +97,11 @@ class OffsetTracker:
         log.next_offset = offset + 1
         self.pending += 1
 
-    def advance(self, progress: Progress) -> list[_Message]:
+    def advance(self, progress: Progress, *, whole_traces: bool = True) -> list[_Message]:
         """Finish what can be finished, oldest first per partition; return the messages
-        finished (so replay bookkeeping can forget them)."""
+        finished (so replay bookkeeping can forget them). ``whole_traces=False`` lets the
+        finished prefix go whole, cutting through traces: for a reader that re-reads only
+        the messages ``unfinished`` names (the write-ahead log), never a finished one."""
         finished: list[_Message] = []
         for log in self._logs.values():
             limit = self._first_unfinished(log, progress)
@@ -109,6 +111,9 @@ class OffsetTracker:
             for i, m in enumerate(log.pending):
                 if m.offset >= limit:
                     break
+                if not whole_traces:
+                    cut = i + 1
+                    continue
                 reach = max(reach, max((log.last_of[t] for t in m.traces), default=-1))
                 after = log.pending[i + 1].offset if i + 1 < len(log.pending) else log.next_offset
                 if after is not None and reach < after:
@@ -140,6 +145,21 @@ class OffsetTracker:
         if limit is not None:
             return limit
         return log.next_offset if log.next_offset is not None else 0
+
+    def unfinished(self, tp: TopicPartition, progress: Progress) -> list[int]:
+        """Offsets of every message of the partition not finished yet, in order (``advance``
+        stops at the first). A message decided since it was read gets its export mark here;
+        a mark taken out of order only covers more, so the first unfinished stays the first."""
+        out = []
+        for m in self.log(tp).pending:
+            if m.mark is None:
+                if m.traces and progress.undecided(m.traces):
+                    out.append(m.offset)
+                    continue
+                m.mark = progress.export_mark()
+            if not progress.exported(m.mark):
+                out.append(m.offset)
+        return out
 
     def remove(self, tp: TopicPartition) -> PartitionLog:
         """Stop tracking a partition (revoked or lost); its log, for the handover."""

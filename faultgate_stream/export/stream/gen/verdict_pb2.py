@@ -24,31 +24,31 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!faultgate/stream/v1/verdict.proto\x12\x13\x66\x61ultgate.stream.v1\"\xa1\x01\n\x0b\x43heckResult\x12\r\n\x05\x63heck\x18\x01 \x01(\t\x12\r\n\x05\x66ired\x18\x02 \x01(\x08\x12\x12\n\nconfidence\x18\x03 \x01(\x01\x12/\n\x08severity\x18\x04 \x01(\x0e\x32\x1d.faultgate.stream.v1.Severity\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0c\n\x04kind\x18\x06 \x01(\t\x12\x11\n\tundecided\x18\x07 \x01(\x08\">\n\x0c\x45\x61rlyFinding\x12\r\n\x05\x63heck\x18\x01 \x01(\t\x12\x0f\n\x07span_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xac\x04\n\x07Verdict\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08trace_id\x18\x02 \x01(\t\x12\x14\n\x0croot_span_id\x18\x03 \x01(\t\x12\x10\n\x08scenario\x18\x04 \x01(\t\x12\r\n\x05\x61gent\x18\x05 \x01(\t\x12\x15\n\ragent_version\x18\x06 \x01(\t\x12-\n\x07verdict\x18\x07 \x01(\x0e\x32\x1c.faultgate.stream.v1.Outcome\x12\x33\n\ncompletion\x18\x08 \x01(\x0e\x32\x1f.faultgate.stream.v1.Completion\x12\r\n\x05steps\x18\t \x01(\r\x12\r\n\x05spans\x18\n \x01(\r\x12\x31\n\x07results\x18\x0b \x03(\x0b\x32 .faultgate.stream.v1.CheckResult\x12\x30\n\x05\x65\x61rly\x18\x0c \x03(\x0b\x32!.faultgate.stream.v1.EarlyFinding\x12\x1e\n\x16\x64\x65\x63ided_time_unix_nano\x18\r \x01(\x06\x12\x10\n\x08revision\x18\x0e \x01(\r\x12\x36\n\x10previous_verdict\x18\x0f \x01(\x0e\x32\x1c.faultgate.stream.v1.Outcome\x12\x16\n\x0e\x61mended_checks\x18\x10 \x03(\t\x12\x12\n\namended_by\x18\x11 \x01(\t\x12\x34\n\x07session\x18\x12 \x01(\x0b\x32#.faultgate.stream.v1.SessionVerdict\"\xbc\x02\n\x0eSessionVerdict\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12-\n\x07verdict\x18\x03 \x01(\x0e\x32\x1c.faultgate.stream.v1.Outcome\x12,\n\x03\x65nd\x18\x04 \x01(\x0e\x32\x1f.faultgate.stream.v1.SessionEnd\x12\x0f\n\x07run_ids\x18\x05 \x03(\t\x12\x31\n\x07results\x18\x06 \x03(\x0b\x32 .faultgate.stream.v1.CheckResult\x12\x0e\n\x06tokens\x18\x07 \x01(\x01\x12\x12\n\nhas_tokens\x18\x08 \x01(\x08\x12\x10\n\x08\x63ost_usd\x18\t \x01(\x01\x12\x10\n\x08has_cost\x18\n \x01(\x08\x12\x1e\n\x16\x64\x65\x63ided_time_unix_nano\x18\x0b \x01(\x06\"I\n\x10SubscribeRequest\x12\x0e\n\x06\x61gents\x18\x01 \x03(\t\x12\x13\n\x0bonly_failed\x18\x02 \x01(\x08\x12\x10\n\x08sessions\x18\x03 \x01(\x08*\xbc\x01\n\nCompletion\x12\x1a\n\x16\x43OMPLETION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43OMPLETION_COMPLETE\x10\x01\x12\x14\n\x10\x43OMPLETION_GRACE\x10\x02\x12\x1b\n\x17\x43OMPLETION_MAX_DURATION\x10\x03\x12\x15\n\x11\x43OMPLETION_ORPHAN\x10\x04\x12\x16\n\x12\x43OMPLETION_EVICTED\x10\x05\x12\x17\n\x13\x43OMPLETION_SHUTDOWN\x10\x06*]\n\x08Severity\x12\x18\n\x14SEVERITY_UNSPECIFIED\x10\x00\x12\x11\n\rSEVERITY_HARD\x10\x01\x12\x11\n\rSEVERITY_SOFT\x10\x02\x12\x11\n\rSEVERITY_WARN\x10\x03*`\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x11\n\rOUTCOME_CLEAN\x10\x01\x12\x12\n\x0eOUTCOME_FAILED\x10\x02\x12\x15\n\x11OUTCOME_UNDECIDED\x10\x03*\xbd\x01\n\nSessionEnd\x12\x1b\n\x17SESSION_END_UNSPECIFIED\x10\x00\x12\x15\n\x11SESSION_END_ENDED\x10\x01\x12\x14\n\x10SESSION_END_IDLE\x10\x02\x12\x18\n\x14SESSION_END_MAX_RUNS\x10\x03\x12\x17\n\x13SESSION_END_EVICTED\x10\x04\x12\x18\n\x14SESSION_END_SHUTDOWN\x10\x05\x12\x18\n\x14SESSION_END_COMPLETE\x10\x06\x32\x64\n\x0eVerdictService\x12R\n\tSubscribe\x12%.faultgate.stream.v1.SubscribeRequest\x1a\x1c.faultgate.stream.v1.Verdict0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!faultgate/stream/v1/verdict.proto\x12\x13\x66\x61ultgate.stream.v1\"\xc6\x01\n\x0b\x43heckResult\x12\r\n\x05\x63heck\x18\x01 \x01(\t\x12\r\n\x05\x66ired\x18\x02 \x01(\x08\x12\x12\n\nconfidence\x18\x03 \x01(\x01\x12/\n\x08severity\x18\x04 \x01(\x0e\x32\x1d.faultgate.stream.v1.Severity\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12\x0c\n\x04kind\x18\x06 \x01(\t\x12\x11\n\tundecided\x18\x07 \x01(\x08\x12\x11\n\tevaluator\x18\x08 \x01(\t\x12\x10\n\x08span_ids\x18\t \x03(\t\">\n\x0c\x45\x61rlyFinding\x12\r\n\x05\x63heck\x18\x01 \x01(\t\x12\x0f\n\x07span_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"\xac\x04\n\x07Verdict\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08trace_id\x18\x02 \x01(\t\x12\x14\n\x0croot_span_id\x18\x03 \x01(\t\x12\x10\n\x08scenario\x18\x04 \x01(\t\x12\r\n\x05\x61gent\x18\x05 \x01(\t\x12\x15\n\ragent_version\x18\x06 \x01(\t\x12-\n\x07verdict\x18\x07 \x01(\x0e\x32\x1c.faultgate.stream.v1.Outcome\x12\x33\n\ncompletion\x18\x08 \x01(\x0e\x32\x1f.faultgate.stream.v1.Completion\x12\r\n\x05steps\x18\t \x01(\r\x12\r\n\x05spans\x18\n \x01(\r\x12\x31\n\x07results\x18\x0b \x03(\x0b\x32 .faultgate.stream.v1.CheckResult\x12\x30\n\x05\x65\x61rly\x18\x0c \x03(\x0b\x32!.faultgate.stream.v1.EarlyFinding\x12\x1e\n\x16\x64\x65\x63ided_time_unix_nano\x18\r \x01(\x06\x12\x10\n\x08revision\x18\x0e \x01(\r\x12\x36\n\x10previous_verdict\x18\x0f \x01(\x0e\x32\x1c.faultgate.stream.v1.Outcome\x12\x16\n\x0e\x61mended_checks\x18\x10 \x03(\t\x12\x12\n\namended_by\x18\x11 \x01(\t\x12\x34\n\x07session\x18\x12 \x01(\x0b\x32#.faultgate.stream.v1.SessionVerdict\"\xbc\x02\n\x0eSessionVerdict\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12-\n\x07verdict\x18\x03 \x01(\x0e\x32\x1c.faultgate.stream.v1.Outcome\x12,\n\x03\x65nd\x18\x04 \x01(\x0e\x32\x1f.faultgate.stream.v1.SessionEnd\x12\x0f\n\x07run_ids\x18\x05 \x03(\t\x12\x31\n\x07results\x18\x06 \x03(\x0b\x32 .faultgate.stream.v1.CheckResult\x12\x0e\n\x06tokens\x18\x07 \x01(\x01\x12\x12\n\nhas_tokens\x18\x08 \x01(\x08\x12\x10\n\x08\x63ost_usd\x18\t \x01(\x01\x12\x10\n\x08has_cost\x18\n \x01(\x08\x12\x1e\n\x16\x64\x65\x63ided_time_unix_nano\x18\x0b \x01(\x06\"I\n\x10SubscribeRequest\x12\x0e\n\x06\x61gents\x18\x01 \x03(\t\x12\x13\n\x0bonly_failed\x18\x02 \x01(\x08\x12\x10\n\x08sessions\x18\x03 \x01(\x08*\xbc\x01\n\nCompletion\x12\x1a\n\x16\x43OMPLETION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x43OMPLETION_COMPLETE\x10\x01\x12\x14\n\x10\x43OMPLETION_GRACE\x10\x02\x12\x1b\n\x17\x43OMPLETION_MAX_DURATION\x10\x03\x12\x15\n\x11\x43OMPLETION_ORPHAN\x10\x04\x12\x16\n\x12\x43OMPLETION_EVICTED\x10\x05\x12\x17\n\x13\x43OMPLETION_SHUTDOWN\x10\x06*]\n\x08Severity\x12\x18\n\x14SEVERITY_UNSPECIFIED\x10\x00\x12\x11\n\rSEVERITY_HARD\x10\x01\x12\x11\n\rSEVERITY_SOFT\x10\x02\x12\x11\n\rSEVERITY_WARN\x10\x03*`\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x11\n\rOUTCOME_CLEAN\x10\x01\x12\x12\n\x0eOUTCOME_FAILED\x10\x02\x12\x15\n\x11OUTCOME_UNDECIDED\x10\x03*\xbd\x01\n\nSessionEnd\x12\x1b\n\x17SESSION_END_UNSPECIFIED\x10\x00\x12\x15\n\x11SESSION_END_ENDED\x10\x01\x12\x14\n\x10SESSION_END_IDLE\x10\x02\x12\x18\n\x14SESSION_END_MAX_RUNS\x10\x03\x12\x17\n\x13SESSION_END_EVICTED\x10\x04\x12\x18\n\x14SESSION_END_SHUTDOWN\x10\x05\x12\x18\n\x14SESSION_END_COMPLETE\x10\x06\x32\x64\n\x0eVerdictService\x12R\n\tSubscribe\x12%.faultgate.stream.v1.SubscribeRequest\x1a\x1c.faultgate.stream.v1.Verdict0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'faultgate.stream.v1.verdict_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_COMPLETION']._serialized_start=1240
-  _globals['_COMPLETION']._serialized_end=1428
-  _globals['_SEVERITY']._serialized_start=1430
-  _globals['_SEVERITY']._serialized_end=1523
-  _globals['_OUTCOME']._serialized_start=1525
-  _globals['_OUTCOME']._serialized_end=1621
-  _globals['_SESSIONEND']._serialized_start=1624
-  _globals['_SESSIONEND']._serialized_end=1813
+  _globals['_COMPLETION']._serialized_start=1277
+  _globals['_COMPLETION']._serialized_end=1465
+  _globals['_SEVERITY']._serialized_start=1467
+  _globals['_SEVERITY']._serialized_end=1560
+  _globals['_OUTCOME']._serialized_start=1562
+  _globals['_OUTCOME']._serialized_end=1658
+  _globals['_SESSIONEND']._serialized_start=1661
+  _globals['_SESSIONEND']._serialized_end=1850
   _globals['_CHECKRESULT']._serialized_start=59
-  _globals['_CHECKRESULT']._serialized_end=220
-  _globals['_EARLYFINDING']._serialized_start=222
-  _globals['_EARLYFINDING']._serialized_end=284
-  _globals['_VERDICT']._serialized_start=287
-  _globals['_VERDICT']._serialized_end=843
-  _globals['_SESSIONVERDICT']._serialized_start=846
-  _globals['_SESSIONVERDICT']._serialized_end=1162
-  _globals['_SUBSCRIBEREQUEST']._serialized_start=1164
-  _globals['_SUBSCRIBEREQUEST']._serialized_end=1237
-  _globals['_VERDICTSERVICE']._serialized_start=1815
-  _globals['_VERDICTSERVICE']._serialized_end=1915
+  _globals['_CHECKRESULT']._serialized_end=257
+  _globals['_EARLYFINDING']._serialized_start=259
+  _globals['_EARLYFINDING']._serialized_end=321
+  _globals['_VERDICT']._serialized_start=324
+  _globals['_VERDICT']._serialized_end=880
+  _globals['_SESSIONVERDICT']._serialized_start=883
+  _globals['_SESSIONVERDICT']._serialized_end=1199
+  _globals['_SUBSCRIBEREQUEST']._serialized_start=1201
+  _globals['_SUBSCRIBEREQUEST']._serialized_end=1274
+  _globals['_VERDICTSERVICE']._serialized_start=1852
+  _globals['_VERDICTSERVICE']._serialized_end=1952
 # @@protoc_insertion_point(module_scope)

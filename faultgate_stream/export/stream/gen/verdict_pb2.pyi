@@ -64,7 +64,7 @@ SESSION_END_SHUTDOWN: SessionEnd
 SESSION_END_COMPLETE: SessionEnd
 
 class CheckResult(_message.Message):
-    __slots__ = ("check", "fired", "confidence", "severity", "reason", "kind", "undecided")
+    __slots__ = ("check", "fired", "confidence", "severity", "reason", "kind", "undecided", "evaluator", "span_ids")
     CHECK_FIELD_NUMBER: _ClassVar[int]
     FIRED_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +72,8 @@ class CheckResult(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     UNDECIDED_FIELD_NUMBER: _ClassVar[int]
+    EVALUATOR_FIELD_NUMBER: _ClassVar[int]
+    SPAN_IDS_FIELD_NUMBER: _ClassVar[int]
     check: str
     fired: bool
     confidence: float
@@ -79,7 +81,9 @@ class CheckResult(_message.Message):
     reason: str
     kind: str
     undecided: bool
-    def __init__(self, check: _Optional[str] = ..., fired: _Optional[bool] = ..., confidence: _Optional[float] = ..., severity: _Optional[_Union[Severity, str]] = ..., reason: _Optional[str] = ..., kind: _Optional[str] = ..., undecided: _Optional[bool] = ...) -> None: ...
+    evaluator: str
+    span_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, check: _Optional[str] = ..., fired: _Optional[bool] = ..., confidence: _Optional[float] = ..., severity: _Optional[_Union[Severity, str]] = ..., reason: _Optional[str] = ..., kind: _Optional[str] = ..., undecided: _Optional[bool] = ..., evaluator: _Optional[str] = ..., span_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EarlyFinding(_message.Message):
     __slots__ = ("check", "span_id", "reason")

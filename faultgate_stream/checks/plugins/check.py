@@ -1,0 +1,118 @@
+"""A plug-in as the engine runs it: a ``checks.base.Check`` whose work is done elsewhere.
+
+The evaluator drives every check through one contract on the threads that take spans in
+(the assembler's lock held). A plug-in is code the service does not control, so its calls
+never happen there: ``finish`` returns a placeholder result that carries the run, and the
+isolation stage (``isolate.py``) gets the plug-in's answer on its own thread and puts it in
+the verdict before anyone hears of it; ``observe`` hands the spans to the same thread.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, ClassVar, NamedTuple
+
+from faultgate_stream.checks import api
+from faultgate_stream.checks.base import Check
+from faultgate_stream.checks.plugins.adapt import KIND, Views
+from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.run import Run
+from faultgate_stream.model.verdict import CheckResult, Severity
+
+
+class Origin(NamedTuple):
+    """Where a plug-in came from, for ``faultgate-stream checks`` and evaluation records."""
+
+    source: str        # "entry point NAME", "module:Class"
+    package: str       # the distribution that ships it ("" when none is installed)
+    package_version: str
+    target: str        # module:Class
+
+    @property
+    def evaluator(self) -> str:
+        """"package version", or the class path when no installed package ships it."""
+        return f"{self.package} {self.package_version}" if self.package else self.target
+
+
+class Pending(str):
+    """The reason of a placeholder result: empty text that carries what the isolation stage
+    needs to put the plug-in's real result in its place. A verdict that still holds one is
+    never published (``Isolation.complete``), and were one to leak it reads undecided."""
+
+    check: PluginCheck
+    state: Any
+    run: Run
+
+
+class Guard:
+    """A plug-in's record of overruns, shared by its runs; changed on the isolation thread only."""
+
+    __slots__ = ("overruns", "off", "last")
+
+    def __init__(self) -> None:
+        self.overruns = 0   # in a row
+        self.off = False
+        self.last = ""      # what the last overrun was
+
+
+class PluginState:
+    """A trace's state for one plug-in: the plug-in's own (made on the isolation thread at
+    first use), the CPU its calls took, and its early finding."""
+
+    __slots__ = ("inner", "started", "cpu_ns", "early", "failed")
+
+    def __init__(self) -> None:
+        self.inner: Any = None
+        self.started = False
+        self.cpu_ns = 0
+        self.early: tuple[str, str] | None = None  # (span id, reason)
+        self.failed = ""  # why observing stopped: a raise, an overrun
+
+
+class PluginCheck(Check):
+    kind: ClassVar[str] = KIND
+    isolated: ClassVar[bool] = True
+
+    def __init__(self, plugin: api.Check, origin: Origin) -> None:
+        self.plugin = plugin
+        self.name = plugin.name  # type: ignore[misc]
+        self.description = plugin.description or type(plugin).__doc__ or ""  # type: ignore[misc]
+        sev = plugin.severity
+        self.severity = sev if isinstance(sev, Severity) else Severity(sev)  # type: ignore[misc]
+        self.attributes = frozenset(plugin.attributes) | api.STANDARD_ATTRIBUTES
+        self.version = str(plugin.version)
+        self.origin = origin
+        # "name version": the package and its version, else the class path and the check's
+        self.evaluator = origin.evaluator if origin.package else f"{origin.target} {self.version}"
+        # what evaluation records give as the rules' digest: of the code's identity
+        self.digest = hashlib.sha256(f"{origin.target}@{origin.package} {origin.package_version}"
+                                     f"#{self.version}".encode()).hexdigest()[:16]
+        self.views = Views(plugin.attributes)
+        self.guard = Guard()
+        self.stage: Any = None  # the isolation stage that runs it (``Isolation.adopt``)
+        # the plug-in's own start(), when it has one (called on the isolation thread)
+        self.starts = type(plugin).start is not api.Check.start
+
+    def finish(self, state: Any, run: Run) -> CheckResult:
+        reason = Pending()
+        reason.check, reason.state, reason.run = self, state, run
+        return CheckResult(self.name, False, 0.0, reason, self.severity, KIND, "", True, (), self.evaluator)
+
+
+class ObservingPluginCheck(PluginCheck):
+    """A plug-in that defines ``observe``: the spans go to its thread as they arrive."""
+
+    def start(self) -> Any:
+        return PluginState()
+
+    def observe(self, state: Any, span: SpanRecord) -> str | None:
+        self.stage.observe(self, state, [span])
+        return None
+
+    def observe_spans(self, state: Any, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
+        self.stage.observe(self, state, spans[lo:hi])
+        return None
+
+
+def plugin_check(plugin: api.Check, origin: Origin) -> PluginCheck:
+    observes = type(plugin).observe is not api.Check.observe
+    return (ObservingPluginCheck if observes else PluginCheck)(plugin, origin)
