@@ -35,6 +35,5 @@ class ServiceProgress:
             # room goes back, and the spans are counted so that the export equation holds
             held = self._export.held.release_traces(traces)
             if held:
-                self._export.queue.release(len(held))
-                self._t["faultgate_exporter_failed_spans"].labels("handed_over").inc(len(held))
+                self._export.queue.release(len(held), failed="handed_over")
         return spans

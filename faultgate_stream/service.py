@@ -93,7 +93,8 @@ class Service:
         self.profiler = self._build_profiler()
         # the receivers read only the span attributes these checks and the run's facts need
         self.reader = Reader(Projection(self.ruleset.attributes | (self.profiler.attributes if self.profiler else
-                                                                    frozenset())))
+                                                                    frozenset())),
+                             max_span_bytes=config.export.max_span_bytes)
         redact = get_redactor(config.log.redact)
         sinks = self._build_sinks(redact) + list(extra_sinks or [])
         self.replays = self._build_replays()
@@ -414,12 +415,10 @@ class _ExportGauges(Collector):
         self._s = state
 
     def collect(self):
-        for name, value in (("faultgate_exporter_queue_spans", self._s.queue.in_flight),
-                            ("faultgate_exporter_queue_capacity_spans", self._s.queue.capacity),
-                            ("faultgate_exporter_held_spans", len(self._s.held))):
-            g = GaugeMetricFamily(name, _help(name))
-            g.add_metric([], value)
-            yield g
+        # the queue's own counts come from its ledger (export/spans/telemetry.py)
+        g = GaugeMetricFamily("faultgate_exporter_held_spans", _help("faultgate_exporter_held_spans"))
+        g.add_metric([], len(self._s.held))
+        yield g
         c = CounterMetricFamily("faultgate_exporter_verdict_cache_evictions", _help("faultgate_exporter_verdict_cache_evictions"))
         c.add_metric([], self._s.cache.evictions)
         yield c

@@ -82,8 +82,21 @@ class Live:
 
     def sample(self, name: str, **labels: str) -> float:
         """The value of one series from the OpenMetrics exposition (0 when absent)."""
+        return Scrape(self.metrics()).sample(name, **labels)
+
+    def scrape(self) -> Scrape:
+        """One exposition, to read several series as they were at one scrape."""
+        return Scrape(self.metrics())
+
+
+@dataclasses.dataclass(frozen=True)
+class Scrape:
+    text: str
+
+    def sample(self, name: str, **labels: str) -> float:
+        """The value of one series (summed over the labels not given; 0 when absent)."""
         total = 0.0
-        for line in self.metrics().splitlines():
+        for line in self.text.splitlines():
             if not line.startswith(name + "{") and not line.startswith(name + " "):
                 continue
             head = line.split(" # ")[0]

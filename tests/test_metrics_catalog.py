@@ -74,6 +74,9 @@ _RECORDED_REASONS = (
     (r'reason="(\w+)"', "faultgate_exporter_failed_spans"),
     (r'return "(max_\w+)"', "faultgate_receiver_refused_spans"),
     (r'"(\w+)" if self\._abort\.is_set\(\) else \("(\w+)"', "faultgate_exporter_failed_spans"),
+    (r'tally\.fail\("(\w+)"', "faultgate_exporter_failed_spans"),
+    (r'failed=\{"(\w+)"', "faultgate_exporter_failed_spans"),
+    (r'release\([^)]*failed="(\w+)"\)', "faultgate_exporter_failed_spans"),
 )
 
 

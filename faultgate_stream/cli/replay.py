@@ -52,6 +52,8 @@ def load_request(path: str | Path) -> ExportTraceServiceRequest:
             doc = json.loads(data)
         except ValueError as e:
             raise InputError(f"{path}: not valid JSON ({e})") from None
+        if isinstance(doc, dict):
+            doc = otlp_json.json_names(doc, data)  # protobuf's field names, as the JSON mapping allows
         if not isinstance(doc, dict) or "resourceSpans" not in doc:
             raise InputError(f"{path}: replay sends OTLP files; check other formats with `faultgate-stream check`")
         request, _, _ = otlp_json.to_request(doc)

@@ -63,6 +63,7 @@ class JudgeStage:
         self._queue: queue.Queue[tuple[RunKey, tuple[Question, ...]]] = queue.Queue(maxsize=config.queue)
         self._calls: deque[float] = deque()  # when admitted questions were queued, within the last minute
         self._skipped = telemetry["faultgate_judge_skipped"]
+        self._internal = telemetry["faultgate_internal_errors"].labels("judge")
         self._answers = telemetry["faultgate_judge_answers"]
         self._evaluator: Evaluator | None = None
         self._stop = threading.Event()
@@ -125,6 +126,7 @@ class JudgeStage:
             except Exception:
                 # a bug, never an answer about the run: counted and logged; the next run goes on
                 self._skip("internal_error", len(questions))
+                self._internal.inc()
                 log.exception("judge_failed", run=str(key))
 
     def _judge(self, key: RunKey, questions: tuple[Question, ...]) -> None:

@@ -48,14 +48,16 @@ DELAY_SECONDS = delay_buckets(DEFAULT_ROOT_GRACE_S)
 # docs/metrics.md; a test keeps them in step with the reasons the code records.
 TRANSPORTS = ("grpc", "http", "kafka", "wal")   # wal: requests replayed from the write-ahead log at start
 REFUSED_REASONS = ("max_traces", "max_bytes", "export_queue", "shutdown", "internal_error", "wal_full", "wal_error")
-REJECTED_SPAN_REASONS = ("invalid_span", "too_large", "undecodable")
-REJECTED_LOG_REASONS = ("invalid_log_record", "too_large", "undecodable")
+# too_deep: values nested or numbered past read/bounds.py's limits
+REJECTED_SPAN_REASONS = ("invalid_span", "too_deep", "too_large", "undecodable")
+REJECTED_LOG_REASONS = ("invalid_log_record", "too_deep", "too_large", "undecodable")
 LOG_CONTENT_OUTCOMES = ("joined", "late", "unjoined", "capped", "duplicate")
-REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "unsupported_media_type", "unsupported_encoding",
+REJECTED_REQUEST_REASONS = ("undecodable", "too_large", "too_deep", "unsupported_media_type", "unsupported_encoding",
                             "request_timeout", "internal_error")
 # A downstream's permanent gRPC status is its code's name; HTTP statuses fold into classes.
+# too_large: one span larger than export.max_request_bytes, or than the downstream takes
 EXPORT_FAILED_REASONS = ("retries_exhausted", "shutdown", "downstream_rejected", "queue_full", "internal_error",
-                         "handed_over",
+                         "handed_over", "too_large",
                          "invalid_argument", "not_found", "already_exists", "permission_denied",
                          "resource_exhausted", "failed_precondition", "unimplemented", "internal",
                          "unauthenticated", "unknown", "http_4xx", "http_5xx")
@@ -194,17 +196,20 @@ CATALOG: tuple[MetricSpec, ...] = (
                values=(("source", ("reported", "estimated")),)),
     MetricSpec("faultgate_judge_queue_runs", "gauge", "Decided runs waiting for the judge.", (), "judge",
                external=True),
-    MetricSpec("faultgate_exporter_sent_spans", "counter", "Spans the downstream accepted.", (), "export/spans"),
+    MetricSpec("faultgate_exporter_sent_spans", "counter", "Spans the downstream accepted.", (), "export/spans",
+               external=True),
     MetricSpec("faultgate_exporter_failed_spans", "counter",
                "Spans the downstream refused for good, or that could not be sent before retries or shutdown ended.",
-               ("reason",), "export/spans", values=(("reason", EXPORT_FAILED_REASONS),)),
+               ("reason",), "export/spans", values=(("reason", EXPORT_FAILED_REASONS),), external=True),
     MetricSpec("faultgate_exporter_filtered_spans", "counter",
-               "Spans not forwarded by configuration (verdict_only mode forwards roots only).", (), "export/spans"),
+               "Spans not forwarded by configuration (verdict_only mode forwards roots only).", (), "export/spans",
+               external=True),
     MetricSpec("faultgate_exporter_queue_spans", "gauge",
                "Spans accepted and not yet exported: queued, being sent, or roots waiting for their verdict.",
-               (), "export/spans"),
+               (), "export/spans", external=True),
     MetricSpec("faultgate_exporter_queue_capacity_spans", "gauge",
-               "The bound on spans accepted and not yet exported (export.queue_spans).", (), "export/spans"),
+               "The bound on spans accepted and not yet exported (export.queue_spans).", (), "export/spans",
+               external=True),
     MetricSpec("faultgate_exporter_held_spans", "gauge", "Root spans waiting for their run's verdict.",
                (), "export/spans"),
     MetricSpec("faultgate_exporter_verdict_cache_evictions", "counter",
@@ -372,7 +377,8 @@ CATALOG: tuple[MetricSpec, ...] = (
                "with its plug-ins' results undecided, or spans not observed (early findings missed).",
                ("work",), "checks/plugins", external=True),
     MetricSpec("faultgate_internal_errors", "counter",
-               "Internal errors caught where they would have stopped a stage (a bug, logged with its traceback); "
+               "Internal errors caught where they would have stopped a stage (a bug, logged with its class), "
+               "whatever the answer they led to (a request refused retryably, a span failed, a verdict undecided); "
                "the stage went on.", ("stage",), "assemble"),
     MetricSpec("faultgate_thread_deaths", "counter",
                "Background threads that stopped on an error; readiness (/readyz) stays down after one.",

@@ -95,8 +95,14 @@ def _logs(doc: dict[str, Any]) -> list[SpanRecord]:
     return decoded.contents
 
 
+# OTLP/JSON written with protobuf's own field names, as the JSON mapping lets a writer do
+PROTO_NAMED = ("resource_spans", "resource_logs")
+
+
 def read_document_all(doc: Any, fmt: str = "auto") -> Telemetry:
     """The spans and log content of a parsed document. Raises ``InputError``."""
+    if isinstance(doc, dict) and any(k in doc for k in PROTO_NAMED):
+        doc = otlp_json.json_names(doc)
     if fmt == "auto":
         fmt = detect(doc)
     contents: list[SpanRecord] = []
@@ -191,7 +197,8 @@ def _read_bytes(p: str, data: bytes, fmt: str) -> Telemetry:
         d = docs[0]
         raise InputError(f"{p}: valid JSON, but a {type(d).__name__ if d is not None else 'null'} "
                          "where a trace export (an object or a list) belongs")
-    if lines and not all(isinstance(d, dict) and ("resourceSpans" in d or "resourceLogs" in d) for d in docs):
+    if lines and not all(isinstance(d, dict) and any(k in d for k in ("resourceSpans", "resourceLogs", *PROTO_NAMED))
+                         for d in docs):
         docs = [docs]  # lines of records (spans, events) rather than of export requests: one list
     found = Telemetry(fmt, [], [])
     for i, doc in enumerate(docs):

@@ -15,6 +15,9 @@ span id. Two shapes are read:
   ``{id, function: {name, arguments}}``, a tool message's ``id``, a choice's
   ``finish_reason`` and ``message``.
 
+A body of another shape than these (a number or a list where an object is expected) is an
+``InputError`` naming where: the record is rejected, never answered as if it were our bug.
+
 The event name is the record's ``event_name`` field, else its ``event.name`` attribute.
 Each becomes a ``SpanRecord`` of the span it describes, with only the content fields set
 (``CONTENT``: what ``assemble`` merges into the span). Records of other events, or
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import (
     MISSING_FINISH, MISSING_INPUT, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, SpanRecord,
 )
@@ -43,7 +47,12 @@ def event_name(name: str, attrs: dict[str, Any]) -> str:
     return name or str(attrs.get("event.name") or "")
 
 
-def _message(role: str, body: Any) -> dict[str, Any]:
+def _kind(v: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", bytes: "bytes"}.get(type(v), type(v).__name__)
+
+
+def _message(role: str, body: Any, where: str = "body") -> dict[str, Any]:
     """A per-message event's body as a GenAI message with parts."""
     body = body if isinstance(body, dict) else {"content": body}
     parts: list[dict[str, Any]] = []
@@ -51,16 +60,23 @@ def _message(role: str, body: Any) -> dict[str, Any]:
         parts.append({"type": "tool_call_response", "id": str(body.get("id") or ""), "response": body.get("content")})
     elif body.get("content") is not None:
         parts.append({"type": "text", "content": body["content"]})
-    for c in body.get("tool_calls") or ():
-        if isinstance(c, dict):
-            fn = c.get("function") if isinstance(c.get("function"), dict) else {}
-            parts.append({"type": "tool_call", "id": str(c.get("id") or ""), "name": str(fn.get("name") or "unknown"),
-                          "arguments": fn.get("arguments")})
+    calls = body.get("tool_calls") or ()
+    if not isinstance(calls, (list, tuple)):
+        raise InputError(f"{where}.tool_calls: expected a list of tool calls, not {_kind(calls)}")
+    for n, c in enumerate(calls):
+        if not isinstance(c, dict):
+            raise InputError(f"{where}.tool_calls[{n}]: expected an object, not {_kind(c)}")
+        fn = c.get("function") or {}
+        if not isinstance(fn, dict):
+            raise InputError(f"{where}.tool_calls[{n}].function: expected an object, not {_kind(fn)}")
+        parts.append({"type": "tool_call", "id": str(c.get("id") or ""), "name": str(fn.get("name") or "unknown"),
+                      "arguments": fn.get("arguments")})
     return {"role": role, "parts": parts}
 
 
 def content_attributes(name: str, attrs: dict[str, Any], body: Any) -> dict[str, Any] | None:
-    """The span-shaped content attributes an event carries; None when it carries none."""
+    """The span-shaped content attributes an event carries; None when it carries none.
+    Raises ``InputError`` when a GenAI event's body is of another shape than its own."""
     if name == DETAILS:
         keep = {k: attrs[k] for k in ("gen_ai.input.messages", "gen_ai.output.messages",
                                       "gen_ai.system_instructions", "gen_ai.response.finish_reasons") if k in attrs}
@@ -68,8 +84,12 @@ def content_attributes(name: str, attrs: dict[str, Any], body: Any) -> dict[str,
     if name in INPUT_EVENTS:
         return {"gen_ai.input.messages": [_message(INPUT_EVENTS[name], body)]}
     if name == CHOICE:
-        body = body if isinstance(body, dict) else {}
-        out: dict[str, Any] = {"gen_ai.output.messages": [_message("assistant", body.get("message") or {})]}
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise InputError(f"the {CHOICE} event's body: expected an object, not {_kind(body)}")
+        out: dict[str, Any] = {"gen_ai.output.messages": [_message("assistant", body.get("message") or {},
+                                                                   "body.message")]}
         if body.get("finish_reason"):
             out["gen_ai.response.finish_reasons"] = [str(body["finish_reason"])]
         return out

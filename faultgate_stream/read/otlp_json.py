@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -65,6 +66,45 @@ def _key(kv: Any) -> str:
     return kv["key"]
 
 
+_PROTO_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+# The end of a key in protobuf's own spelling (``_spans":``): led by a literal, so the search
+# skips ahead by it. A key spelled with escapes (``"resource\u005fspans"``) is not seen by a
+# search of the text, so escapes anywhere are worth a walk too.
+_MAYBE_PROTO_NAMES = re.compile(rb'_[a-z0-9]+"\s*:')
+
+
+def json_names(doc: Any, text: bytes | None = None) -> Any:
+    """``doc`` with every field named as OTLP/JSON names it (lowerCamelCase), however the
+    sender named it: the protobuf JSON mapping requires parsers to accept the proto field
+    names too (``resource_spans``, ``trace_id``, ``string_value``), and a request written so
+    was answered 200 with its spans neither taken nor rejected (issue 42). Every object of
+    an OTLP/JSON document is a message (attribute keys are values, not names), so every key
+    is renamed. A field written under both names is refused: which one the sender meant is
+    not ours to guess. ``text``: the body ``doc`` was parsed from, to skip the walk when no
+    key can be in protobuf's spelling. Changes ``doc`` in place."""
+    if text is not None and b"\\u" not in text and not _MAYBE_PROTO_NAMES.search(text):
+        return doc
+    todo = [doc]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(x for x in node if isinstance(x, (dict, list)))
+            continue
+        if not isinstance(node, dict):
+            continue
+        renames = [k for k in node if isinstance(k, str) and "_" in k and _PROTO_NAME.fullmatch(k)]
+        for key in renames:
+            head, *rest = key.split("_")
+            name = head + "".join(p[:1].upper() + p[1:] for p in rest)
+            if name == key:
+                continue
+            if name in node:
+                raise InputError(f"a field is written both as {key!r} and as {name!r}")
+            node[name] = node.pop(key)
+        todo.extend(v for v in node.values() if isinstance(v, (dict, list)))
+    return doc
+
+
 # Where a span sits: its (resource, scope, span) indexes, or the path already written out.
 # Reading keeps the indexes and writes the path only into an error message.
 Place = tuple[int, int, int] | str
@@ -74,7 +114,7 @@ def _where(place: Place) -> str:
     return place if isinstance(place, str) else "resourceSpans[{}].scopeSpans[{}].spans[{}]".format(*place)
 
 
-def _located_spans(doc: dict[str, Any]) -> Iterator[tuple[tuple[int, int, int], Any]]:
+def located_spans(doc: dict[str, Any]) -> Iterator[tuple[tuple[int, int, int], Any]]:
     rss = doc.get("resourceSpans")
     if not isinstance(rss, list):
         raise InputError("resourceSpans: expected a list")
@@ -101,7 +141,7 @@ def _list_in(obj: Any, key: str, where: str) -> list[Any]:
 
 def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Each span object with the path it sits at, for messages that say where."""
-    for place, s in _located_spans(doc):
+    for place, s in located_spans(doc):
         yield _where(place), s
 
 
@@ -134,7 +174,8 @@ def read(doc: dict[str, Any]) -> list[SpanRecord]:
 def to_request(doc: Any) -> tuple[Any, int, str]:
     """OTLP/JSON -> (``ExportTraceServiceRequest``, spans whose ids are malformed, the first
     such problem). The live service and ``replay`` speak protobuf; a span whose ids cannot be
-    converted keeps empty ids, so the protobuf reader rejects it like any other bad span.
+    converted gets an empty trace id, so the protobuf reader rejects it like any other bad
+    span.
     Raises ``InputError`` when the document is not OTLP/JSON at all."""
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -145,6 +186,7 @@ def to_request(doc: Any) -> tuple[Any, int, str]:
     for where, s in raw_spans(doc):
         if not isinstance(s, dict):
             raise InputError(f"{where}: expected an object")
+        malformed = False
         for key, n in (("traceId", TRACE_ID_BYTES), ("spanId", SPAN_ID_BYTES), ("parentSpanId", SPAN_ID_BYTES)):
             raw = s.get(key)
             if key == "parentSpanId" and not raw:
@@ -152,12 +194,17 @@ def to_request(doc: Any) -> tuple[Any, int, str]:
                 continue
             h = hex_id(str(raw or ""), n)
             if h is None:
-                bad += 1
+                malformed = True
                 first = first or f"{where}.{key}: {raw!r} is not a {2 * n}-digit hex id"
                 s[key] = ""
             else:
                 # the proto3 JSON mapping reads bytes as base64; OTLP/JSON writes hex
                 s[key] = base64.b64encode(bytes.fromhex(h)).decode()
+        if malformed:
+            # an empty parent would make the span a root, not a rejected span (issue 42):
+            # its trace id is emptied, which the reader rejects whatever else is wrong
+            bad += 1
+            s["traceId"] = ""
     try:
         request = json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
     except json_format.ParseError as e:

@@ -15,8 +15,9 @@ from faultgate_stream.receive.outcome import Refusal, classify
 from faultgate_stream.receive.telemetry import LogsTelemetry, ReceiverTelemetry
 
 log = structlog.get_logger("faultgate_stream.receive")
-# one traceback per kind of bug per interval: a storm of one bad input must not become a
-# storm of identical tracebacks (each is still counted in the refusal metrics)
+# one line per kind of bug per interval: a storm of one bad input must not become a storm
+# of identical tracebacks (each is still counted: faultgate_internal_errors_total and the
+# refusal metrics)
 _internal_errors = Throttle()
 
 
@@ -53,6 +54,7 @@ def refuse(error: Exception, telemetry: ReceiverTelemetry | LogsTelemetry, decod
     """How to refuse after ``error``, counted (and logged when it is our own fault)."""
     refusal = classify(error)
     if refusal.reason == "internal_error":
+        telemetry.internal_error()
         suppressed = _internal_errors.allow((telemetry.transport, type(error).__name__, str(error)[:200]))
         if suppressed is not None:
             # what happened: a request we received could not be taken because of a bug of

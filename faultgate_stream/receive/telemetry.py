@@ -16,22 +16,30 @@ class ReceiverTelemetry:
         self._refused = telemetry["faultgate_receiver_refused_spans"]
         self._rejected = telemetry["faultgate_receiver_rejected_spans"]
         self._rejected_requests = telemetry["faultgate_receiver_rejected_requests"]
+        self._internal = telemetry["faultgate_internal_errors"].labels("receive")
 
     def accepted(self, decoded: Decoded) -> None:
         self._accepted.inc(len(decoded.spans))
+        self._rejected_spans(decoded)
+
+    def _rejected_spans(self, decoded: Decoded) -> None:
         if decoded.rejected:
-            self._rejected.labels(self.transport, "invalid_span").inc(decoded.rejected)
+            for reason, n in decoded.reasons().items():
+                self._rejected.labels(self.transport, reason).inc(n)
 
     def rejected_request(self, reason: str) -> None:
         self._rejected_requests.labels(self.transport, reason).inc()
+
+    def internal_error(self) -> None:
+        self._internal.inc()
 
     def refused(self, refusal: Refusal, decoded: Decoded | None) -> None:
         """A whole request refused: its spans (when it could be decoded) are counted as
         refused (retryable) or rejected; a request that could not be decoded is counted
         as a request, since its spans cannot be."""
         spans = len(decoded.spans) if decoded is not None else 0
-        if decoded is not None and decoded.rejected:
-            self._rejected.labels(self.transport, "invalid_span").inc(decoded.rejected)
+        if decoded is not None:
+            self._rejected_spans(decoded)
         if refusal.retryable:
             self._refused.labels(self.transport, refusal.reason).inc(spans)
         elif decoded is not None:
@@ -49,19 +57,27 @@ class LogsTelemetry:
         self._refused = telemetry["faultgate_receiver_refused_log_records"]
         self._rejected = telemetry["faultgate_receiver_rejected_log_records"]
         self._rejected_requests = telemetry["faultgate_receiver_rejected_requests"]
+        self._internal = telemetry["faultgate_internal_errors"].labels("receive")
 
     def accepted(self, decoded: DecodedLogs) -> None:
         self._accepted.inc(decoded.records - decoded.rejected)
+        self._rejected_records(decoded)
+
+    def _rejected_records(self, decoded: DecodedLogs) -> None:
         if decoded.rejected:
-            self._rejected.labels(self.transport, "invalid_log_record").inc(decoded.rejected)
+            for reason, n in decoded.reasons().items():
+                self._rejected.labels(self.transport, reason).inc(n)
 
     def rejected_request(self, reason: str) -> None:
         self._rejected_requests.labels(self.transport, reason).inc()
 
+    def internal_error(self) -> None:
+        self._internal.inc()
+
     def refused(self, refusal: Refusal, decoded: DecodedLogs | None) -> None:
         records = decoded.records - decoded.rejected if decoded is not None else 0
-        if decoded is not None and decoded.rejected:
-            self._rejected.labels(self.transport, "invalid_log_record").inc(decoded.rejected)
+        if decoded is not None:
+            self._rejected_records(decoded)
         if refusal.retryable:
             self._refused.labels(self.transport, refusal.reason).inc(records)
         elif decoded is not None:

@@ -1,5 +1,6 @@
 """DESIGN.md's equation under faults (issue 9): every span a sender offered is exported,
-in flight, refused retryably or rejected as invalid, each counted.
+in flight, refused retryably or rejected as invalid, each counted, at every scrape (issue
+42: the queue gauge had gone below zero), not only once traffic has stopped.
 
 One service with a real downstream collector; a sender that retries what is refused
 retryably (as the collector's exporter does) and, on purpose, sends some requests twice
@@ -11,6 +12,10 @@ before start). Afterwards, exactly:
 
     offered = accepted + refused (retryable) + rejected (invalid)
     accepted = sent + failed + filtered + queued,  with queued = 0 and failed = 0
+
+The two equations are asserted after every answer too, on one scrape each, while the
+exporter sends, retries and the downstream flaps: the sender waits for each answer, so
+what the receivers counted is settled, and span export's counts are one snapshot.
 """
 from __future__ import annotations
 
@@ -56,6 +61,17 @@ def _endless(run: int, n: int) -> ExportTraceServiceRequest:
     return req
 
 
+def _balanced(live, offered: int) -> None:
+    s = live.scrape()
+    accepted = s.sample("faultgate_receiver_accepted_spans_total")
+    received = accepted + s.sample("faultgate_receiver_refused_spans_total") \
+        + s.sample("faultgate_receiver_rejected_spans_total")
+    exported = s.sample("faultgate_exporter_sent_spans_total") + s.sample("faultgate_exporter_failed_spans_total") \
+        + s.sample("faultgate_exporter_filtered_spans_total") + s.sample("faultgate_exporter_queue_spans")
+    assert (offered, accepted) == (received, exported), f"offered {offered}, received {received}; " \
+        f"accepted {accepted}, exported or in flight {exported}"
+
+
 def test_the_span_equation_holds_through_flaps_duplicates_an_endless_run_and_clock_skew(live_service, tmp_path):
     down_port, out = free_port(), tmp_path / "out"
     out.mkdir()
@@ -77,9 +93,11 @@ def test_the_span_equation_holds_through_flaps_duplicates_an_endless_run_and_clo
                 offered += _spans(req)
                 try:
                     stub.Export(req, timeout=10)
+                    _balanced(live, offered)
                     return
                 except grpc.RpcError as e:
                     assert e.code() is grpc.StatusCode.UNAVAILABLE, e.details()  # only capacity refuses
+                    _balanced(live, offered)
                     if not downstream.running:
                         downstream.start()  # the outage filled the queue: it has made its point
                     time.sleep(0.05)

@@ -28,6 +28,7 @@ class Downstream:
     def __init__(self, script: list, port: int = 0) -> None:
         self.script = list(script)
         self.calls: list[float] = []
+        self.sizes: list[int] = []
         self.spans = 0
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         handler = grpc.unary_unary_rpc_method_handler(self._export, request_deserializer=None,
@@ -39,6 +40,7 @@ class Downstream:
 
     def _export(self, body: bytes, context) -> bytes:
         self.calls.append(time.monotonic())
+        self.sizes.append(len(body))
         reply = self.script.pop(0) if self.script else "ok"
         req = ExportTraceServiceRequest.FromString(body)
         n = sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
@@ -63,15 +65,17 @@ class Downstream:
         self._server.stop(0)
 
 
-def _request(n: int) -> bytes:
+def _request(n: int, payload: int = 0) -> bytes:
     req = ExportTraceServiceRequest()
     spans = req.resource_spans.add().scope_spans.add().spans
     for i in range(n):
-        spans.add(trace_id=b"\x01" * 16, span_id=(i + 1).to_bytes(8, "big"), name="s")
+        s = spans.add(trace_id=b"\x01" * 16, span_id=(i + 1).to_bytes(8, "big"), name="s")
+        if payload:
+            s.attributes.add(key="gen_ai.tool.call.result").value.string_value = "x" * payload
     return req.SerializeToString()
 
 
-def _run(script: list, spans: int, **cfg) -> tuple[Downstream, Telemetry, SendQueue]:
+def _run(script: list, spans: int, payload: int = 0, **cfg) -> tuple[Downstream, Telemetry, SendQueue]:
     down = Downstream(script)
     config = SpansExportConfig(endpoint=f"127.0.0.1:{down.port}", retry_initial_interval=0.05,
                                retry_max_interval=0.1, workers=1, **cfg)
@@ -79,7 +83,7 @@ def _run(script: list, spans: int, **cfg) -> tuple[Downstream, Telemetry, SendQu
     exporter = SpanExporter(queue, {"traces": sender_for(config.endpoint, config)}, config, telemetry)
     exporter.start()
     queue.reserve(spans)
-    queue.put(Item("traces", _request(spans), spans))
+    queue.put(Item("traces", _request(spans, payload), spans))
     assert queue.wait_empty(20)
     exporter.shutdown(1)
     down.stop()
@@ -110,10 +114,45 @@ def test_a_permanent_refusal_is_not_retried_and_is_counted():
     assert queue.in_flight == 0
 
 
-def test_resource_exhausted_without_retry_info_is_permanent():
-    down, t, _ = _run([("code", grpc.StatusCode.RESOURCE_EXHAUSTED)], 2)
-    assert len(down.calls) == 1
+def test_resource_exhausted_without_retry_info_is_answered_by_sending_the_request_in_halves():
+    """The downstream's size limit is under ours: the same request would be refused again,
+    its halves may not be (issue 42: the spans were dropped whole)."""
+    down, t, queue = _run([("code", grpc.StatusCode.RESOURCE_EXHAUSTED)], 5, payload=20_000)
+    assert len(down.calls) == 3 and down.spans == 5  # 5 refused, then 3 and 2
+    assert _value(t, "faultgate_exporter_sent_spans_total") == 5
+    assert _value(t, "faultgate_exporter_failed_spans_total", reason="resource_exhausted") == 0
+    assert queue.in_flight == 0
+
+
+def test_a_single_span_the_downstream_refuses_as_too_large_is_dropped_counted_and_named(capsys):
+    exhausted = ("code", grpc.StatusCode.RESOURCE_EXHAUSTED)
+    down, t, _ = _run([exhausted] * 3, 2, payload=40_000)  # the pair, then each span alone
+    assert len(down.calls) == 3 and down.spans == 0
     assert _value(t, "faultgate_exporter_failed_spans_total", reason="resource_exhausted") == 2
+    logged = capsys.readouterr().out
+    assert logged.count("export_span_too_large") == 2 and "01010101010101010101010101010101" in logged
+
+
+def test_a_small_request_refused_with_resource_exhausted_is_not_cut_into_a_call_per_span():
+    """Under 64 KiB no downstream's size limit is the reason: a quota, say; halving it down
+    to single spans would be a storm of calls for nothing."""
+    down, t, _ = _run([("code", grpc.StatusCode.RESOURCE_EXHAUSTED)] * 100, 50)
+    assert len(down.calls) == 1
+    assert _value(t, "faultgate_exporter_failed_spans_total", reason="resource_exhausted") == 50
+
+
+def test_no_request_leaves_larger_than_max_request_bytes():
+    big = 200 * 1024
+    down, t, queue = _run([], 6, max_request_bytes=3 * big + 64 * 1024, max_batch_bytes=3 * big, payload=big)
+    assert down.spans == 6 and max(down.sizes) <= 3 * big + 64 * 1024 and len(down.calls) >= 2
+    assert _value(t, "faultgate_exporter_sent_spans_total") == 6
+
+
+def test_a_span_larger_than_max_request_bytes_alone_is_dropped_counted_and_named(capsys):
+    down, t, _ = _run([], 3, max_request_bytes=128 * 1024, max_batch_bytes=64 * 1024, payload=130 * 1024)
+    assert down.calls == [] and down.spans == 0
+    assert _value(t, "faultgate_exporter_failed_spans_total", reason="too_large") == 3
+    assert capsys.readouterr().out.count("export_span_too_large") == 3
 
 
 def test_requests_over_the_batch_limits_are_split():

@@ -15,7 +15,7 @@ from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.model.records import RunKey
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.verdict import CheckResult, Completion, RunVerdict, Severity
-from faultgate_stream.read.otlp_proto import Received, read
+from faultgate_stream.read.otlp_proto import Received, decode, read
 from faultgate_stream.verdict.redact import get_redactor
 
 TID = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
@@ -89,13 +89,13 @@ def _verdict(root_span_id: str, trace_id: str) -> RunVerdict:
 def _forward_both(request_of) -> tuple[dict, dict, ExportState, ExportState]:
     whole, each = _state(), _state()
     for state, forward in ((whole, None), (each, "each")):
-        req = request_of()
-        decoded = read(req.SerializeToString())
+        received, decoded = decode(request_of().SerializeToString())
         f = Forwarder(_Taken(), state)
         if forward is None:
-            f.consume(decoded.spans, Received.of(req))
+            f.consume(decoded.spans, received)
         else:
-            f._forward_each(req, decoded.spans, AddResult())
+            state.queue.reserve(len(decoded.spans))
+            f._forward_each(received, decoded.spans, AddResult())
     return _exported(whole), _exported(each), whole, each
 
 
@@ -123,6 +123,26 @@ def test_a_request_with_a_rejected_span_is_forwarded_without_it():
     assert whole == each and len(whole) == 9
     assert "0102" not in {sid[:4] for sid in whole}
     assert len(ws.held) == 3
+
+
+def test_a_malformed_copy_of_a_valid_span_is_not_forwarded_with_it():
+    """Issue 42: the same trace and span id twice, the second copy with a 7-byte parent id:
+    one rejected, one accepted, and only the accepted one goes downstream; the queue counts
+    the one span it holds and comes back to zero, never below."""
+    req = ExportTraceServiceRequest()
+    spans = req.resource_spans.add().scope_spans.add().spans
+    spans.add(trace_id=TID, span_id=b"\x05" * 8, parent_span_id=b"\x06" * 8, name="good")
+    spans.add(trace_id=TID, span_id=b"\x05" * 8, parent_span_id=b"\x06" * 7, name="bad copy")
+    state = _state()
+    received, decoded = decode(req.SerializeToString())
+    assert (len(decoded.spans), decoded.rejected) == (1, 1)
+    Forwarder(_Taken(), state).consume(decoded.spans, received)
+    assert state.queue.in_flight == 1
+    items = state.queue.take(10_000, 1 << 30, timeout=0)
+    sent = ExportTraceServiceRequest.FromString(b"".join(i.payload for i in items))
+    assert [s.name for rs in sent.resource_spans for ss in rs.scope_spans for s in ss.spans] == ["good"]
+    state.queue.done(sum(i.spans for i in items), items)
+    assert state.queue.in_flight == 0
 
 
 def test_a_root_annotated_as_bytes_decodes_as_the_decoding_path_annotates_it():

@@ -62,7 +62,9 @@ def served(stream: VerdictStream, *, workers: int = 8) -> Iterator[verdict_pb2_g
     server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
-        yield verdict_pb2_grpc.VerdictServiceStub(channel)
+        stub = verdict_pb2_grpc.VerdictServiceStub(channel)
+        stub.channel = channel  # for requests the generated stub would not send
+        yield stub
     finally:
         stream.close()
         channel.close()
@@ -287,6 +289,23 @@ def test_subscribing_past_the_cap_is_refused_with_resource_exhausted():
         assert (stream.refused, stream.subscribers()) == (1, 2)
         stream.verdict(run_verdict(1))
         assert [take(call, 1)[0].trace_id for call in kept] == [f"{1:032x}"] * 2
+
+
+@pytest.mark.parametrize("body", [b"\x0a\x02\xff\xfe", b"\x0a\x09short", b"\x0f"],
+                         ids=["agents not utf-8", "cut short", "bad tag"])
+def test_a_request_that_is_not_a_subscription_is_refused_as_invalid_argument_without_a_traceback(body, caplog):
+    """Issue 42: grpc's own deserializer answered INTERNAL and logged a traceback."""
+    from faultgate_stream.export.stream.client import SUBSCRIBE
+
+    stream = VerdictStream(REDACT, StreamConfig())
+    with served(stream) as stub:
+        call = stub.channel.unary_stream(SUBSCRIBE)(body, timeout=DEADLINE_S)  # bytes as they are
+        with pytest.raises(grpc.RpcError) as err:
+            next(call)
+        assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert "not a SubscribeRequest" in err.value.details()
+        assert stream.subscribers() == 0
+    assert not [r for r in caplog.records if r.exc_info]
 
 
 def test_close_ends_every_stream_with_ok_after_what_was_queued_and_refuses_new_subscribers():

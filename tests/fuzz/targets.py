@@ -5,7 +5,10 @@ raises ``InternalError`` when the answer is a bug rather than a verdict on the i
   gRPC/HTTP decoders) into the in-process service engine: forwarder, live assembler,
   every check (a policy that exercises every rule), sinks; then the clock moves on and the
   completion scan decides every run. An internal error is a refusal classified
-  ``internal_error``, a counted check/scan/sink error, or a dead thread.
+  ``internal_error``, a counted check/scan/sink/export error, or a dead thread.
+  ``receive_logs`` does the same for a logs request; ``hostile`` sends a request of
+  tests/fuzz/hostile.py every way it goes, and also refuses any retryable answer (nothing
+  it sends is capacity) and any count of taken spans but the reader's.
 - ``offline``: a parsed document through every offline reader (``read_document`` in each
   format) and, when one reads it, through the offline checks.
 - ``check_file``: raw file bytes through ``faultgate-stream check``: exit 0/1/2 and, on
@@ -37,8 +40,8 @@ from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.pipeline import VerdictList, check_spans
 from faultgate_stream.read.files import FORMATS, read_document
 from faultgate_stream.receive import decode
-from faultgate_stream.receive.take import take
-from faultgate_stream.receive.telemetry import ReceiverTelemetry
+from faultgate_stream.receive.take import take, take_logs
+from faultgate_stream.receive.telemetry import LogsTelemetry, ReceiverTelemetry
 from faultgate_stream.verdict.evaluate import Evaluator
 
 POLICY = Path(__file__).with_name("policy.json")
@@ -74,6 +77,7 @@ class Engine:
         self.live = LiveAssembler(asm, self.clock, self.telemetry, tick=0.5)
         self.ingest = Forwarder(self.live, self.export)
         self.receivers = {t: ReceiverTelemetry(self.telemetry, t) for t in ("grpc", "http")}
+        self.logs_receivers = {t: LogsTelemetry(self.telemetry, t) for t in ("grpc", "http")}
 
     def errors(self) -> float:
         # the three counters alone: collecting the whole registry per input was most of a target's time
@@ -83,10 +87,36 @@ class Engine:
                 total += sum(s.value for s in metric.samples if s.name.endswith("_total"))
         return total
 
-    def receive(self, body: bytes, transport: str = "grpc", json: bool = False) -> None:
-        before = self.errors()
+    def receive(self, body: bytes, transport: str = "grpc", json: bool = False):
         parse = decode.json_body if json else decode.protobuf
-        _, refusal = take(lambda: parse(body), self.ingest, self.receivers[transport])
+        before = self.errors()
+        return self._settle(before, take(lambda: parse(body), self.ingest, self.receivers[transport]))
+
+    def receive_logs(self, body: bytes, transport: str = "grpc", json: bool = False):
+        parse = decode.logs_json if json else decode.logs_protobuf
+        before = self.errors()
+        return self._settle(before, take_logs(lambda: parse(body), self.live, self.logs_receivers[transport]))
+
+    def hostile(self, h) -> list[str]:
+        """Sends ``h`` (tests/fuzz/hostile.py) every way it goes; its answers."""
+        answers = []
+        for body, json in ((h.proto, False), (h.json, True)):
+            if body is None:
+                continue
+            decoded, refusal = (self.receive if h.signal == "traces" else self.receive_logs)(body, "http", json)
+            if refusal is not None:
+                if refusal.retryable:
+                    raise InternalError(f"{h.cls}: a retryable answer ({refusal.message}) to input that cannot succeed")
+                answers.append(refusal.reason)
+                continue
+            taken = len(decoded.spans) if h.signal == "traces" else decoded.records - decoded.rejected
+            if taken + decoded.rejected != h.offered:
+                raise InternalError(f"{h.cls}: {h.offered} offered, {taken} taken and {decoded.rejected} rejected")
+            answers.append("partial" if decoded.rejected else "ok")
+        return answers
+
+    def _settle(self, before: float, outcome):
+        decoded, refusal = outcome
         if refusal is not None and refusal.reason == "internal_error":
             raise InternalError(f"refused as {refusal.message}")
         self.clock.advance(30)  # every run due: grace, idle and max-duration all pass
@@ -95,8 +125,9 @@ class Engine:
             raise InternalError("an internal error was counted while deciding runs (see the log)")
         # the export queue is never drained here: give back what was queued
         q = self.export.queue
-        for item in q.take(10**9, 10**12, 0):
-            q.done(item.spans)
+        items = q.take(10**9, 10**12, 0)
+        q.done(sum(i.spans for i in items), items)
+        return decoded, refusal
 
 
 def offline(doc) -> None:

@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.read.otlp_json import to_request
-from tests.fuzz import strategies, targets
+from tests.fuzz import hostile, strategies, targets
 
 # *.bin: protobuf bodies the soak's byte mutants found
 CORPUS = sorted(p for p in (Path(__file__).parent / "corpus").iterdir() if p.suffix in (".json", ".bin"))
@@ -89,6 +89,15 @@ def test_otlp_protobuf_requests_never_get_an_internal_error(doc):
     body = _proto_body(doc)
     if body is not None:
         targets.Engine().receive(body, "grpc")
+
+
+@BRIEF
+@given(hostile.any_hostile)
+def test_issue_42s_classes_get_a_permanent_answer_and_every_span_taken_or_rejected(h):
+    """Deep and wide values, GenAI event bodies of the wrong shape, protobuf's field names,
+    malformed copies of valid spans (tests/fuzz/hostile.py): over the live service in
+    tests/fuzz/test_hostile.py, in process here."""
+    targets.Engine().hostile(h)
 
 
 @BRIEF

@@ -85,5 +85,8 @@ def test_a_receive_side_bug_is_logged_as_such_once_per_interval_and_each_refusal
             assert refusal is not None and refusal.retryable
     events = [e["event"] for e in logs]
     assert events == ["receive_internal_error"], events
+    assert logs[0]["error_type"] == "TypeError"  # logged once, with its class
     assert telemetry.registry.get_sample_value("faultgate_receiver_refused_spans_total",
                                                {"transport": "grpc", "reason": "internal_error"}) == 50
+    # every one of them an internal error, whatever the answer it led to (issue 42)
+    assert telemetry.registry.get_sample_value("faultgate_internal_errors_total", {"stage": "receive"}) == 50

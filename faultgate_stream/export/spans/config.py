@@ -6,8 +6,19 @@ from typing import Literal
 
 from faultgate_stream.model.settings import BYTES, DURATION
 
-# The downstream collector's gRPC receiver refuses messages over 4 MiB by default, and that
-# refusal is permanent (grafana/agent #3132); stay under it with room for the envelope.
+# The downstream collector's gRPC receiver refuses messages over 4 MiB by default
+# (max_recv_msg_size_mib: 4, so 4,194,304 bytes of the uncompressed message), and that
+# refusal is permanent (grafana/agent #3132). No request is larger than max_request_bytes,
+# framing included; the 64 KiB under the limit are for what a client adds that we do not
+# count. A span larger than it on its own is rejected when it arrives (the receivers'
+# partial success names the limit), never acknowledged and dropped here (issue 42).
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024 - 64 * 1024
+# Room kept in a request for the verdict written onto a run's root (attributes and one
+# evaluation event per check, reasons masked): a span is taken only when it fits
+# max_request_bytes with this much to spare.
+VERDICT_ROOM_BYTES = 64 * 1024
+# Batches grow to this much before they are sent: under max_request_bytes, so that a batch
+# taken whole stays a request the downstream takes.
 DEFAULT_MAX_BATCH_BYTES = 3 * 1024 * 1024
 DEFAULT_MAX_BATCH_SPANS = 8192
 # Spans accepted but not yet exported (queued, being sent, or roots waiting for their
@@ -47,6 +58,7 @@ class SpansExportConfig:
     queue_spans: int = DEFAULT_QUEUE_SPANS
     max_batch_spans: int = DEFAULT_MAX_BATCH_SPANS
     max_batch_bytes: int = field(default=DEFAULT_MAX_BATCH_BYTES, metadata=BYTES)
+    max_request_bytes: int = field(default=DEFAULT_MAX_REQUEST_BYTES, metadata=BYTES)  # the downstream's limit
     linger: float = field(default=DEFAULT_LINGER_S, metadata=DURATION)  # 0: send what is queued at once
     retry_initial_interval: float = field(default=5.0, metadata=DURATION)
     retry_max_interval: float = field(default=30.0, metadata=DURATION)
@@ -54,6 +66,12 @@ class SpansExportConfig:
     workers: int = 2
     headers: dict[str, str] = field(default_factory=dict)
     tls: ClientTLS = ClientTLS()
+
+    @property
+    def max_span_bytes(self) -> int | None:
+        """The bytes a received span may take in a request, with its resource and scope
+        (None when span export is off: nothing is sent on)."""
+        return self.max_request_bytes - VERDICT_ROOM_BYTES if self.endpoint else None
 
     def validate(self) -> list[str]:
         problems = []
@@ -64,6 +82,10 @@ class SpansExportConfig:
             problems.append("linger: must be >= 0")
         if self.max_batch_bytes < 1024:
             problems.append("max_batch_bytes: must be at least 1KiB")
+        if self.max_request_bytes < 2 * VERDICT_ROOM_BYTES:
+            problems.append("max_request_bytes: must be at least 128KiB (a span and room for its verdict)")
+        elif self.max_batch_bytes > self.max_request_bytes:
+            problems.append("max_batch_bytes: must be at most max_request_bytes")
         if self.retry_initial_interval <= 0 or self.retry_max_interval < self.retry_initial_interval:
             problems.append("retry_max_interval: must be >= retry_initial_interval > 0")
         return problems

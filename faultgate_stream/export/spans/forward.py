@@ -51,7 +51,7 @@ class Forwarder:
         # a request with late spans looks)
         if (cfg.mode == "verdict_only" or cfg.strip_content or (result.late_runs and self._amending(result))
                 or not self._forward_received(request.body, spans, result)):
-            self._forward_each(request.message, spans, result)
+            self._forward_each(request, spans, result)
 
     def _amending(self, result: AddResult) -> bool:
         return any(_amended_by(self._s.cache.get(run), sid) for sid, run in result.late_runs.items())
@@ -89,21 +89,23 @@ class Forwarder:
                 self._s.queue.put(Item("traces", piece, n))
         return True
 
-    def _forward_each(self, request: ExportTraceServiceRequest, spans: list[SpanRecord], result: AddResult) -> None:
+    def _forward_each(self, received: Received, spans: list[SpanRecord], result: AddResult) -> None:
         # The reader decided which spans are valid; a span it rejected is not among the
-        # records, was never acknowledged, and is not forwarded.
-        accepted = {(s.trace_id, s.span_id) for s in spans}
+        # records, was never acknowledged, and is not forwarded. Rejected spans are known by
+        # their place, not their ids: a malformed copy of a valid span has the same ids
+        # (issue 42: both went downstream, and the queue counted one span it never held).
+        request, rejected = received.message, received.rejected
         roots = {s.span_id for s in spans if s.is_agent or not s.parent_id}
         verdict_only = self._s.config.mode == "verdict_only"
         filtered = 0
         out = ExportTraceServiceRequest()
-        for rs in request.resource_spans:
-            for ss in rs.scope_spans:
+        for i, rs in enumerate(request.resource_spans):
+            for j, ss in enumerate(rs.scope_spans):
                 keep = []
-                for span in ss.spans:
-                    tid, sid = span.trace_id.hex(), span.span_id.hex()
-                    if (tid, sid) not in accepted:
+                for k, span in enumerate(ss.spans):
+                    if (i, j, k) in rejected:
                         continue
+                    tid, sid = span.trace_id.hex(), span.span_id.hex()
                     if sid in roots:
                         # a root after its run's verdict (late, a retry of one already sent,
                         # or one whose run this very request closed at max_spans_per_trace:
@@ -135,8 +137,7 @@ class Forwarder:
                     target = out.resource_spans.add(resource=rs.resource, schema_url=rs.schema_url)
                     target.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url).spans.extend(keep)
         if filtered:
-            self._s.telemetry["faultgate_exporter_filtered_spans"].inc(filtered)
-            self._s.queue.release(filtered)
+            self._s.queue.release(filtered, filtered=True)
         for payload, count in chunks(out, self._s.config.max_batch_spans, self._s.config.max_batch_bytes):
             self._s.queue.put(Item("traces", payload, count))
 

@@ -9,12 +9,21 @@ every span accepted and not yet exported.
 Items are numbered as they are queued, so a durable source can ask whether everything
 queued before some moment has left (``mark`` / ``passed``): the commit of an offset waits
 for the spans it carried, whichever worker sends them and in whatever order.
+
+The queue is also the ledger of span export, under one lock (issue 42): spans in flight
+are three counts that only ever hold spans that are there (reserved and not yet queued,
+queued, being sent), so the gauge made of them cannot go below zero; and what left is
+counted here too (``sent``, ``failed`` by reason, ``filtered``), so that one snapshot
+(``ledger``) gives both sides of ``accepted = sent + failed + filtered + in flight`` at
+one instant. A put of spans never reserved, or a settle of spans never taken, is a bug:
+it is counted as an internal error (``on_error``), never let through as a negative count.
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import NamedTuple
 
 from faultgate_stream.model.errors import BoundError, CapacityError
@@ -30,14 +39,29 @@ class Item(NamedTuple):
     records: int = 0  # log records it carries
 
 
+class Ledger(NamedTuple):
+    """Span export's counts at one instant."""
+
+    in_flight: int
+    sent: int
+    failed: dict[str, int]
+    filtered: int
+
+
 class SendQueue:
-    def __init__(self, capacity_spans: int, retry_after_s: float = 1.0, capacity_records: int = 50_000) -> None:
+    def __init__(self, capacity_spans: int, retry_after_s: float = 1.0, capacity_records: int = 50_000,
+                 on_error: Callable[[], None] | None = None) -> None:
         self.capacity = capacity_spans
         self.capacity_records = capacity_records
         self._queued_records = 0
         self._retry_after = retry_after_s
         self._items: deque[Item] = deque()
-        self._reserved = 0       # spans accepted and not yet exported or failed
+        self._open = 0           # spans reserved and not yet queued (held roots among them)
+        self._sending_spans = 0  # spans taken by a worker and not yet done
+        self._sent = 0
+        self._failed: dict[str, int] = {}
+        self._filtered = 0
+        self._on_error = on_error
         self._queued_spans = 0
         self._queued_bytes = 0   # payload bytes queued, for a lingering take
         self._cv = threading.Condition()
@@ -53,7 +77,17 @@ class SendQueue:
 
     @property
     def in_flight(self) -> int:
-        return self._reserved
+        """Spans accepted and not yet exported or failed: each count is of spans that are
+        there, so the sum is never below zero."""
+        return self._open + self._queued_spans + self._sending_spans
+
+    def ledger(self) -> Ledger:
+        with self._cv:
+            return Ledger(self.in_flight, self._sent, dict(self._failed), self._filtered)
+
+    def _error(self) -> None:
+        if self._on_error is not None:
+            self._on_error()
 
     @property
     def queued(self) -> int:
@@ -69,21 +103,34 @@ class SendQueue:
             raise BoundError(f"request has {spans} spans, more than the export queue holds "
                              f"(export.queue_spans: {self.capacity}); send smaller batches", bound="export_queue")
         with self._cv:
-            if self._reserved + spans > self.capacity:
+            if self.in_flight + spans > self.capacity:
                 self.full_refusals += 1
-                raise CapacityError(f"export queue full ({self._reserved} of {self.capacity} spans in flight)",
+                raise CapacityError(f"export queue full ({self.in_flight} of {self.capacity} spans in flight)",
                                     bound="export_queue", retry_after_s=self._retry_after)
-            self._reserved += spans
+            self._open += spans
 
-    def release(self, spans: int) -> None:
-        """Give back room for spans that will not be queued (they were reserved in error)."""
+    def release(self, spans: int, *, filtered: bool = False, failed: str = "") -> None:
+        """Give back room for spans that will not be queued: reserved in error (the request
+        was refused after all), left out by configuration (``filtered``), or failed for good
+        before they were queued (``failed``: the reason)."""
         with self._cv:
-            self._reserved -= spans
+            self._unreserve(spans)
+            if filtered:
+                self._filtered += spans
+            elif failed:
+                self._failed[failed] = self._failed.get(failed, 0) + spans
             self._cv.notify_all()
+
+    def _unreserve(self, spans: int) -> None:
+        if spans > self._open:  # spans never reserved: a bug, counted, never a negative count
+            self._error()
+            spans = self._open
+        self._open -= spans
 
     def put(self, item: Item) -> None:
         """Queue an item whose spans were reserved. Never blocks, never refuses."""
         with self._cv:
+            self._unreserve(item.spans)
             self._number(item)
             self._items.append(item)
             self._queued_spans += item.spans
@@ -165,24 +212,32 @@ class SendQueue:
             self._queued_spans -= spans
             self._queued_bytes -= size
             self._queued_records -= sum(i.records for i in out)
+            self._sending_spans += spans
             for i in out:
                 self._sending[id(i)] = self._seq_of.pop(id(i))
             return out
 
-    def done(self, spans: int, items: list[Item] = ()) -> None:
-        """Spans exported, or failed for good: their room is free again. ``items``: the
-        ones taken that are finished with (their numbers leave ``passed``'s reckoning)."""
+    def done(self, spans: int, items: list[Item] = (), *, sent: int = 0, failed: dict[str, int] | None = None) -> None:
+        """Spans taken and finished with: exported (``sent``) or failed for good (``failed``,
+        by reason), counted in the same instant their room is freed. ``items``: the ones
+        taken that are finished with (their numbers leave ``passed``'s reckoning)."""
         with self._cv:
             for i in items:
                 self._sending.pop(id(i), None)
-            self._reserved -= spans
+            if spans > self._sending_spans:  # spans never taken: a bug, counted
+                self._error()
+                spans = self._sending_spans
+            self._sending_spans -= spans
+            self._sent += sent
+            for reason, n in (failed or {}).items():
+                self._failed[reason] = self._failed.get(reason, 0) + n
             self._cv.notify_all()
 
     def wait_empty(self, timeout: float) -> bool:
         """True once every reserved span was exported or failed (shutdown drains with it)."""
         deadline = time.monotonic() + timeout
         with self._cv:
-            while self._reserved > 0:
+            while self.in_flight > 0:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False

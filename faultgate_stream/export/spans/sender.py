@@ -3,8 +3,9 @@
 The retry table is the OTLP spec's (the collector's ``otlpexporter`` ``shouldRetry``):
 CANCELLED, DEADLINE_EXCEEDED, ABORTED, OUT_OF_RANGE, UNAVAILABLE and DATA_LOSS are retried;
 RESOURCE_EXHAUSTED only when the server sent ``RetryInfo`` (without it the same request
-would be refused again: it is too large); everything else is permanent. Over HTTP 429,
-502, 503 and 504 are retried. A server's ``RetryInfo`` / ``Retry-After`` delay is honoured
+would be refused again: it is too large, ``too_large``, which the exporter answers by
+splitting it); everything else is permanent. Over HTTP 429, 502, 503 and 504 are retried,
+and 413 is ``too_large``. A server's ``RetryInfo`` / ``Retry-After`` delay is honoured
 before the exponential backoff resumes. Retrying is tenacity's.
 """
 from __future__ import annotations
@@ -32,11 +33,13 @@ RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 
 
 class ExportError(Exception):
-    def __init__(self, message: str, *, retryable: bool, reason: str, retry_after_s: float | None = None) -> None:
+    def __init__(self, message: str, *, retryable: bool, reason: str, retry_after_s: float | None = None,
+                 too_large: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.reason = reason
         self.retry_after_s = retry_after_s
+        self.too_large = too_large  # the request is over what the downstream takes: send it in parts
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ def _grpc_error(e: grpc.RpcError) -> ExportError:
             delay = info.retry_delay.ToNanoseconds() / 1e9
     retryable = code in RETRYABLE_GRPC or (code == grpc.StatusCode.RESOURCE_EXHAUSTED and delay is not None)
     return ExportError(f"{code.name}: {e.details()}", retryable=retryable, reason=code.name.lower(),
-                       retry_after_s=delay)
+                       retry_after_s=delay, too_large=code == grpc.StatusCode.RESOURCE_EXHAUSTED and delay is None)
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -82,7 +85,9 @@ def _credentials(tls: ClientTLS) -> grpc.ChannelCredentials:
 class GrpcSender:
     def __init__(self, endpoint: str, config: SpansExportConfig) -> None:
         options: list[tuple[str, Any]] = [
-            ("grpc.max_send_message_length", config.max_batch_bytes * 2),
+            # the exporter keeps requests under max_request_bytes; the channel's own bound is
+            # off, so that a request over it is the downstream's to refuse, not a local error
+            ("grpc.max_send_message_length", -1),
             # gRPC's own reconnect backoff grows to 120 s while the downstream is away: a
             # downstream back after a 20 s outage was measured reconnected 7.5 s later, every
             # retry meanwhile failing at once while the queue filled and the receiver refused.
@@ -141,7 +146,8 @@ class HttpSender:
             raise ExportError(f"{type(e).__name__}: {e}", retryable=True, reason="connection") from None
         if r.status != 200:
             raise ExportError(f"HTTP {r.status}: {r.data[:200]!r}", retryable=r.status in RETRYABLE_HTTP,
-                              reason="http_5xx" if r.status >= 500 else "http_4xx", retry_after_s=_retry_after(r.headers.get("Retry-After")))
+                              reason="http_5xx" if r.status >= 500 else "http_4xx",
+                              retry_after_s=_retry_after(r.headers.get("Retry-After")), too_large=r.status == 413)
         return _answer(kind, r.data)
 
     def close(self) -> None:

@@ -23,5 +23,6 @@ class ExportState:
 
     @classmethod
     def build(cls, config: SpansExportConfig, telemetry: Telemetry, redact: Callable[[str], str]) -> "ExportState":
-        return cls(config, telemetry, redact, SendQueue(config.queue_spans, retry_after_s=1.0), HeldSpans(),
-                   VerdictCache())
+        queue = SendQueue(config.queue_spans, retry_after_s=1.0,
+                          on_error=telemetry["faultgate_internal_errors"].labels("export").inc)
+        return cls(config, telemetry, redact, queue, HeldSpans(), VerdictCache())

@@ -12,6 +12,9 @@ Contract
 * What leaves the process is what ``encode`` made: every reason and the scenario key masked.
 * Subscribers are capped (``StreamConfig.max_subscribers``); one past the cap is refused
   with RESOURCE_EXHAUSTED.
+* A request that is not a ``SubscribeRequest`` (another message, a string that is not
+  UTF-8) is refused with INVALID_ARGUMENT naming why: it is parsed here, not by grpc, whose
+  own failure to deserialize is INTERNAL and a logged traceback (issue 42).
 * ``close()`` ends every stream with OK once what is queued for it has been sent, and
   refuses later subscriptions with UNAVAILABLE.
 * A client's cancel (or a deadline, or the server stopping) ends its stream and frees its
@@ -29,6 +32,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 import grpc
+from google.protobuf.message import DecodeError
 from prometheus_client import CollectorRegistry, Counter
 
 from faultgate_stream.export.stream.config import StreamConfig
@@ -142,9 +146,9 @@ class VerdictStream:
     def handler(self) -> grpc.GenericRpcHandler:
         """``VerdictService/Subscribe``, for ``grpc.Server.add_generic_rpc_handlers``."""
         # The response serializer is None: verdicts are serialized once in ``verdict``,
-        # not once per subscriber.
+        # not once per subscriber. The request's is too: ``_subscribe`` parses it.
         subscribe = grpc.unary_stream_rpc_method_handler(
-            self._subscribe, request_deserializer=pb.SubscribeRequest.FromString, response_serializer=None)
+            self._subscribe, request_deserializer=None, response_serializer=None)
         return grpc.method_handlers_generic_handler(SERVICE, {"Subscribe": subscribe})
 
     def close(self) -> None:
@@ -155,7 +159,11 @@ class VerdictStream:
         for s in subs:
             s.end(drain=True)
 
-    def _subscribe(self, request: pb.SubscribeRequest, context: grpc.ServicerContext) -> Iterator[bytes]:
+    def _subscribe(self, body: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        try:
+            request = pb.SubscribeRequest.FromString(body)
+        except DecodeError as e:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a SubscribeRequest: {e}")
         sub = _Subscriber(request, self.config.queue_size)
         with self._lock:
             if self._closed:

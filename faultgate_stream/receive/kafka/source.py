@@ -127,6 +127,7 @@ class KafkaSource:
                     self._step(consumer)
                 except Exception:  # a bug must not end the source: counted, logged, retried
                     self._t["faultgate_kafka_errors"].labels("internal").inc()
+                    self._t["faultgate_internal_errors"].labels("kafka").inc()
                     log.exception("kafka_source_error")
                     self._stop.wait(1.0)
             self._handover(consumer, list(self._leases), commit=True)

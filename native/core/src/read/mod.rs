@@ -2,6 +2,7 @@
 
 pub mod accept;
 pub mod attrs;
+pub mod bounds;
 pub mod conventions;
 pub mod openinference;
 pub mod openllmetry;

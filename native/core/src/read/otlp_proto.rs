@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::attrs::{Attr, Attrs};
+use super::bounds::{check_any_value, Over};
 use super::conventions::{self, read_names, read_prefixes, Built, Kept, SpanHead};
 use crate::model::ids::{SpanId, TraceId};
 use crate::error::{Error, Result};
@@ -267,6 +268,7 @@ struct Row<'a> {
     message: &'a [u8],
     attrs: Attrs<'a>,
     evaluations: Option<Value<'static>>,
+    over: Option<Over>, // its attributes are past a bound (bounds.rs): rejected, not read
 }
 
 fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, projection: Option<&Projection>)
@@ -307,18 +309,41 @@ fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, 
     utf8(message)?;
     // a repeated key keeps its first place and its last value, as a dict does
     let mut attrs = Attrs::with_capacity(kvs.len());
-    for kv in kvs {
+    // every attribute is bounded, the span's and its events', read or not: whether a span
+    // is taken must not hang on which attributes the checks of the day read
+    let mut seen = 0usize;
+    let mut over = None;
+    'events: for event in events.as_slice() {
+        for kv in repeated(event, 3)? {
+            if let Err(o) = check_any_value(key_value(kv)?.1.as_slice(), &mut seen)? {
+                over = Some(o);
+                break 'events;
+            }
+        }
+    }
+    for &kv in &kvs {
         let (key, value) = key_value(kv)?;
+        if over.is_none() {
+            over = check_any_value(value.as_slice(), &mut seen)?.err();
+        }
+        if over.is_some() {
+            return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message,
+                            attrs: Attrs::with_capacity(0), evaluations: None, over });
+        }
         if projection.is_none_or(|p| p.wants(key)) {
             let key = Cow::Borrowed(utf8(key)?.as_bytes());
             attrs.set(Attr { key, val: any_value(value.as_slice(), 0)?, origin: None });
         }
     }
+    if over.is_some() {  // an event's attributes, past a bound, and a span with no attributes
+        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations: None,
+                        over });
+    }
     let evaluations = match events {
         Many::None => None,
         _ => evaluations(events.as_slice(), event_name)?,
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations })
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations, over: None })
 }
 
 /// An id's bytes: None when malformed (not `n` bytes, or all zero), as the OTLP
@@ -340,11 +365,15 @@ fn span_id(raw: &[u8]) -> SpanId {
     SpanId::Hex(u64::from_be_bytes(raw.try_into().expect("8 bytes")))
 }
 
-/// What a request read to: its records in wire order, those whose ids are malformed left
-/// out (`rejected`), and the first of those named.
+/// A rejected span: its place in the request (resource_spans[i].scope_spans[j].spans[k])
+/// and its reason (a faultgate_receiver_rejected_spans label).
+pub type Rejection = (usize, usize, usize, &'static str);
+
+/// What a request read to: its records in wire order, those whose ids are malformed or whose
+/// attributes are past a bound (bounds.rs) left out (`rejected`), and the first of those named.
 pub struct Read {
     pub records: Vec<SpanRecord>,
-    pub rejected: usize,
+    pub rejected: Vec<Rejection>,
     pub first_problem: String,
 }
 
@@ -389,12 +418,13 @@ pub fn read_spans(data: &[u8], version_key: &str, event_name: &str, projection: 
 }
 
 /// Each valid span of a request, in wire order, with what the conventions built of it
-/// (borrowing the request's bytes), to `each`; returns the spans whose ids are malformed
-/// and the first of those named.
+/// (borrowing the request's bytes), to `each`; returns the spans rejected, each one's
+/// place and reason (``invalid_span``: its ids are malformed; ``too_deep``: its attributes,
+/// its own or its events', are past a bound), and the first of those named.
 pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_name: &str,
                                      projection: Option<&Projection>,
                                      mut each: impl FnMut(Head<'a>, Built<'a>) -> std::result::Result<(), E>)
-    -> std::result::Result<(usize, String), E> {
+    -> std::result::Result<(Vec<Rejection>, String), E> {
     let mut versions: Vec<Value<'_>> = Vec::new();
     let mut rows = Vec::new();
     let mut request = Fields::new(data);
@@ -413,21 +443,24 @@ pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_na
         }
         i += 1;
     }
-    let (mut rejected, mut first_problem) = (0usize, String::new());
+    let (mut rejected, mut first_problem) = (Vec::new(), String::new());
     for row in rows {
-        let problem = if id_bytes(row.trace_id, TRACE_ID_BYTES).is_none_or(<[u8]>::is_empty) {
-            "trace_id is not 16 bytes, or is all zero"
-        } else if id_bytes(row.span_id, SPAN_ID_BYTES).is_none_or(<[u8]>::is_empty) {
-            "span_id is not 8 bytes, or is all zero"
-        } else if id_bytes(row.parent, SPAN_ID_BYTES).is_none() {
-            "parent_span_id is not 8 bytes"
-        } else {
-            ""
-        };
+        let (reason, problem): (&'static str, Cow<'static, str>) =
+            if id_bytes(row.trace_id, TRACE_ID_BYTES).is_none_or(<[u8]>::is_empty) {
+                ("invalid_span", "trace_id is not 16 bytes, or is all zero".into())
+            } else if id_bytes(row.span_id, SPAN_ID_BYTES).is_none_or(<[u8]>::is_empty) {
+                ("invalid_span", "span_id is not 8 bytes, or is all zero".into())
+            } else if id_bytes(row.parent, SPAN_ID_BYTES).is_none() {
+                ("invalid_span", "parent_span_id is not 8 bytes".into())
+            } else if let Some(over) = &row.over {
+                ("too_deep", format!("attributes (its own and its events'): {}", over.message()).into())
+            } else {
+                ("", "".into())
+            };
         if !problem.is_empty() {
-            rejected += 1;
+            let (i, j, k) = row.place;
+            rejected.push((i, j, k, reason));
             if first_problem.is_empty() {
-                let (i, j, k) = row.place;
                 first_problem = format!("resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}");
             }
             continue;
@@ -547,7 +580,8 @@ mod tests {
         crate::read::accept::check_traces(&data).unwrap();
         let read = read_spans(&data, "service.version", "gen_ai.evaluation.result", None).unwrap();
         assert_eq!((read.rejected, read.first_problem.as_str()),
-                   (1, "resource_spans[0].scope_spans[0].spans[2]: span_id is not 8 bytes, or is all zero"));
+                   (vec![(0, 0, 2, "invalid_span")],
+                    "resource_spans[0].scope_spans[0].spans[2]: span_id is not 8 bytes, or is all zero"));
         let [r, t] = &read.records[..] else { panic!("two records") };
         assert_eq!(r.trace_id.to_string(), "07".repeat(16));
         assert!(r.is_agent() && r.parent_id.is_none() && r.start_ns == 1_000 && r.end_ns == 2_000);
@@ -558,6 +592,33 @@ mod tests {
         let tool = t.fields.tool.as_ref().unwrap();
         assert_eq!((&*tool.name, &*tool.result, t.status_code), (&b"search"[..], &b"[]"[..], 2));
         assert_eq!(t.parent_id.as_ref().unwrap().to_string(), "01".repeat(8));
+    }
+
+    #[test]
+    fn a_span_whose_values_nest_past_the_bound_is_rejected_as_too_deep_and_the_others_read() {
+        use crate::read::bounds::MAX_VALUE_DEPTH;
+        let trace = [7u8; 16];
+        // an array nested one level past the bound, as an event's attribute
+        let deep = (0..=MAX_VALUE_DEPTH).fold(field(1, b"x"), |v, _| field(5, &field(1, &v)));
+        let mut deep_kv = field(1, b"k");
+        deep_kv.extend(field(2, &deep));
+        let mut event = field(2, b"an event");
+        event.extend(field(3, &deep_kv));
+        let mut deep_span = span(&trace, &[3; 8], &[1; 8], "x", &[("a", "b")], 0);
+        deep_span.extend(field(11, &event));
+        let root = span(&trace, &[1; 8], b"", "invoke_agent a", &[("gen_ai.operation.name", "invoke_agent")], 0);
+        let data = request(&[], &[root, deep_span]);
+        crate::read::accept::check_traces(&data).unwrap();
+        // whatever the projection: a bound does not hang on what the checks read
+        let p = Projection::new([b"keep.me".to_vec()]);
+        for projection in [None, Some(&p)] {
+            let read = read_spans(&data, "service.version", "e", projection).unwrap();
+            assert_eq!(read.rejected, vec![(0, 0, 1, "too_deep")]);
+            assert!(read.first_problem.starts_with("resource_spans[0].scope_spans[0].spans[1]: attributes (its own \
+                                                    and its events'): values nested more than 24 levels deep"),
+                    "{}", read.first_problem);
+            assert_eq!(read.records.len(), 1);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The readers for Python: the core's (native/core/src/read) giving the package's records,
 //! and the request check.
 
+pub mod bounds;
 pub mod conventions;
 pub mod json;
 pub mod otlp_json;
@@ -22,6 +23,7 @@ pub fn check_traces(data: &[u8]) -> PyResult<()> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_traces, m)?)?;
+    bounds::register(m)?;
     otlp_proto::register(m)?;
     conventions::register(m)?;
     payload::register(m)?;

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use faultgate_core::read::bounds::check_any_value;
 use faultgate_core::read::conventions::Kept;
 use faultgate_core::read::otlp_proto::{self as core, key_value, resource_and_scopes};
 use faultgate_core::wire::{repeated, utf8, Fields, Malformed, Value, MAX_DEPTH};
@@ -58,14 +59,16 @@ impl From<std::convert::Infallible> for Raise {
 
 /// ``read_spans(data, version_key, event_name, projection=None) -> (records, rejected,
 /// first_problem)``: the ``SpanRecord`` of every span of the request in wire order, but
-/// those whose ids are malformed: those are counted (``rejected``) and the first is named.
+/// those whose ids are malformed or whose attributes are past a bound (the core's
+/// read/bounds.rs): those are listed (``rejected``: each one's ``(i, j, k, reason)``,
+/// reason ``invalid_span`` or ``too_deep``) and the first is named.
 /// Each record is made straight from what the core's conventions built of the request's
 /// bytes.
 #[pyfunction]
 #[pyo3(signature = (data, version_key, event_name, projection=None))]
 fn read_spans<'py>(py: Python<'py>, data: &[u8], version_key: &str, event_name: &str,
                    projection: Option<PyRef<'py, Projection>>)
-    -> PyResult<(Bound<'py, PyList>, usize, String)> {
+    -> PyResult<(Bound<'py, PyList>, Vec<core::Rejection>, String)> {
     let projection = projection.as_deref().map(|p| &p.0);
     guarded(|| {
         let out = PyList::empty(py);
@@ -282,7 +285,9 @@ fn guarded<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 }
 
 /// One log record's row: (trace_id, span_id, time, observed time, event_name, attributes,
-/// body); ids as ``Keys::id`` gives them, the body None when absent (as when empty).
+/// body, over); ids as ``Keys::id`` gives them, the body None when absent (as when empty);
+/// ``over`` names the bound its body and attributes are past (the core's read/bounds.rs),
+/// "" when within them: then neither is read (attributes ``{}``, body None).
 fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Bound<'py, PyTuple>> {
     let py = keys.py;
     let (mut trace_id, mut span_id, mut event_name): (&[u8], &[u8], &[u8]) = (b"", b"", b"");
@@ -302,8 +307,18 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
             _ => {}
         }
     }
-    let attrs = attributes(keys, &kvs, None)?;
-    let body = any_value(keys, &body, 0)?;
+    let mut seen = 0usize;
+    let mut over = check_any_value(&body, &mut seen).or_raise()?;
+    for kv in &kvs {
+        if over.is_err() {
+            break;
+        }
+        over = check_any_value(key_value(kv).or_raise()?.1.as_slice(), &mut seen).or_raise()?;
+    }
+    let (attrs, body, over) = match over {
+        Ok(()) => (attributes(keys, &kvs, None)?, any_value(keys, &body, 0)?, String::new()),
+        Err(o) => (PyDict::new(py), py.None(), o.message()),
+    };
     PyTuple::new(py, [
         keys.id(trace_id, TRACE_ID_BYTES),
         keys.id(span_id, SPAN_ID_BYTES),
@@ -312,6 +327,7 @@ fn log_row<'a, 'py>(keys: &mut Keys<'a, 'py>, record: &'a [u8]) -> PyResult<Boun
         PyString::new(py, utf8(event_name).or_raise()?).into_any().unbind(),
         attrs.into_any().unbind(),
         body,
+        PyString::new(py, &over).into_any().unbind(),
     ])
 }
 
