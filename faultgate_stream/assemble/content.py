@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.records import UNREAD, SpanRecord
 
 
 def _order(c: SpanRecord) -> tuple:
@@ -31,6 +31,8 @@ def merge(span: SpanRecord, contents: Iterable[SpanRecord]) -> SpanRecord:
     missing = span.missing
     for c in cs:
         missing &= c.missing
+    # content joined to a span does not make its vocabulary one a convention reads
+    missing |= span.missing & UNREAD
     calls = span.calls or tuple(x for c in cs for x in c.calls)
     responses = span.responses or tuple(x for c in cs for x in c.responses)
     finish = span.finish_reasons or tuple(x for c in cs for x in c.finish_reasons)

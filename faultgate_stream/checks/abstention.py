@@ -23,11 +23,14 @@ from typing import Any
 from faultgate_stream import _native
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import ANSWER
 from faultgate_stream.model.verdict import CheckResult
 
 
 class Abstention(Check):
     name = "abstention"
+    reads = (ANSWER,)
+    fires_on_evidence = True
     description = "Final answer explicitly says the information could not be found."
 
     def __init__(self) -> None:

@@ -40,10 +40,10 @@ from typing import Any, ClassVar
 
 from faultgate_stream.model.verdict import Severity
 
-__all__ = ["API_VERSION", "Check", "Result", "RunView", "Severity", "SpanView", "StepView", "fired", "passed",
+__all__ = ["API_VERSION", "READS", "Check", "Result", "RunView", "Severity", "SpanView", "StepView", "fired", "passed",
            "undecided", "STANDARD_ATTRIBUTES"]
 
-API_VERSION = "1.0"
+API_VERSION = "1.1"  # 1.1: Check.reads, Check.fires_on_evidence
 
 # Span attributes every view carries (when the span has them), whatever a check declares:
 # the run's own facts' and the model and usage of each span.
@@ -54,6 +54,8 @@ STANDARD_ATTRIBUTES = frozenset({
     "faultgate.scenario", "faultgate.cost_usd", "faultgate.termination",
 })
 
+# What a check may say it reads of a run (``Check.reads``).
+READS = ("steps", "answer", "finish_reasons")
 _OUTCOMES = ("fired", "passed", "undecided")
 _SEVERITIES = {s.value: s for s in Severity}
 
@@ -341,6 +343,14 @@ class Check(ABC):
     severity: ClassVar[Severity | str] = Severity.HARD
     attributes: ClassVar[frozenset[str]] = frozenset()
     api_version: ClassVar[str] = API_VERSION
+    # What the check reads of a run, of READS. Where a run holds agent work no convention
+    # read (a framework's own span names and keys) and it leaves one of these incomplete, a
+    # result that passed is made undecided, naming the spans: never clean on what was hidden.
+    reads: ClassVar[tuple[str, ...]] = ("steps", "answer", "finish_reasons")
+    # True when every fired result rests on evidence the check saw (a denied argument): it
+    # stands beside unread work. False: a finding on an absence ("never called the
+    # retriever") is undecided there too, as the unread work may hold what is absent.
+    fires_on_evidence: ClassVar[bool] = False
 
     def start(self) -> Any:
         """A run's state; None by default."""

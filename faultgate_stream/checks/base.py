@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import INPUTS, UnreadWork
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
@@ -40,6 +41,17 @@ class Check(ABC):
     # a rules file): what evaluation records name (export/spans/annotate.py).
     evaluator: str = ""
     digest: str = ""
+    # What the check reads of a run (model/unread.py: ``STEPS``, ``ANSWER``,
+    # ``FINISH_REASONS``), in the order a reason is chosen: where a run's spans carry agent
+    # work no convention read and it leaves one of these incomplete, a result that passed
+    # is undecided instead (``held_to_what_was_read``). All of them unless a check says
+    # less: a plug-in that does not say is held to every one.
+    reads: ClassVar[tuple[str, ...]] = INPUTS
+    # Whether every finding of the check is evidence it saw (a denied argument, three
+    # identical calls, a cut-off finish reason): such a finding stands when other work of the
+    # run was not read. A finding that rests on an absence (no later success, no answer, a
+    # required call never made) is undecided instead: the unread work may hold what is absent.
+    fires_on_evidence: ClassVar[bool] = False
 
     def start(self) -> Any:
         return None
@@ -64,6 +76,19 @@ class Check(ABC):
 
     def result(self, fired: bool, reason: str, confidence: float = 1.0) -> CheckResult:
         return CheckResult(self.name, fired, confidence, reason, self.severity, self.kind)
+
+    def held_to_what_was_read(self, result: CheckResult, unread: UnreadWork) -> CheckResult:
+        """``result``, or undecided when it passed, or fired on an absence
+        (``fires_on_evidence``), on an input the run did not let the reader see (``unread``:
+        the run's ``Run.unread``). A finding on evidence stands: it fired on what was read."""
+        if result.undecided or (result.fired and self.fires_on_evidence):
+            return result
+        reasons = unread.reasons
+        for what in self.reads:
+            why = reasons.get(what)
+            if why is not None:
+                return self.undecided(why)._replace(agent=result.agent)
+        return result
 
     def undecided(self, missing: str) -> CheckResult:
         """Neither fired nor passed: ``missing`` names the input the run did not capture."""

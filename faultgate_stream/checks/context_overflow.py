@@ -18,11 +18,14 @@ from typing import Any
 from faultgate_stream import _native
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import FINISH_REASONS, STEPS
 from faultgate_stream.model.verdict import CheckResult
 
 
 class ContextOverflow(Check):
     name = "context_overflow"
+    reads = (FINISH_REASONS, STEPS)
+    fires_on_evidence = True
     description = "The run hit the context window or output token limit (finish reason or provider error)."
 
     def __init__(self) -> None:

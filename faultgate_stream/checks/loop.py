@@ -42,6 +42,7 @@ from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.signals import span_error, step_errors, structural_error
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, SpanRecord, Step
 from faultgate_stream.model.run import COST, USAGE_IN, USAGE_OUT, Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult
 from faultgate_stream.read.payload import loads
 
@@ -257,6 +258,8 @@ class _Seen:
 
 class Loop(Check):
     name = "loop"
+    reads = (STEPS,)
+    fires_on_evidence = True
     attributes = frozenset({USAGE_IN, USAGE_OUT, COST})
     description = ("Same call with equivalent arguments and overlapping results, ping-pong between two calls, "
                    "or consecutive calls that add nothing new (not faultgate's: run when named).")

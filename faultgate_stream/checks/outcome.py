@@ -53,6 +53,7 @@ def event_outcome(run: Run, names: tuple[str, ...] = EVALUATION_NAMES) -> bool |
 
 class Outcome(Check):
     name = "outcome"
+    reads = ()
     kind = "outcome"
     attributes = frozenset({OUTCOME_ATTR, EVALUATIONS})
     description = ("The user's own evaluator marked the scenario failed (needs --outcomes, a faultgate.outcome "

@@ -18,11 +18,14 @@ from typing import Any
 from faultgate_stream import _native
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult
 
 
 class RepeatedCall(Check):
     name = "repeated_call"
+    reads = (STEPS,)
+    fires_on_evidence = True
     description = "Same tool and arguments called >=3 times with identical results."
 
     def __init__(self) -> None:

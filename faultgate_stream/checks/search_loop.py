@@ -19,11 +19,13 @@ from typing import Any
 from faultgate_stream import _native
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import ANSWER, STEPS
 from faultgate_stream.model.verdict import CheckResult
 
 
 class SearchLoop(Check):
     name = "search_loop"
+    reads = (STEPS, ANSWER)
     description = "Run ended with no answer at the step budget and most tool calls returned nothing."
 
     def __init__(self) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.expectations import Golden
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import ANSWER
 from faultgate_stream.model.verdict import CheckResult
 
 _HEAD_SPLIT = re.compile(r"[-_/ ]")
@@ -17,6 +18,7 @@ MIN_HEAD = 3
 
 class Truncation(Check):
     name = "truncation"
+    reads = (ANSWER,)
     kind = "golden"
     description = "Answer has the head of the expected token but not the whole token (needs --golden)."
 

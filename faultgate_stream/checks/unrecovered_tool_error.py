@@ -24,11 +24,13 @@ from typing import Any
 from faultgate_stream import _native
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult
 
 
 class UnrecoveredToolError(Check):
     name = "unrecovered_tool_error"
+    reads = (STEPS,)
     description = "A tool call produced a structural error and the tool was never used successfully afterwards."
 
     def __init__(self, alternatives: Mapping[str, frozenset[str]] | None = None) -> None:

@@ -6,11 +6,13 @@ from typing import Any
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.expectations import Golden
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import ANSWER
 from faultgate_stream.model.verdict import CheckResult
 
 
 class WrongAnswer(Check):
     name = "wrong_answer"
+    reads = (ANSWER,)
     kind = "golden"
     description = "Answered, but the expected answer is not in the final answer (needs --golden)."
 

@@ -2,8 +2,9 @@
 confusing verdict. Errors make the file unusable (exit 2); warnings do not block.
 
 It also says what the checks will read: tool steps found, tool spans recognised only by
-their name, spans that carry tool attributes but are not read as steps, and exports that
-mix native tool spans with OpenInference LLM spans.
+their name, spans that carry tool attributes but are not read as steps, spans of agent
+work written in a convention no reader knows (model/unread.py: the checks that need them
+will be undecided), and exports that mix native tool spans with OpenInference LLM spans.
 """
 from __future__ import annotations
 
@@ -84,6 +85,9 @@ def run_issues(run: Run) -> list[Issue]:
         names = ", ".join(sorted({s.name for s in unread})[:3])
         out.append(Issue("warning", short, f"{len(unread)} span(s) carry tool attributes but are not read as tool "
                                            f"steps ({names}); set gen_ai.operation.name = execute_tool"))
+    for what, why in run.unread.reasons.items():
+        out.append(Issue("warning", short, f"{why}: checks that read the run's {what.replace('_', ' ')} will be "
+                                           "undecided"))
     if not run.has_content:
         out.append(Issue("warning", short, "no content attributes (prompt, answer, tool arguments or results): "
                                            "rules see structure only"))
@@ -107,15 +111,17 @@ def run(args: argparse.Namespace) -> int:
         by_trace.setdefault(s.trace_id, []).append(s)
     ids = list(by_trace) if args.sample <= 0 else list(by_trace)[: args.sample]
     issues: list[Issue] = []
-    steps = 0
+    steps = unread = 0
     for tid in ids:
         issues += span_issues(tid, by_trace[tid])
         for r in assemble_runs(by_trace[tid]):
             issues += run_issues(r)
             steps += len(r.steps)
+            unread += sum(n for _, n in r.unread.counts())
     for i in issues:
         print(f"{i.level:<8} {i.trace_id:<12}  {i.message}")
     errors = sum(i.level == "error" for i in issues)
     print(f"precheck: {'FAILED' if errors else 'OK'} · format {fmt} · checked {len(ids)} of {len(by_trace)} traces · "
-          f"{steps} tool steps read · {errors} error(s), {len(issues) - errors} warning(s)")
+          f"{steps} tool steps read{f' · {unread} spans of agent work not read' if unread else ''} · "
+          f"{errors} error(s), {len(issues) - errors} warning(s)")
     return 2 if errors else 0

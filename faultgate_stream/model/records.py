@@ -34,6 +34,14 @@ MISSING_TOOL_RESULT = 16   # a tool span without its result
 MISSING_WHAT = ((MISSING_INPUT, "input messages"), (MISSING_OUTPUT, "output messages"),
                 (MISSING_FINISH, "finish reasons"), (MISSING_TOOL_ARGUMENTS, "tool arguments"),
                 (MISSING_TOOL_RESULT, "tool results"))
+# What a span carries that no convention read (``SpanRecord.missing`` too): the reader
+# recognised agent work by the words of the span's name and keys (native/src/read/unread.rs)
+# but knows no vocabulary to read it in. ``model/unread.py`` says what that leaves a run.
+UNREAD_TOOL = 32     # the span looks like a tool call
+UNREAD_MODEL = 64    # the span looks like a model call
+UNREAD_OUTPUT = 128  # the span gave no answer yet carries output (its key: UNREAD_OUTPUT_KEY)
+UNREAD = UNREAD_TOOL | UNREAD_MODEL | UNREAD_OUTPUT
+UNREAD_OUTPUT_KEY = "faultgate.unread_output"
 
 # The default ``attrs``: shared by every record built without attributes, so read-only.
 NO_ATTRS: Mapping[str, Any] = MappingProxyType({})

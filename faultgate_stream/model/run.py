@@ -14,7 +14,8 @@ from operator import attrgetter
 from typing import Any
 
 from faultgate_stream import _native
-from faultgate_stream.model.records import ERROR_TYPE, RunKey, SpanRecord, Step
+from faultgate_stream.model.records import ERROR_TYPE, UNREAD_OUTPUT_KEY, RunKey, SpanRecord, Step
+from faultgate_stream.model.unread import UnreadWork, unread_work
 from faultgate_stream.model.verdict import Completion
 
 AGENT_NAME = "gen_ai.agent.name"
@@ -30,7 +31,7 @@ TERMINATION = "faultgate.termination"
 # Every span attribute the run's facts, the record's properties and the verdict read: a
 # reader with a projection keeps these and what the checks declare (Check.attributes).
 ATTRIBUTES_READ = frozenset({AGENT_NAME, AGENT_VERSION, SERVICE_VERSION, *SCENARIO_ATTRS, USAGE_IN, USAGE_OUT, COST,
-                             TERMINATION, ERROR_TYPE})
+                             TERMINATION, ERROR_TYPE, UNREAD_OUTPUT_KEY})
 
 
 # (start time, span id): the order of a run's spans. C-level, where a key function in
@@ -116,6 +117,12 @@ class Run:
     # ------------------------------------------------------------ what the verdict records
     last_end_ns: int = _native.RunFact("last_end_ns")  # the latest end_ns of its spans; 0 without spans
     span_ids: frozenset[str] = _native.RunFact("span_ids")  # its members' span ids
+
+    @cached_property
+    def unread(self) -> UnreadWork:
+        """Agent work its spans carry that no convention read, and which inputs of the
+        checks (steps, answer, finish reasons) it leaves incomplete (model/unread.py)."""
+        return unread_work(self)
 
     @cached_property
     def answer_folded(self) -> str:

@@ -105,6 +105,10 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_outcome_runs", "counter",
                "Runs whose output was judged (outcome pass/fail) by path (clean: no check fired). "
                "Luck Rate = pass & dirty / pass.", ("agent", "outcome", "path"), "export/metrics", per_verdict=True),
+    MetricSpec("faultgate_unread_spans", "counter",
+               "Spans of decided runs that carry agent work no convention read, by kind (tool, model: calls; "
+               "output: an answer): the checks that needed them said undecided.",
+               ("agent", "kind"), "export/metrics", per_verdict=True),
     MetricSpec("faultgate_config_reloads", "counter", "SIGHUP reloads of policies and specs, by result.",
                ("result",), "service", values=(("result", RELOAD_RESULTS),)),
     MetricSpec("faultgate_run_duration_seconds", "histogram", "Wall time of a run (root span, else first to last span).",

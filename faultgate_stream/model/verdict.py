@@ -126,6 +126,9 @@ class RunVerdict(NamedTuple):
     # The run's shape, session and task (``model/profile.py``): set only when drift, sessions
     # or judge routing are configured; None otherwise.
     profile: RunProfile | None = None
+    # Spans of the run that carry agent work no convention read, as (kind, count): kinds
+    # ``tool``, ``model``, ``output`` (model/unread.py). The checks they hid are undecided.
+    unread: tuple[tuple[str, int], ...] = ()
 
     @property
     def fired(self) -> tuple[CheckResult, ...]:

@@ -109,9 +109,11 @@ class Evaluator:
 
     def _finish(self, check: Check, state: Any, run: Run) -> CheckResult:
         try:
-            return check.finish(state, run)
+            r = check.finish(state, run)
         except Exception as e:
             return self._failed_result(check, run, e)
+        unread = run.unread
+        return check.held_to_what_was_read(r, unread) if unread else r
 
     def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
         self._failed(check, "finish", run.key)
@@ -318,7 +320,7 @@ class Evaluator:
         early = st.early
         # by position, in the fields' order: with keywords a NamedTuple's generated ``__new__``
         # matched 19 names on every run (~3 µs a run, four times the positional call)
-        return RunVerdict(
+        v = RunVerdict(
             run.key, run.scenario, run.agent, run.agent_version, run.completion, results, len(run.steps),
             len(spans),
             spans[0].start_ns if spans else 0,  # first_start_ns: Run.spans are in start order
@@ -338,6 +340,8 @@ class Evaluator:
             0, "", (), "",  # revision, previous, amended_checks, amended_by
             self._profile(run) if self._profile is not None and not setup_only else None,  # profile
         )
+        unread = run.unread
+        return v._replace(unread=unread.counts()) if unread and not setup_only else v
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
@@ -348,6 +352,9 @@ class Evaluator:
                     results.append(c.finish(state, run))
                 except Exception as e:
                     results.append(self._failed_result(c, run, e))
+            unread = run.unread
+            if unread:  # agent work no convention read: no check passes on what it hid
+                return tuple(c.held_to_what_was_read(r, unread) for c, r in zip(rs.checks, results))
             return tuple(results)
         views = agent_views(run)
         top_bound = {c.name for c in rs.bound(run.agent)}

@@ -122,6 +122,22 @@ def test_a_trace_with_two_top_level_agents_gives_two_runs_and_a_nested_agent_sta
     assert asm.traces_in_flight == 0  # the HTTP span above both left with them
 
 
+def test_a_span_above_the_agent_whose_own_parent_never_came_is_outside_the_run_not_an_orphan_run():
+    """The OpenAI Agents SDK for JavaScript ends no trace whose run threw (max turns), so
+    OpenInference's processor never sends the trace's root span: the workflow span between
+    it and the agent (in error, starting a millisecond before the agent) was a second,
+    orphan run whose span error fired unrecovered_tool_error."""
+    asm, sink, _ = make()
+    t = trace_id()
+    workflow = span(t, "Agent workflow", parent="f" * 16, start_s=0.0, end_s=12.0, status=2,
+                    message="Error in agent run: MaxTurnsExceededError: Max turns (12) exceeded")
+    a = agent(t, name="assistant", parent=workflow.span_id, start_s=0.001, end_s=11.9)
+    asm.add([workflow, a, tool(t, a.span_id, "search_docs")])
+    asm.close_all()
+    assert [(r.key.root_span_id, r.completion.value, len(r.spans)) for r in sink.runs] == [(a.span_id, "complete", 2)]
+    assert workflow.span_id in sink.runs[0].outside_span_ids and asm.traces_in_flight == 0
+
+
 def test_a_trace_without_invoke_agent_is_one_run_under_its_parentless_span():
     asm, sink, _ = make()
     t = trace_id()

@@ -108,3 +108,17 @@ class Mutates(api.Check):
 
 
 HOSTILE = ("Raises", "Sleeps", "Spins", "Allocates", "Garbage")
+
+
+class AnswerMentionsPolicy(api.Check):
+    """Reads only the answer, and fires on evidence it saw: API 1.1's ``reads`` and
+    ``fires_on_evidence``."""
+
+    name = "answer_mentions_policy"
+    reads = ("answer",)
+    fires_on_evidence = True
+
+    def finish(self, state, run):
+        if "policy" in run.answer:
+            return api.fired("the answer quotes a policy")
+        return api.passed("no policy quoted")

@@ -225,7 +225,7 @@ def test_a_plugin_is_refused_a_built_in_name_a_bad_name_or_a_newer_api():
         build(Taken, "t", origin)
     with pytest.raises(InputError, match="name must be lower-case"):
         build(BadName, "t", origin)
-    with pytest.raises(InputError, match="written for check API 1.99; this faultgate-stream has 1.0"):
+    with pytest.raises(InputError, match="written for check API 1.99; this faultgate-stream has 1.1"):
         build(Newer, "t", origin)
     with pytest.raises(InputError, match="written for check API 2.0"):
         build(OtherMajor, "t", origin)
@@ -311,3 +311,49 @@ def test_a_plugin_bound_to_an_agent_and_one_in_shadow_judge_that_agents_runs(tmp
     assert "step_count" not in [r.check for r in rest.results] and rest.shadow == ()
     # the result names the plug-in's own digest, not the binding's files
     assert shop.rule_digests[-1] == rs.bindings[0].checks[0].digest
+
+
+def _unread_tool_calls(answer: str, calls: int = 12):
+    """A read agent span with its answer, its tool calls in a vocabulary no convention reads
+    (on tests/model/test_unread.py's pattern)."""
+    from faultgate_stream.testing import span
+    t = trace_id()
+    a = agent(t, name="shop", prompt="Find our refund policy", answer=answer, end_s=calls + 2)
+    return [a] + [span(t, "acme.toolCall", parent=a.span_id, start_s=1 + i, attributes={
+        "acme.toolCall.name": "search_docs", "acme.toolCall.args": '{"query": "refunds"}',
+        "acme.toolCall.result": "[]"}) for i in range(calls)]
+
+
+def test_a_plugin_is_held_to_the_runs_unread_work_as_the_built_ins_are():
+    # a plug-in that counts steps passed such a run at 0 steps; it is undecided, naming them
+    checks = load_all([HOSTILE + "StepCount", HOSTILE + "AnswerMentionsPolicy"])
+    [v] = check_spans([_unread_tool_calls("It is 30 days.")], checks)
+    r = _results([v], "step_count")[0]
+    assert r.undecided and "12 spans named acme.toolCall not read as tool calls" in r.reason, r.reason
+    # one that says it reads only the answer, which was read, passes on it
+    r = _results([v], "answer_mentions_policy")[0]
+    assert not r.undecided and not r.fired, r.reason
+    [v] = check_spans([_unread_tool_calls("Our policy: 30 days.")], checks)
+    assert _results([v], "answer_mentions_policy")[0].fired
+    # the same plug-in without the declaration is held to every input, as the API says
+    class Unsaid(api.Check):
+        name = "unsaid"
+
+        def finish(self, state, run):
+            return api.passed("no policy quoted")
+
+    unsaid = build(Unsaid, "x:Unsaid", Origin("x:Unsaid", "", "", "x:Unsaid"))
+    [v] = check_spans([_unread_tool_calls("It is 30 days.")], [unsaid])
+    assert _results([v], "unsaid")[0].undecided
+
+
+def test_a_plugin_that_reads_what_no_run_has_is_refused():
+    class Odd(api.Check):
+        name = "odd"
+        reads = ("steps", "mood")
+
+        def finish(self, state, run):
+            return api.passed("ok")
+
+    with pytest.raises(InputError, match="reads must be a tuple of steps, answer, finish_reasons"):
+        build(Odd, "x:Odd", Origin("x:Odd", "", "", "x:Odd"))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -125,6 +126,22 @@ def test_precheck_reports_duplicate_ids_and_missing_start_times_as_errors(tmp_pa
 def test_precheck_passes_the_bundled_examples(capsys):
     assert main(["precheck", str(TRACES)]) == 0
     assert "precheck: OK · format otlp · checked 5 of 5 traces · 31 tool steps read" in capsys.readouterr().out
+
+
+def test_precheck_names_what_it_does_not_read_in_a_file_of_an_unknown_convention(tmp_path, capsys):
+    from tests.conformance.score import CORPUS as CONFORMANCE
+    from tests.conformance.test_unknown_convention import moved, namespaced
+
+    doc = moved(json.loads((CONFORMANCE / "langgraph-openinference" / "traces.json").read_text()), namespaced)
+    f = tmp_path / "unknown.json"
+    f.write_text(json.dumps(doc))
+    assert main(["precheck", str(f), "--sample", "3"]) == 0  # warnings: the file is usable, its verdicts undecided
+    out = capsys.readouterr().out
+    assert re.search(r"not read as (a tool call|tool calls): checks that read the run's steps will be undecided",
+                     out), out
+    assert re.search(r"not read as (a model call|model calls): checks that read the run's finish reasons will be "
+                     r"undecided", out), out
+    assert "precheck: OK" in out and "spans of agent work not read" in out
 
 
 def test_outcomes_add_the_outcome_check_and_its_summary(tmp_path, capsys):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the conformance corpus (corpus/<family>/traces.json, logs.json, expected.json)
 # by running each agent framework through its real instrumentation against a scripted model
-# on 127.0.0.1. Not a CI step: CI reads the committed files. Needs PyPI for the first run only.
+# on 127.0.0.1. Not a CI step: CI reads the committed files. Needs PyPI (and npm, for the
+# JavaScript families: Node 20+) for the first run only.
 #   bash tests/conformance/regenerate.sh [FAMILY...]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,10 +20,21 @@ main_families=(langgraph-openinference langgraph-openllmetry openai-agents-openi
   openai-v2-span_only openai-v2-event_only openai-v2-span_and_event openai-v2-off
   smolagents-openinference pydantic-ai-genai)
 crewai_families=(crewai-openinference)
+# JavaScript families: family -> its folder under generator/js/ (package-lock.json pins it)
+declare -A node_families=([vercel-ai-generate]=vercel-ai [vercel-ai-stream]=vercel-ai
+  [langgraph-js-openinference]=langgraph-openinference [openai-agents-js-openinference]=openai-agents-openinference
+  [mastra-otel-bridge]=mastra)
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=("${main_families[@]}" "${crewai_families[@]}")
-venv .venv requirements.txt
+[ ${#want[@]} -eq 0 ] && want=("${main_families[@]}" "${crewai_families[@]}" "${!node_families[@]}")
 for f in "${want[@]}"; do
+  if [ -n "${node_families[$f]:-}" ]; then
+    # npm ci: exactly the lock's versions; node.py needs nothing beyond the standard library
+    (cd "generator/js/${node_families[$f]}" && { [ -d node_modules ] || npm ci --no-audit --no-fund; })
+    rm -rf "corpus/$f"
+    "$py" -m generator.run "$f" corpus
+    continue
+  fi
+  venv .venv requirements.txt
   if [[ " ${crewai_families[*]} " == *" $f "* ]]; then
     venv .venv-crewai requirements-crewai.txt  # CrewAI pins an openai 2.x the others refuse
     bin=.venv-crewai/bin/python

@@ -31,6 +31,17 @@ def test_the_corpus_has_eight_or_more_families_and_every_failure_mode_in_several
     assert all(len(fams) >= 3 for fams in enacted.values()), {c: len(f) for c, f in enacted.items()}
 
 
+def test_three_or_more_families_are_made_in_javascript_with_the_real_npm_packages():
+    """Issue 40: the JavaScript agent ecosystem, each family a Node process running the
+    framework's npm packages (pinned by its package-lock.json) under the OTel JS SDK."""
+    js = {expected(f)["framework"]: f.name for f in FAMILIES if expected(f).get("language", "python") == "javascript"}
+    assert {"ai", "@openai/agents", "@langchain/langgraph", "@mastra/core"} <= set(js), js
+    for f in FAMILIES:
+        doc = expected(f)
+        if doc.get("language") == "javascript":
+            assert "@opentelemetry/sdk-trace-base" in doc["versions"] and doc["runs"], f.name
+
+
 def test_every_family_scores_100_percent(capsys):
     scores = [score(f, offline_verdicts(f)) for f in FAMILIES]
     with capsys.disabled():

@@ -87,6 +87,8 @@ class OracleMetricsSink:
         for r in v.shadow:
             if r.fired:
                 t["faultgate_shadow_check_fired"].labels(agent, r.check).inc(exemplar=ex)
+        for kind, n in v.unread:
+            t["faultgate_unread_spans"].labels(agent, kind).inc(n, exemplar=ex)
         latency = v.measures.get("latency_ms")
         if latency is not None:
             t["faultgate_run_duration_seconds"].labels(agent).observe(latency / 1000, exemplar=ex)

@@ -53,4 +53,6 @@ def verdicts(draw, trace_ids: st.SearchStrategy[str] | None = None) -> RunVerdic
         revision=revision, previous="clean" if revision else "",
         amended_checks=tuple(draw(st.lists(st.sampled_from(CHECKS), max_size=2))) if revision else (),
         amended_by="b7ad6b7169203331" if revision else "",
+        unread=tuple(draw(st.lists(st.tuples(st.sampled_from(("tool", "model", "output")), st.integers(1, 60)),
+                                   max_size=3, unique_by=lambda kn: kn[0]))),
     )

@@ -18,6 +18,7 @@ Three conventions meet here (see ../shared/reference/telemetry-conventions.md):
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -25,7 +26,7 @@ from typing import Any
 
 from faultgate_stream.model.records import (
     EXECUTE_TOOL, INVOKE_AGENT, MISSING_FINISH, MISSING_INPUT, MISSING_OUTPUT, MISSING_TOOL_ARGUMENTS,
-    MISSING_TOOL_RESULT, NO_ATTRS, SpanRecord, ToolCall, ToolExecution,
+    MISSING_TOOL_RESULT, NO_ATTRS, UNREAD_MODEL, UNREAD_OUTPUT, UNREAD_TOOL, SpanRecord, ToolCall, ToolExecution,
 )
 from faultgate_stream import _native
 from tests.read import payload_oracle as payload
@@ -56,8 +57,13 @@ CONTENT_KEYS = frozenset({
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
     "gen_ai.prompt", "gen_ai.completion", "input.value", "output.value",
     "traceloop.entity.input", "traceloop.entity.output",
+    # the Vercel AI SDK's (``_vercel``)
+    "ai.prompt", "ai.prompt.messages", "ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object",
+    "ai.response.toolCalls", "ai.result.toolCalls", "ai.toolCall.args",
+    "mastra.agent_run.input", "mastra.agent_run.output",
 })
-TOOL_CONTENT_KEYS = frozenset({"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters"})
+TOOL_CONTENT_KEYS = frozenset({"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters",
+                               "ai.toolCall.input", "ai.toolCall.result", "ai.toolCall.output"})
 USER_KEYS = ("enduser.id", "user.id", "user_id", "userId")
 # Operations of a model call: the spans whose messages and finish reasons checks read.
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -70,6 +76,8 @@ READ_NAMES = CONTENT_KEYS | TOOL_CONTENT_KEYS | frozenset(USER_KEYS) | frozenset
     "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata",
     "tool.name", "tool.id", "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion",
     "llm.finish_reason", "llm.response.finish_reason", "traceloop.entity.name",
+    "ai.operationId", "ai.telemetry.functionId", "ai.toolCall.name", "ai.toolCall.id", "ai.response.finishReason",
+    "gen_ai.tool.status", "tool.status",
 })
 
 
@@ -79,7 +87,116 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     """The record for one span. ``attrs`` holds plain values (str, int, float, bool, list).
     ``owned``: the caller built ``attrs`` for this span alone and gives it up, so the
     record keeps it (content keys taken out) instead of a copy. ``kept``: the only
-    attributes the record keeps (read/projection.py); every one but content without it."""
+    attributes the record keeps (read/projection.py); every one but content without it.
+    Then what of it no convention read (``_unread``, native/src/read/unread.rs)."""
+    seen = dict(attrs)  # the keys the sniff reads: build may take the caller's dict
+    rec = _build(trace_id, span_id, parent_id, name, start_ns, end_ns, status_code, status_message, attrs,
+                 owned=owned, kept=kept)
+    after = _after_conventions(seen, rec)
+    claimed = (rec.operation is not None or rec.tool is not None or OI_KIND in after or TL_KIND in after
+               or any(k.startswith(_TL_INDEXED) for k in after) or any(k in after for k in GENAI_MESSAGES))
+    flags, key = _unread(name, after, claimed, bool(parent_id), rec.operation, rec.tool is not None, rec.answer)
+    if not flags:
+        return rec
+    a = rec.attrs
+    if key is not None and (kept is None or UNREAD_OUTPUT_KEY in kept):
+        a = {**a, UNREAD_OUTPUT_KEY: key}
+    return rec._replace(missing=rec.missing | flags, attrs=a)
+
+
+def _after_conventions(attrs: dict[str, Any], rec: SpanRecord) -> dict[str, Any]:
+    """The attributes as the conventions left them, in their order: OpenLLMetry's mapping
+    and a budget answer add keys the sniff reads too."""
+    if TL_KIND in attrs or any(k.startswith(_TL_INDEXED) for k in attrs):
+        attrs = _openllmetry(attrs)
+    elif AI_OPERATION in attrs:
+        attrs = _vercel(attrs)
+    if "faultgate.termination" in rec.attrs and "faultgate.termination" not in attrs:
+        attrs = {**attrs, "faultgate.termination": rec.attrs["faultgate.termination"]}
+    return attrs
+
+
+# ---------------------------------------------------------------- what no convention read
+
+UNREAD_OUTPUT_KEY = "faultgate.unread_output"
+_READ_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
+GENAI_MESSAGES = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion")
+_TOOL_WORDS = {"tool", "tools", "toolcall", "toolcalls"}
+_CALL_FIELDS = {"call", "name", "id", "args", "arguments", "input", "output", "result", "parameters", "params",
+                "error", "execution"}
+_MODEL_NAME_WORDS = {"llm", "chat", "completion", "completions", "generate", "generation", "inference"}
+_MODEL_KEY_WORDS = {"model", "usage", "prompt", "prompts", "completion", "finish", "messages", "tokens", "llm"}
+_OUTPUT_WORDS = {"output", "outputs", "completion", "answer", "result", "results", "response"}
+_NOT_CONTENT = {"id", "ids", "code", "status", "size", "count", "type", "model", "time", "timestamp", "duration",
+                "ms", "tokens", "token", "length", "reason", "reasons", "name", "metadata", "headers", "header",
+                "format", "schema", "mime", "encoding", "index", "version", "cost", "provider"}
+
+
+def _words(s: str) -> list[str]:
+    """Runs of letters and digits, split where a lower-case letter or digit meets an
+    upper-case one; lower-cased."""
+    out, word = [], ""
+    for c in s:
+        alnum = c.isascii() and c.isalnum() or not c.isascii()
+        if not alnum:
+            if word:
+                out.append(word)
+            word = ""
+        elif word and c.isascii() and c.isupper() and not (word[-1].isascii() and word[-1].isupper()):
+            out.append(word)
+            word = c
+        else:
+            word += c
+    if word:
+        out.append(word)
+    return ["".join(ch.lower() if ch.isascii() else ch for ch in w) for w in out]
+
+
+def _unread(name: str, attrs: dict[str, Any], claimed: bool, has_parent: bool, operation: str | None,
+            is_tool: bool, answer: str) -> tuple[int, str | None]:
+    wants_work = not claimed
+    wants_output = not is_tool and not answer.strip() and (not claimed or not has_parent or operation == INVOKE_AGENT)
+    if not wants_work and not wants_output:
+        return 0, None
+    tool_name = model_name = tool_key = model_key = False
+    if wants_work:
+        prev = ""
+        for w in _words(name):
+            if w in _TOOL_WORDS or (w == "call" and prev == "function"):
+                tool_name = True
+            elif w in _MODEL_NAME_WORDS or (w == "stream" and prev == "do"):
+                model_name = True
+            prev = w
+    output = None
+    for key, value in attrs.items():
+        ws = _words(key)
+        if wants_work:
+            prev, after_tool, of_tool, model = "", False, False, False
+            for w in ws:
+                if after_tool and w in _CALL_FIELDS:
+                    tool_key = True
+                after_tool = w in ("tool", "toolcall") or (w == "call" and prev == "function")
+                of_tool |= after_tool or w in _TOOL_WORDS
+                model |= w in _MODEL_KEY_WORDS
+                prev = w
+            if prev == "tool":
+                tool_key = True
+            model_key |= model and not of_tool
+        read = key in READ_NAMES or key.startswith(_READ_PREFIXES)
+        if (wants_output and not read and output is None and any(w in _OUTPUT_WORDS for w in ws)
+                and not any(w in _TOOL_WORDS for w in ws) and ws[-1] not in _NOT_CONTENT
+                and isinstance(value, str) and value.strip()):
+            output = key
+    tool = tool_name or (tool_key and not model_name and not model_key)
+    model = not tool and (model_name or model_key)
+    if tool:
+        output = None
+    return ((UNREAD_TOOL if tool else 0) | (UNREAD_MODEL if model else 0) | (UNREAD_OUTPUT if output else 0)), output
+
+
+def _build(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
+           end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any], *,
+           owned: bool = False, kept: frozenset[str] | None = None) -> SpanRecord:
     if OI_KIND in attrs:
         return _openinference(trace_id, span_id, parent_id, name, start_ns, end_ns, status_code,
                               status_message, attrs, kept)
@@ -88,6 +205,10 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
         attrs = _openllmetry(attrs)
         owned = True  # a copy of the caller's
         size, _, oi_messages = _survey(name, attrs)
+    elif AI_OPERATION in attrs:
+        attrs = _vercel(attrs)
+        owned = True
+        size, _, oi_messages = _survey(name, attrs)
     op = attrs.get("gen_ai.operation.name")
     operation = str(op) if op is not None else None
     tool = None
@@ -95,9 +216,11 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     # span name does (``execute_tool`` / ``execute_tool {gen_ai.tool.name}``).
     if operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool "))):
         tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
+        result = _tool_result(_str(attrs.get("gen_ai.tool.call.result")))
+        if _tool_status_failed(attrs) and not result.startswith("Error: "):
+            result = "Error: " + result
         tool = ToolExecution(str(tool_name), _tool_arguments(_str(attrs.get("gen_ai.tool.call.arguments"))),
-                             _tool_result(_str(attrs.get("gen_ai.tool.call.result"))),
-                             _str(attrs.get("gen_ai.tool.call.id")))
+                             result, _str(attrs.get("gen_ai.tool.call.id")))
     raw_in, raw_out = attrs.get("gen_ai.input.messages"), attrs.get("gen_ai.output.messages")
     inputs, prompt = payload.messages_and_text(raw_in, "user") if raw_in is not None else ((), "")
     outputs, answer = payload.messages_and_text(raw_out, "assistant") if raw_out is not None else ((), "")
@@ -108,7 +231,8 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     finish = attrs.get("gen_ai.response.finish_reasons")
     missing = 0
     if tool is not None:
-        missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", status_code)
+        missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+                                2 if _tool_status_failed(attrs) else status_code)
     elif operation in MODEL_OPERATIONS:
         missing = _model_missing(raw_in is not None or "gen_ai.prompt" in attrs,
                                  raw_out is not None or "gen_ai.completion" in attrs, finish is not None)
@@ -118,6 +242,11 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
         size = _size(name, attrs)
     prompt = prompt or _str(attrs.get("gen_ai.prompt"))
     answer = answer or _str(attrs.get("gen_ai.completion"))
+    if operation == INVOKE_AGENT:  # Mastra's OTel bridge: its agent run's own input and output
+        if not prompt and "mastra.agent_run.input" in attrs:
+            prompt = payload.plain_text(payload.load_json(attrs["mastra.agent_run.input"]), "user")
+        if not answer and "mastra.agent_run.output" in attrs:
+            answer = payload.plain_text(payload.load_json(attrs["mastra.agent_run.output"]), "assistant")
     # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
     return SpanRecord(
         trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
@@ -156,17 +285,39 @@ _CALLBACK_MARKERS = ('"input_str"', '"kwargs"')
 _LC_MARKERS = ('"lc"', '"data"')
 
 
+def _tool_status_failed(attrs: dict[str, Any]) -> bool:
+    """Strands' ``gen_ai.tool.status`` (``tool.status`` before 1.0) ``error``, the span's status OK."""
+    for key in ("gen_ai.tool.status", "tool.status"):
+        v = attrs.get(key)
+        if isinstance(v, str):
+            return v.lower() in ("error", "failed")
+    return False
+
+
 def _tool_arguments(raw: str) -> str:
-    """Arguments as the tool got them, when the span holds a framework's callback payload."""
+    """Arguments as the tool got them, when the span holds a framework's callback payload,
+    or JSON when it holds a Python dict's repr."""
     if raw[:1] == "{" and any(m in raw for m in _CALLBACK_MARKERS):
         unwrapped = payload.call_arguments(payload.load_json(raw))
         if unwrapped is not None:
             return unwrapped
+    if raw.startswith("{'"):
+        lit = payload.python_literal(raw)
+        if isinstance(lit, dict):
+            return json.dumps(lit, ensure_ascii=False, default=str)
     return raw
 
 
 def _tool_result(raw: str) -> str:
-    """A result as the tool returned it, when the span holds a serialised LangChain message."""
+    """A result as the tool returned it: the string inside when it is JSON-encoded once
+    more, and the content of a serialised LangChain message."""
+    if raw[:1] == '"' and len(raw) >= 2 and raw[-1:] == '"':
+        try:
+            inner = payload.loads(raw)
+        except ValueError:
+            inner = None
+        if isinstance(inner, str):
+            raw = inner
     if raw[:1] == "{" and any(m in raw for m in _LC_MARKERS):
         content = payload.lc_tool_result(payload.load_json(raw))
         if content is not None:
@@ -237,7 +388,148 @@ def _finish_reasons(raw: Any) -> tuple[str, ...]:
         return ()
     if isinstance(raw, (list, tuple)):
         return tuple(str(r) for r in raw)
+    if isinstance(raw, str) and raw[:1] == "[":  # one JSON-encoded string (AG2's)
+        try:
+            items = payload.loads(raw)
+        except ValueError:
+            items = None
+        if isinstance(items, list) and all(isinstance(r, str) for r in items):
+            return tuple(items)
     return (str(raw),)
+
+
+# ---------------------------------------------------------------- the Vercel AI SDK
+
+AI_OPERATION = "ai.operationId"
+_AI_AGENT_CALLS = ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject")
+_AI_MODEL_CALLS = ("ai.generateText.doGenerate", "ai.streamText.doStream", "ai.generateObject.doGenerate",
+                   "ai.streamObject.doStream")
+_AI_EMBED_CALLS = ("ai.embed", "ai.embedMany", "ai.embed.doEmbed", "ai.embedMany.doEmbed")
+_AI_OUTPUT_TEXT = ("ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object")
+_AI_OUTPUT_CALLS = ("ai.response.toolCalls", "ai.result.toolCalls")
+_AI_FINISH = ("ai.response.finishReason", "ai.finishReason")
+
+
+def _first(a: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((a[k] for k in keys if k in a), None)
+
+
+def _has_first(a: dict[str, Any], keys: tuple[str, ...]) -> bool:
+    return any(k in a for k in keys)
+
+
+def _ai_text(v: Any) -> str:
+    return v if isinstance(v, str) else "" if v is None else payload.dumps(v)
+
+
+def _vercel(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The Vercel AI SDK's attributes mapped onto GenAI's (only what is missing)."""
+    a = dict(attrs)
+    op = a.get(AI_OPERATION)
+    if not isinstance(op, str):
+        return a
+    if op in _AI_AGENT_CALLS:
+        a.setdefault("gen_ai.operation.name", "invoke_agent")
+        f = a.get("ai.telemetry.functionId")
+        if f:
+            a.setdefault("gen_ai.agent.name", _str(f))
+        if "ai.prompt" in a and "gen_ai.input.messages" not in a:
+            a["gen_ai.input.messages"] = payload.dumps(_ai_prompt(payload.load_json(a["ai.prompt"])))
+        if _has_first(a, _AI_OUTPUT_TEXT) and "gen_ai.completion" not in a:
+            a["gen_ai.completion"] = _ai_text(_first(a, _AI_OUTPUT_TEXT))
+    elif op in _AI_MODEL_CALLS:
+        a.setdefault("gen_ai.operation.name", "chat")
+        if "ai.prompt.messages" in a and "gen_ai.input.messages" not in a:
+            msgs = payload.load_json(a["ai.prompt.messages"])
+            a["gen_ai.input.messages"] = payload.dumps([_ai_message(m) for m in msgs] if isinstance(msgs, list) else [])
+        has_text, has_calls = _has_first(a, _AI_OUTPUT_TEXT), _has_first(a, _AI_OUTPUT_CALLS)
+        if (has_text or has_calls) and "gen_ai.output.messages" not in a:
+            parts = []
+            if has_text:
+                t = _ai_text(_first(a, _AI_OUTPUT_TEXT))
+                if t:
+                    parts.append({"type": "text", "content": t})
+            if has_calls:
+                calls = payload.load_json(_first(a, _AI_OUTPUT_CALLS))
+                if isinstance(calls, list):
+                    parts += [_ai_tool_call(c) for c in calls]
+            a["gen_ai.output.messages"] = payload.dumps([{"role": "assistant", "parts": parts}])
+        if _has_first(a, _AI_FINISH) and "gen_ai.response.finish_reasons" not in a:
+            r = _first(a, _AI_FINISH)
+            if r:
+                a["gen_ai.response.finish_reasons"] = [_str(r)]
+    elif op == "ai.toolCall":
+        a.setdefault("gen_ai.operation.name", "execute_tool")
+        for src, dst in ((("ai.toolCall.name",), "gen_ai.tool.name"), (("ai.toolCall.id",), "gen_ai.tool.call.id"),
+                         (("ai.toolCall.args", "ai.toolCall.input"), "gen_ai.tool.call.arguments"),
+                         (("ai.toolCall.result", "ai.toolCall.output"), "gen_ai.tool.call.result")):
+            if _has_first(a, src) and dst not in a:
+                a[dst] = _ai_text(_first(a, src))
+    elif op in _AI_EMBED_CALLS:
+        a.setdefault("gen_ai.operation.name", "embeddings")
+    return a
+
+
+def _ai_prompt(p: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if isinstance(p, dict):
+        if isinstance(p.get("system"), str):
+            out.append({"role": "system", "parts": [{"type": "text", "content": p["system"]}]})
+        for key in ("messages", "prompt"):
+            v = p.get(key)
+            if isinstance(v, list):
+                out += [_ai_message(m) for m in v]
+            elif isinstance(v, str):
+                out.append({"role": "user", "parts": [{"type": "text", "content": v}]})
+    if not out and isinstance(p, str):
+        out.append({"role": "user", "parts": [{"type": "text", "content": p}]})
+    return out
+
+
+def _ai_message(m: Any) -> dict[str, Any]:
+    role = m.get("role") if isinstance(m, dict) else None
+    content = m.get("content") if isinstance(m, dict) else None
+    parts: list[dict[str, Any]] = []
+    if isinstance(content, str):
+        parts.append({"type": "text", "content": content})
+    elif isinstance(content, list):
+        for p in content:
+            kind = p.get("type") if isinstance(p, dict) else None
+            if kind == "text" and isinstance(p.get("text"), str):
+                parts.append({"type": "text", "content": p["text"]})
+            elif kind == "tool-call":
+                parts.append(_ai_tool_call(p))
+            elif kind == "tool-result":
+                parts.append(_ai_tool_result(p))
+    return {"role": role if isinstance(role, str) else "user", "parts": parts}
+
+
+def _ai_field(v: Any, key: str) -> str:
+    x = v.get(key) if isinstance(v, dict) else None
+    return "" if x is None else _str(x)
+
+
+def _ai_tool_call(c: Any) -> dict[str, Any]:
+    d = c if isinstance(c, dict) else {}
+    arguments = d["input"] if "input" in d else d.get("args", "")
+    return {"type": "tool_call", "id": _ai_field(c, "toolCallId"), "name": _ai_field(c, "toolName"),
+            "arguments": arguments}
+
+
+def _ai_tool_result(r: dict[str, Any]) -> dict[str, Any]:
+    if "output" in r:
+        o = r["output"]
+        if isinstance(o, dict):
+            kind = o.get("type")
+            payload_, failed = o.get("value"), isinstance(kind, str) and kind.startswith("error")
+        else:
+            payload_, failed = o, False
+    else:
+        payload_, failed = r.get("result"), r.get("isError") is True
+    part = {"type": "tool_call_response", "id": _ai_field(r, "toolCallId"), "result": payload_}
+    if failed:
+        part["is_error"] = True
+    return part
 
 
 def _calls(outputs: list[dict[str, Any]]) -> tuple[ToolCall, ...]:

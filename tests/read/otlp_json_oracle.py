@@ -18,7 +18,7 @@ from tests.read.conventions_oracle import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 # What the compiled reader did not replace (the logs reader's AnyValues, the paths in
 # messages) is the package's own, not copied here
-from faultgate_stream.read.otlp_json import _located_spans, _where, value
+from faultgate_stream.read.otlp_json import located_spans as _located_spans, _where, value
 
 FIXED64 = 2**64  # OTLP times are fixed64 nanoseconds: what the protobuf reader can be sent
 STATUS_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}

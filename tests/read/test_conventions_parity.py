@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from faultgate_stream import _native
 from faultgate_stream.model.errors import InputError
+from faultgate_stream.model.records import UNREAD_MODEL, UNREAD_OUTPUT, UNREAD_TOOL
 from faultgate_stream.read import conventions, files, log_events, otlp_json, otlp_proto, payload
 from faultgate_stream.read.formats import child_spans, langgraph, otel_js, otel_sdk, shared
 from faultgate_stream.read.otlp_proto import Decoded
@@ -211,10 +212,41 @@ FLATTENED = st.builds(lambda d, i, rest: f"llm.{d}_messages.{i}.message.{rest}",
                       st.sampled_from(["role", "content", "tool_call_id", "tool_calls.0.tool_call.id",
                                        "tool_calls.0.tool_call.function.name", "tool_calls.1.tool_call.function.arguments",
                                        "content\n", "", "calls"]))
-attribute_keys = st.one_of(st.sampled_from(sorted(oracle.READ_NAMES)), INDEXED, FLATTENED,
+# the Vercel AI SDK's messages, parts and tool calls (read/vercel.rs), some of them malformed
+_ai_part = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text")}, optional={"text": st.one_of(texts, values)}),
+    st.fixed_dictionaries({"type": st.just("tool-call"), "toolCallId": st.one_of(texts, values),
+                           "toolName": texts}, optional={"input": payloads, "args": payloads}),
+    st.fixed_dictionaries({"type": st.just("tool-result"), "toolCallId": texts}, optional={
+        "output": st.one_of(st.fixed_dictionaries({"type": st.sampled_from(["text", "json", "error-text", "x"])},
+                                                  optional={"value": payloads}), values),
+        "result": payloads, "isError": st.one_of(st.booleans(), values)}),
+    values)
+_ai_message = st.one_of(st.fixed_dictionaries({}, optional={
+    "role": st.one_of(st.sampled_from(["user", "assistant", "tool", "system"]), values),
+    "content": st.one_of(texts, st.lists(_ai_part, max_size=3), values)}), values)
+_ai_json = st.one_of(st.lists(_ai_message, max_size=3), st.fixed_dictionaries({}, optional={
+    "system": st.one_of(texts, values), "prompt": st.one_of(texts, st.lists(_ai_message, max_size=2)),
+    "messages": st.lists(_ai_message, max_size=2)}), values).map(lambda v: json.dumps(v, default=repr))
+VERCEL = {"ai.operationId": st.sampled_from(["ai.generateText", "ai.streamText.doStream", "ai.generateObject",
+                                             "ai.generateText.doGenerate", "ai.toolCall", "ai.embed", "ai.rerank"]),
+          "ai.prompt": st.one_of(_ai_json, texts), "ai.prompt.messages": _ai_json,
+          "ai.response.toolCalls": st.one_of(_ai_json, st.lists(_ai_part, max_size=2).map(
+              lambda v: json.dumps(v, default=repr))),
+          "ai.response.text": st.one_of(texts, values), "ai.toolCall.args": payloads, "ai.toolCall.result": payloads,
+          "ai.response.finishReason": st.one_of(texts, values), "ai.telemetry.functionId": st.one_of(texts, values),
+          "gen_ai.tool.status": st.sampled_from(["error", "ERROR", "success", "failed", ""])}
+# keys of conventions no reader knows, whose words say what a span is (read/unread.rs)
+VOCABULARY = st.sampled_from(["ai.toolCall.name", "ai.toolCall.args", "ai.response.text", "ai.model.id", "mcp.tool",
+                              "acme.tool.current_usage_count", "x.ToolCall.Args", "TOOLcall.id", "final_result",
+                              "ai.response.finishReason", "acme.function_call.arguments", "ai.prompt.tools",
+                              "http.response.status_code", "acme.Éoutput", "ÉTool.name", "usage.tokens", "llm",
+                              "langfuse.observation.output", "mlflow.spanOutputs", "braintrust.output"])
+attribute_keys = st.one_of(st.sampled_from(sorted(oracle.READ_NAMES)), INDEXED, FLATTENED, VOCABULARY,
+                           st.sampled_from(sorted(VERCEL)),
                            st.sampled_from(["gen_ai.usage.input_tokens", "faultgate.termination", "service.version",
                                             "gen_ai.system_instructions", "other"]), st.text(max_size=6))
-KIND_VALUES = {oracle.OI_KIND: st.sampled_from(["LLM", "TOOL", "AGENT", "CHAIN", "llm", "Tool", "ıLM", "RETRIEVER", ""]),
+KIND_VALUES = {**VERCEL, oracle.OI_KIND: st.sampled_from(["LLM", "TOOL", "AGENT", "CHAIN", "llm", "Tool", "ıLM", "RETRIEVER", ""]),
                oracle.TL_KIND: st.sampled_from(["tool", "agent", "workflow", "task", "TOOL", "ſool"]),
                "gen_ai.operation.name": st.sampled_from(["chat", "execute_tool", "invoke_agent", "text_completion",
                                                          "generate_content", "embeddings"]),
@@ -261,7 +293,8 @@ def attributes(draw):
 spans = st.fixed_dictionaries({
     "parent_id": st.sampled_from([None, "", "ab" * 8]),
     "name": st.one_of(st.sampled_from(["execute_tool", "execute_tool lookup", "execute_tool  ", "chat gpt", "agent",
-                                       "execute_toolx"]), texts),
+                                       "execute_toolx", "ai.toolCall", "ai.streamText.doStream", "running tools",
+                                       "acme.functionCall", "ÉTOOL call", "generateText"]), texts),
     "status_code": st.sampled_from([0, 1, 2]),
     "status_message": st.sampled_from(["", "boom", "é"]),
     "attrs": attributes(),
@@ -293,7 +326,8 @@ def test_generated_spans_build_the_records_the_python_conventions_built(s):
 def test_generated_spans_meet_every_convention():
     """The strategy reaches what it is meant to: without this, a strategy that drew only
     empty dicts would pass the comparison above."""
-    seen = {"tool": 0, "oi": 0, "tl": 0, "calls": 0, "responses": 0, "budget": 0}
+    seen = {"tool": 0, "oi": 0, "tl": 0, "calls": 0, "responses": 0, "budget": 0, "vercel": 0, "unread tool": 0,
+            "unread model": 0, "unread output": 0}
 
     @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(spans)
@@ -309,6 +343,10 @@ def test_generated_spans_meet_every_convention():
         seen["calls"] += bool(r.calls)
         seen["responses"] += bool(r.responses)
         seen["budget"] += "faultgate.termination" in r.attrs
+        seen["vercel"] += "ai.operationId" in s["attrs"] and r.operation is not None
+        seen["unread tool"] += bool(r.missing & UNREAD_TOOL)
+        seen["unread model"] += bool(r.missing & UNREAD_MODEL)
+        seen["unread output"] += bool(r.missing & UNREAD_OUTPUT)
 
     count()
     assert all(seen.values()), seen

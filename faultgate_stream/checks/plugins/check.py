@@ -86,6 +86,10 @@ class PluginCheck(Check):
         # what evaluation records give as the rules' digest: of the code's identity
         self.digest = hashlib.sha256(f"{origin.target}@{origin.package} {origin.package_version}"
                                      f"#{self.version}".encode()).hexdigest()[:16]
+        # what it reads and whether its findings are evidence: the engine holds its results
+        # to the run's unread work as it holds the built-ins' (isolate.py)
+        self.reads = tuple(plugin.reads)  # type: ignore[misc]
+        self.fires_on_evidence = bool(plugin.fires_on_evidence)  # type: ignore[misc]
         self.views = Views(plugin.attributes)
         self.guard = Guard()
         self.stage: Any = None  # the isolation stage that runs it (``Isolation.adopt``)

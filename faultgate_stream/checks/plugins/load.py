@@ -75,6 +75,9 @@ def build(cls: Any, spec: str, origin: Origin) -> PluginCheck:
     attrs = cls.attributes
     if isinstance(attrs, str) or not all(isinstance(a, str) for a in attrs):
         raise InputError(f"plug-in {spec!r}: attributes must be a set of attribute names")
+    reads = cls.reads
+    if isinstance(reads, str) or not all(r in api.READS for r in reads):
+        raise InputError(f"plug-in {spec!r}: reads must be a tuple of {', '.join(api.READS)}, not {reads!r}")
     try:
         plugin = cls()
     except Exception as e:

@@ -30,6 +30,7 @@ from faultgate_stream.checks.signals import step_errors
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, SpanRecord
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class _Seen:
 
 class PolicyCheck(Check):
     name = "policy"
+    reads = (STEPS,)
+    fires_on_evidence = True
     description = ("A tool call broke the policy: unlisted tool, denied argument pattern, oversized argument, "
                    "call budget, argument limit, identity mismatch, missing prerequisite, per-value budget, "
                    "value not allowed, missing required argument, missing confirmation, or (with "

@@ -11,11 +11,13 @@ from typing import Any
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.trajectory.common import listing
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
 class Before(Check):
     name = "trajectory.before"
+    reads = (STEPS,)
     kind = "spec"
     description = "An ordering the spec requires was broken: the first b came before the first a, or without any a."
     severity = Severity.HARD

@@ -21,11 +21,13 @@ from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.trajectory.common import listing
 from faultgate_stream.checks.trajectory.provenance import provenance
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
 class Ground(Check):
     name = "trajectory.ground"
+    reads = (STEPS,)
     kind = "spec"
     description = "An identifier-shaped argument appears in neither the input nor any earlier tool result."
     severity = Severity.WARN

@@ -11,11 +11,14 @@ from typing import Any
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.trajectory.common import steps_word
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
 class MaxSteps(Check):
     name = "trajectory.max_steps"
+    reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "The run made more tool calls than the spec's step budget."
     severity = Severity.SOFT

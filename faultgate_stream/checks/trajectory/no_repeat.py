@@ -20,11 +20,14 @@ from faultgate_stream.checks.trajectory.common import listing
 from faultgate_stream.checks.trajectory.secrets import shapes_in
 from faultgate_stream.model.reason import quoted, reason
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
 class NoRepeat(Check):
     name = "trajectory.no_repeat"
+    reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "An identical call repeated work that had already succeeded (retries after a failure excepted)."
     severity = Severity.SOFT

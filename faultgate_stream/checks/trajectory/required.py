@@ -9,11 +9,13 @@ from typing import Any
 
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
 class Required(Check):
     name = "trajectory.required"
+    reads = (STEPS,)
     kind = "spec"
     description = "A tool the spec requires was never called."
     severity = Severity.HARD

@@ -23,6 +23,7 @@ from typing import Any
 from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.trajectory.common import arguments, listing
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 # (label, literals one of which every match contains, pattern). The literal test is a
@@ -60,6 +61,8 @@ def _text(value: Any) -> str:
 
 class Secrets(Check):
     name = "trajectory.secrets"
+    reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "A vendor-prefixed credential (API key, token, private key) in a tool call's arguments or result."
     severity = Severity.WARN

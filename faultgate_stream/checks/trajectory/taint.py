@@ -26,11 +26,14 @@ from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.trajectory.common import listing
 from faultgate_stream.checks.trajectory.provenance import provenance
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
 class Taint(Check):
     name = "trajectory.taint"
+    reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "A privileged call's argument carries data that an untrusted tool returned and the user did not give."
     severity = Severity.HARD

@@ -13,11 +13,14 @@ from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.trajectory.common import called, listing
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import Run
+from faultgate_stream.model.unread import STEPS
 from faultgate_stream.model.verdict import CheckResult, Severity
 
 
 class Tools(Check):
     name = "trajectory.tools"
+    reads = (STEPS,)
+    fires_on_evidence = True
     kind = "spec"
     description = "A tool outside the spec's vocabulary was called (hallucinated or renamed)."
     severity = Severity.HARD

@@ -69,6 +69,7 @@ class MetricsSink:
         self._waste = {name: telemetry[metric] for name, metric in WASTE.items()}
         self._sessions, self._session_fired = (telemetry[n] for n in (
             "faultgate_session_verdicts", "faultgate_session_check_fired"))
+        self._unread = telemetry["faultgate_unread_spans"]
 
     def early(self, finding: EarlyFinding) -> None:
         self._early.labels(self.agent(finding.agent), finding.check).inc(
@@ -110,6 +111,8 @@ class MetricsSink:
         for r in v.shadow:
             if r.fired:
                 self._shadow.inc((agent, r.check), 1, ex, now)
+        for kind, n in v.unread:  # kinds: model/unread.py's KINDS
+            self._unread.inc((agent, kind), n, ex, now)
         latency = v.measures.get("latency_ms")
         if latency is not None:
             self._duration.observe((agent,), latency / 1000, ex, now)

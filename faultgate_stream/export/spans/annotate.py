@@ -24,6 +24,7 @@ observed time is when it was decided.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -113,7 +114,9 @@ def evaluator_of(r: CheckResult) -> tuple[str, str]:
 
 
 # A result's digest as the annex keys its evaluation: the rules' digest, then, for a result
-# that names its evaluator or spans, those too (the annex keeps one encoding per key).
+# that names its evaluator or spans, those too (the annex keeps one encoding per key), as
+# JSON: a plain join read spans ('',) as () and ('a,b',) as ('a', 'b'), and an evaluation
+# was written with another result's span ids.
 _KEY_SEP = "\x1f"
 
 
@@ -152,7 +155,7 @@ def evaluator_scope() -> InstrumentationScope:
 def _digests(v: RunVerdict) -> tuple[str, ...]:
     digests = v.rule_digests if len(v.rule_digests) == len(v.results) else ("",) * len(v.results)
     if any(r.evaluator or r.span_ids for r in v.results):
-        digests = tuple(d + _KEY_SEP + r.evaluator + _KEY_SEP + ",".join(r.span_ids) if r.evaluator or r.span_ids
+        digests = tuple(d + _KEY_SEP + json.dumps([r.evaluator, r.span_ids]) if r.evaluator or r.span_ids
                         else d for r, d in zip(v.results, digests))
     return digests
 

@@ -33,9 +33,24 @@ def partition(spans: dict[str, SpanRecord]) -> Partition:
             out.outside.append(s)
         else:
             out.runs.setdefault(end.span_id, []).append(s)
+    if out.unattached and has_agent:
+        _above_runs(spans, out)
     if out.unattached and has_agent and len(out.runs) == 1:
         _adopt(spans, out)
     return out
+
+
+def _above_runs(spans: dict[str, SpanRecord], out: Partition) -> None:
+    """A span above a run's root whose own chain breaks (the trace's root was never sent)
+    is above every agent: outside, not an orphan run of its own."""
+    above: set[str] = set()
+    for root_id in out.runs:
+        cur = spans[root_id].parent_id
+        while cur and cur in spans and cur not in above:
+            above.add(cur)
+            cur = spans[cur].parent_id
+    out.outside += [s for s in out.unattached if s.span_id in above]
+    out.unattached = [s for s in out.unattached if s.span_id not in above]
 
 
 def _tops(spans: dict[str, SpanRecord]) -> dict[str, tuple[SpanRecord | None, SpanRecord]]:

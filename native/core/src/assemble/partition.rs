@@ -107,10 +107,35 @@ pub fn partition<T: Spans>(t: &T, steps: &mut u64) -> Result<Partition, T::Error
             join(&mut out, end, s);
         }
     }
+    if !out.unattached.is_empty() && has_agent {
+        above_runs(&parent, &mut out, steps);
+    }
     if !out.unattached.is_empty() && has_agent && out.runs.len() == 1 {
         adopt(t, &mut out)?;
     }
     Ok(out)
+}
+
+/// A span above a run's root whose own chain breaks (the trace's root span was never sent:
+/// the OpenAI Agents SDK for JavaScript ends no trace whose run threw, MaxTurnsExceededError
+/// say, and OpenInference's processor then never ends the root span) is above every agent,
+/// as a span around the agent is: outside, not an orphan run of its own.
+fn above_runs(parent: &[Option<u32>], out: &mut Partition, steps: &mut u64) {
+    let mut above = vec![false; parent.len()];
+    for &(root, _) in &out.runs {
+        let mut cur = parent[root as usize];
+        while let Some(c) = cur {
+            *steps += 1;
+            if above[c as usize] {
+                break; // walked already (from another run, or a parent loop)
+            }
+            above[c as usize] = true;
+            cur = parent[c as usize];
+        }
+    }
+    let (up, rest): (Vec<u32>, Vec<u32>) = out.unattached.iter().partition(|&&s| above[s as usize]);
+    out.outside.extend(up);
+    out.unattached = rest;
 }
 
 /// A fragment whose parent is missing from the export (a span the exporter dropped or
@@ -194,6 +219,15 @@ mod tests {
         // 1's parent is missing; its times fall inside the agent's window: adopted
         let t = Trace(vec![(None, false, true, 1, 9), (None, true, false, 2, 3), (None, true, false, 20, 30)]);
         assert_eq!(part(&t), Partition { runs: vec![(0, vec![0, 1])], unattached: vec![2], outside: vec![] });
+    }
+
+    #[test]
+    fn a_span_above_a_runs_root_whose_own_parent_never_came_is_outside_the_run() {
+        // 2 names a parent never sent; 1 (its child) is the parent of the agent 0; 3 is a
+        // fragment whose parent never came, not above any run: it waits
+        let t = Trace(vec![(Some(1), true, true, 5, 6), (Some(2), true, false, 1, 9), (None, true, false, 0, 10),
+                           (None, true, false, 20, 30)]);
+        assert_eq!(part(&t), Partition { runs: vec![(0, vec![0])], unattached: vec![3], outside: vec![1, 2] });
     }
 
     #[test]

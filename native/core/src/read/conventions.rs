@@ -20,24 +20,37 @@ use std::collections::HashSet;
 use super::attrs::{Attr, Attrs};
 use super::openinference::{self, OI_MESSAGES};
 use super::openllmetry::{self, TL_INDEXED};
-use super::payload::{call_arguments, lc_tool_result, load_json, messages_and_text, parts, render, role_text_of,
-                     str_get, unrepr_messages};
+use super::payload::{call_arguments, decode, lc_tool_result, load_json, messages_and_text, parts, plain_text,
+                     python_literal, render, role_text_of, str_get, unrepr_messages};
+use super::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
+use super::vercel::{self, AI_OPERATION};
 use crate::error::Result;
-use crate::model::record::{sub_text, Fields, Str, ToolCall, ToolExecution, EXECUTE_TOOL, MISSING_INPUT,
-                           MISSING_OUTPUT, MISSING_FINISH, MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT};
+use crate::model::json::{dumps, Default, PLAIN};
+use crate::model::record::{sub_text, Fields, Str, ToolCall, ToolExecution, EXECUTE_TOOL, INVOKE_AGENT,
+                           MISSING_INPUT, MISSING_OUTPUT, MISSING_FINISH, MISSING_TOOL_ARGUMENTS,
+                           MISSING_TOOL_RESULT};
 use crate::model::value::{Text, Value};
-use crate::pyfmt::strs::{ascii_lower, strip};
+use crate::pyfmt::strs::{ascii_lower, lower_equals, strip};
 
 pub const OI_KIND: &str = "openinference.span.kind";
 pub const TL_KIND: &str = "traceloop.span.kind";
 
 /// Content the record carries parsed; the raw attribute is not kept beside it.
-pub const CONTENT_KEYS: [&str; 9] = [
+const MASTRA_RUN: [&str; 2] = ["mastra.agent_run.input", "mastra.agent_run.output"];
+pub const CONTENT_KEYS: [&str; 20] = [
     "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.prompt",
     "gen_ai.completion", "input.value", "output.value", "traceloop.entity.input", "traceloop.entity.output",
+    // the Vercel AI SDK's (vercel.rs)
+    "ai.prompt", "ai.prompt.messages", "ai.response.text", "ai.result.text", "ai.response.object", "ai.result.object",
+    "ai.response.toolCalls", "ai.result.toolCalls", "ai.toolCall.args",
+    MASTRA_RUN[0], MASTRA_RUN[1],
 ];
-pub const TOOL_CONTENT_KEYS: [&str; 3] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters"];
+pub const TOOL_CONTENT_KEYS: [&str; 6] = ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "tool.parameters",
+                                          "ai.toolCall.input", "ai.toolCall.result", "ai.toolCall.output"];
 pub const USER_KEYS: [&str; 4] = ["enduser.id", "user.id", "user_id", "userId"];
+/// GenAI's message content: a span that carries it was read as a model call, with or
+/// without an operation (unread.rs).
+const GENAI_MESSAGES: [&str; 4] = ["gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.prompt", "gen_ai.completion"];
 /// Operations of a model call: the spans whose messages and finish reasons checks read.
 pub const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_content"];
 /// Every other attribute a record is built from (with CONTENT_KEYS, TOOL_CONTENT_KEYS,
@@ -45,11 +58,14 @@ pub const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_co
 /// other out (read/projection.py). A name read here and missing from these is an attribute
 /// the live service never sees (tests/read/test_projection.py reads every recorded trace
 /// both ways).
-const READ_OTHERS: [&str; 17] = [
+const TOOL_STATUS_KEYS: [&str; 2] = ["gen_ai.tool.status", "tool.status"];
+const READ_OTHERS: [&str; 24] = [
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
     "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
     "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion", "llm.finish_reason",
     "llm.response.finish_reason", "traceloop.entity.name",
+    AI_OPERATION, "ai.telemetry.functionId", "ai.toolCall.name", "ai.toolCall.id", "ai.response.finishReason",
+    TOOL_STATUS_KEYS[0], TOOL_STATUS_KEYS[1],
 ];
 
 /// What a framework writes as the answer when its own step budget ended the run: the run
@@ -77,6 +93,11 @@ pub fn read_names() -> impl Iterator<Item = &'static str> {
 
 pub fn read_prefixes() -> impl Iterator<Item = &'static str> {
     TL_INDEXED.into_iter().chain(OI_MESSAGES)
+}
+
+/// Whether a convention reads `key` (a name of `read_names` or one of its prefixes).
+pub fn is_read(key: &[u8]) -> bool {
+    read_names().any(|n| n.as_bytes() == key) || read_prefixes().any(|p| key.starts_with(p.as_bytes()))
 }
 
 /// The span's own fields the conventions read.
@@ -196,6 +217,11 @@ pub fn finish_reasons<'a>(raw: &Value<'a>) -> Vec<Text<'a>> {
     match raw {
         Value::Null => Vec::new(),
         Value::List(items) | Value::Tuple(items) => items.iter().map(Value::py_str).collect(),
+        // one JSON-encoded string (`json.dumps(reasons)`: AG2's instrumentation): its items
+        Value::Str(s) if s.first() == Some(&b'[') => match decode(s) {
+            Some(Value::List(items)) if items.iter().all(Value::is_str) => items.iter().map(Value::py_str).collect(),
+            _ => vec![raw.py_str()],
+        },
         other => vec![other.py_str()],
     }
 }
@@ -247,18 +273,46 @@ pub fn responses<'a>(inputs: &[Value<'a>]) -> Result<Vec<[Text<'a>; 2]>> {
     Ok(out)
 }
 
-/// Arguments as the tool got them, when the span holds a framework's callback payload.
+/// Whether the tool span says, in an attribute, that the tool failed when its status does
+/// not: Strands records a handled tool exception as `gen_ai.tool.status` (`tool.status`
+/// before 1.0) `error` with the span's status OK, the exception's text as the result.
+fn tool_status_failed(a: &Attrs<'_>) -> bool {
+    for key in TOOL_STATUS_KEYS {
+        if let Some(Value::Str(s)) = a.get(key) {
+            return lower_equals(s, b"error") || lower_equals(s, b"failed");
+        }
+    }
+    false
+}
+
+/// Arguments as the tool got them, when the span holds a framework's callback payload, or
+/// JSON when it holds a Python dict's repr (`str(args)`: `{'path': '../x'}`), which checks
+/// that read arguments as JSON could not read.
 fn tool_arguments(raw: Text<'_>) -> Result<Text<'_>> {
     if raw.first() == Some(&b'{') && markers()[0].iter().any(|m| m.find(&raw).is_some()) {
         if let Some(unwrapped) = call_arguments(&load_json(&Value::Str(raw.clone())))? {
             return Ok(Cow::Owned(unwrapped.into_owned()));
         }
     }
+    if raw.starts_with(b"{'") {
+        if let Some(lit @ Value::Dict(_)) = python_literal(&raw) {
+            return Ok(Cow::Owned(dumps(&lit, Default::Str, PLAIN)?));
+        }
+    }
     Ok(raw)
 }
 
-/// A result as the tool returned it, when the span holds a serialised LangChain message.
+/// A result as the tool returned it: the string inside when the span holds it JSON-encoded
+/// once more (`JSON.stringify` of a string: `"\"Error: ...\""`), and the content when it
+/// holds a serialised LangChain message.
 fn tool_result(raw: Text<'_>) -> Result<Text<'_>> {
+    let raw = match raw.first() {
+        Some(b'"') if raw.len() >= 2 && raw.last() == Some(&b'"') => match decode(&raw) {
+            Some(Value::Str(inner)) => Cow::Owned(inner.into_owned()),
+            _ => raw,
+        },
+        _ => raw,
+    };
     if raw.first() == Some(&b'{') && markers()[1].iter().any(|m| m.find(&raw).is_some()) {
         if let Some(content) = lc_tool_result(&load_json(&Value::Str(raw.clone())))? {
             return Ok(Cow::Owned(content.into_owned()));
@@ -267,13 +321,46 @@ fn tool_result(raw: Text<'_>) -> Result<Text<'_>> {
     Ok(raw)
 }
 
-/// The record's fields from the span and its attributes (every convention).
+/// The record's fields from the span and its attributes (every convention), and what of
+/// them no convention read (unread.rs).
 pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
+    build_seen(span, attrs, |_| Ok(()))
+}
+
+/// `build`, where `skipped` tells the sniff of the attributes a reader left out of `attrs`
+/// (a projection's: what no convention reads may still say what a span is).
+pub fn build_seen<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>, skipped: impl FnOnce(&mut Sniff) -> Result<()>)
+    -> Result<Built<'a>> {
+    let mut b = convention(span, attrs)?;
+    // claimed: a convention read the span as what it is (tested in this order: a span
+    // read as an operation or a tool call, the common case, costs no lookup)
+    let claimed = b.operation.is_some() || b.tool.is_some() || b.attrs.has(OI_KIND) || b.attrs.has(TL_KIND)
+        || b.attrs.any_key_starting(&TL_INDEXED) || GENAI_MESSAGES.iter().any(|k| b.attrs.has(k));
+    let Some(mut sniff) = unread::sniff(claimed, span.has_parent, b.operation.as_deref(), b.tool.is_some(), &b.answer)
+    else {
+        return Ok(b);
+    };
+    sniff.name(&span.name);
+    for a in &b.attrs.items {
+        sniff.key(&a.key, Some(&a.val), is_read(&a.key));
+    }
+    skipped(&mut sniff)?;
+    let (flags, output) = sniff.finish();
+    b.missing |= flags;
+    if let Some(key) = output {
+        b.attrs.set_value(UNREAD_OUTPUT_KEY, Value::Str(Cow::Owned(key)));
+    }
+    Ok(b)
+}
+
+fn convention<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
     if attrs.has(OI_KIND) {
         return openinference::build(span, attrs);
     }
     let mut attrs = if attrs.has(TL_KIND) || attrs.any_key_starting(&TL_INDEXED) {
         openllmetry::map(&attrs)?
+    } else if attrs.has(AI_OPERATION) {
+        vercel::map(&attrs)?
     } else {
         attrs
     };
@@ -300,10 +387,16 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
                 }
             }
         };
+        let mut result = tool_result(str_or_empty(attrs.get("gen_ai.tool.call.result")))?;
+        if tool_status_failed(&attrs) && !result.starts_with(b"Error: ") {
+            let mut r = b"Error: ".to_vec();
+            r.extend_from_slice(&result);
+            result = Cow::Owned(r);
+        }
         Some([
             tool_name,
             tool_arguments(str_or_empty(attrs.get("gen_ai.tool.call.arguments")))?,
-            tool_result(str_or_empty(attrs.get("gen_ai.tool.call.result")))?,
+            result,
             str_or_empty(attrs.get("gen_ai.tool.call.id")),
         ])
     } else {
@@ -321,7 +414,8 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
     let finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none());
     let mut missing = 0;
     if tool.is_some() {
-        missing = tool_missing(&attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", span.failed);
+        missing = tool_missing(&attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
+                               span.failed || tool_status_failed(&attrs));
     } else if operation.as_deref().is_some_and(|op| MODEL_OPERATIONS.iter().any(|m| m.as_bytes() == op)) {
         missing = model_missing(raw_in.is_some() || attrs.has("gen_ai.prompt"),
                                 raw_out.is_some() || attrs.has("gen_ai.completion"), finish.is_some());
@@ -333,6 +427,16 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
     }
     if answer.is_empty() {
         answer = str_or_empty(attrs.get("gen_ai.completion"));
+    }
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        // Mastra's OTel bridge writes its agent run's input and output under its own keys
+        // (`{"text": ..., "files": [...]}`), beside GenAI's operation and agent names
+        if let (true, Some(v)) = (prompt.is_empty(), attrs.get(MASTRA_RUN[0])) {
+            prompt = plain_text(&load_json(v), "user")?;
+        }
+        if let (true, Some(v)) = (answer.is_empty(), attrs.get(MASTRA_RUN[1])) {
+            answer = plain_text(&load_json(v), "assistant")?;
+        }
     }
     Ok(Built {
         operation,

@@ -8,6 +8,8 @@ pub mod openinference;
 pub mod openllmetry;
 pub mod otlp_proto;
 pub mod payload;
+pub mod unread;
+pub mod vercel;
 
 /// The rest of a key after a pattern's prefix as `(.+)$` takes it: no line break but one
 /// final one (`$` matches before it), at least one character.

@@ -267,6 +267,9 @@ struct Row<'a> {
     code: i32,
     message: &'a [u8],
     attrs: Attrs<'a>,
+    /// Every attribute as the wire has it: with a projection, those it left out may still
+    /// say what the span is (unread.rs), when no convention claimed it.
+    kvs: Vec<&'a [u8]>,
     evaluations: Option<Value<'static>>,
     over: Option<Over>, // its attributes are past a bound (bounds.rs): rejected, not read
 }
@@ -328,7 +331,7 @@ fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, 
         }
         if over.is_some() {
             return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message,
-                            attrs: Attrs::with_capacity(0), evaluations: None, over });
+                            attrs: Attrs::with_capacity(0), kvs: Vec::new(), evaluations: None, over });
         }
         if projection.is_none_or(|p| p.wants(key)) {
             let key = Cow::Borrowed(utf8(key)?.as_bytes());
@@ -336,14 +339,14 @@ fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, 
         }
     }
     if over.is_some() {  // an event's attributes, past a bound, and a span with no attributes
-        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations: None,
-                        over });
+        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs,
+                        evaluations: None, over });
     }
     let evaluations = match events {
         Many::None => None,
         _ => evaluations(events.as_slice(), event_name)?,
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, evaluations, over: None })
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations, over: None })
 }
 
 /// An id's bytes: None when malformed (not `n` bytes, or all zero), as the OTLP
@@ -483,7 +486,17 @@ pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_na
             failed: row.code == 2,
             message: Cow::Borrowed(row.message),
         };
-        let built = conventions::build(&head, attrs)?;
+        let built = conventions::build_seen(&head, attrs, |sniff| {
+            let Some(p) = projection else { return Ok(()) };
+            for &kv in &row.kvs {
+                let (key, value) = key_value(kv)?;
+                if !p.wants(key) {
+                    let v = if sniff.needs_value(key) { Some(any_value(value.as_slice(), 0)?) } else { None };
+                    sniff.key(key, v.as_ref(), false);
+                }
+            }
+            Ok(())
+        })?;
         each(Head {
             trace_id: trace_id(row.trace_id),
             span_id: span_id(row.span_id),
