@@ -7,17 +7,24 @@
 # Hub), which the machine this was written on cannot reach, and it has no container
 # engine. tests/deploy/test_dockerfile.py lints this file with hadolint instead.
 
-# ---- wire: the package as a wheel, its compiled reader (native/) built with Rust by
-# maturin, in maturin's own image (Rust, a linker and every CPython; abi3, so any 3.11+)
-FROM ghcr.io/pyo3/maturin:v1.7.4 AS wire
+# ---- wire: the package as a wheel, built by scripts/build_wheel.sh as everywhere else: the
+# abi3 manylinux_2_17 wheel (maturin with zig), its compiled core (native/) profile-guided
+# (scripts/native_profile.sh trains it on the bundled examples in .venv), the examples
+# inside it for `faultgate-stream demo`. Rust's image; Debian's python3 (3.11) for the tools.
+FROM rust:1.95-slim-bookworm AS wire
+# bookworm's own python3 (3.11) and venv, whatever its point release: a pinned Debian
+# revision would stop installing at the next one
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY native ./native
 COPY faultgate_stream ./faultgate_stream
-# Built without the profile scripts/setup.sh builds with (scripts/native_profile.sh: an
-# instrumented build trained on the bundled examples): correct the same, about 13% more
-# instructions per live span.
-RUN maturin build --release --out /wheels
+COPY examples ./examples
+COPY scripts ./scripts
+RUN python3 -m venv .venv && bash scripts/build_wheel.sh --out /wheels
 
 # ---- build: a virtualenv with that wheel and its dependencies (wheels where there are)
 FROM python:3.12-slim-bookworm AS build

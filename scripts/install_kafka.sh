@@ -3,8 +3,11 @@
 # need a real broker (tests/kafka). Idempotent: a complete cache is only checked.
 #
 #   bash scripts/install_kafka.sh                   install/check, print the jar directory last
+#   bash scripts/install_kafka.sh --jars-only       only the broker's jars (install_peers.sh runs
+#   bash scripts/install_kafka.sh --collector-only  these two side by side)
 #   bash scripts/install_kafka.sh --print-path      print the jar directory only (may not exist yet)
 #   bash scripts/install_kafka.sh --collector-path  print the Kafka-exporter collector's path only
+#   bash scripts/install_kafka.sh --version         print the Kafka version it fetches
 #
 # Maven resolves kafka_2.13 and its runtime dependencies into a small pom's
 # copy-dependencies target; the tests start kafka.Kafka from that class path. A second,
@@ -34,25 +37,30 @@ if [ "${1:-}" = "--collector-path" ]; then
   echo "$(collector_dir)/otelcol-faultgate-kafka"
   exit 0
 fi
+if [ "${1:-}" = "--version" ]; then
+  echo "$KAFKA_VERSION"
+  exit 0
+fi
 
 log() { echo "install_kafka: $*" >&2; }
 
-for tool in java mvn; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    log "$tool is not on PATH (Java 17 and Maven are needed to fetch and run the broker)"
-    exit 1
-  fi
-done
+fetch_jars() {
+  for tool in java mvn; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      log "$tool is not on PATH (Java 17 and Maven are needed to fetch and run the broker)"
+      exit 1
+    fi
+  done
 
-# Bump when the pom below changes, so a cache fetched from an older pom is fetched again.
-POM_REVISION=2
-if [ "$(cat "$DIR/libs/.complete" 2>/dev/null)" != "$POM_REVISION" ]; then
-  mkdir -p "$DIR"
-  exec 9>"$DIR/.lock"
-  flock 9
+  # Bump when the pom below changes, so a cache fetched from an older pom is fetched again.
+  POM_REVISION=2
   if [ "$(cat "$DIR/libs/.complete" 2>/dev/null)" != "$POM_REVISION" ]; then
-    rm -rf "$DIR/libs"
-    cat >"$DIR/pom.xml" <<POM
+    mkdir -p "$DIR"
+    exec 9>"$DIR/.lock"
+    flock 9
+    if [ "$(cat "$DIR/libs/.complete" 2>/dev/null)" != "$POM_REVISION" ]; then
+      rm -rf "$DIR/libs"
+      cat >"$DIR/pom.xml" <<POM
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>faultgate-stream</groupId>
@@ -75,22 +83,23 @@ if [ "$(cat "$DIR/libs/.complete" 2>/dev/null)" != "$POM_REVISION" ]; then
   </dependencies>
 </project>
 POM
-    log "fetching kafka_2.13 $KAFKA_VERSION and its runtime dependencies; log: $DIR/mvn.log"
-    if ! (cd "$DIR" && mvn -B -q dependency:copy-dependencies -DincludeScope=runtime \
-            -DoutputDirectory=libs) >"$DIR/mvn.log" 2>&1; then
-      tail -n 30 "$DIR/mvn.log" >&2
-      log "fetching Kafka failed; full log: $DIR/mvn.log"
-      exit 1
+      log "fetching kafka_2.13 $KAFKA_VERSION and its runtime dependencies; log: $DIR/mvn.log"
+      if ! (cd "$DIR" && mvn -B -q dependency:copy-dependencies -DincludeScope=runtime \
+              -DoutputDirectory=libs) >"$DIR/mvn.log" 2>&1; then
+        tail -n 30 "$DIR/mvn.log" >&2
+        log "fetching Kafka failed; full log: $DIR/mvn.log"
+        exit 1
+      fi
+      echo "$POM_REVISION" >"$DIR/libs/.complete"
     fi
-    echo "$POM_REVISION" >"$DIR/libs/.complete"
   fi
-fi
 
-if ! ls "$DIR"/libs/kafka_2.13-"$KAFKA_VERSION".jar >/dev/null 2>&1; then
-  log "the cache $DIR/libs lacks kafka_2.13-$KAFKA_VERSION.jar"
-  exit 1
-fi
-log "kafka $KAFKA_VERSION: $(ls "$DIR"/libs/*.jar | wc -l) jars in $DIR/libs"
+  if ! ls "$DIR"/libs/kafka_2.13-"$KAFKA_VERSION".jar >/dev/null 2>&1; then
+    log "the cache $DIR/libs lacks kafka_2.13-$KAFKA_VERSION.jar"
+    exit 1
+  fi
+  log "kafka $KAFKA_VERSION: $(ls "$DIR"/libs/*.jar | wc -l) jars in $DIR/libs"
+}
 
 # ---------------------------------------------------------------- the Kafka-exporter collector
 build_collector() {
@@ -125,14 +134,24 @@ build_collector() {
   rm -rf "$dir/build"
 }
 
-if ! command -v go >/dev/null 2>&1; then
-  log "go is not on PATH; the Kafka-exporter collector is built with it"
-  exit 1
-fi
-build_collector
-"$(collector_dir)/otelcol-faultgate-kafka" components 2>&1 | grep -qE "^ *(- )?name: kafka$" || {
-  log "the cached kafka collector lacks the kafka exporter"
-  exit 1
+collector() {
+  if ! command -v go >/dev/null 2>&1; then
+    log "go is not on PATH; the Kafka-exporter collector is built with it"
+    exit 1
+  fi
+  build_collector
+  # captured first: grep -q closing the pipe early would make pipefail report a failure
+  local components
+  components=$("$(collector_dir)/otelcol-faultgate-kafka" components 2>&1)
+  grep -qE "^ *(- )?name: kafka$" <<<"$components" || {
+    log "the cached kafka collector lacks the kafka exporter"
+    exit 1
+  }
+  log "kafka collector: $("$(collector_dir)/otelcol-faultgate-kafka" --version)"
 }
-log "kafka collector: $("$(collector_dir)/otelcol-faultgate-kafka" --version)"
-echo "$DIR/libs"
+
+case "${1:-}" in
+  --jars-only) fetch_jars ;;
+  --collector-only) collector ;;
+  *) fetch_jars; collector; echo "$DIR/libs" ;;
+esac

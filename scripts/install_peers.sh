@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Installs the real peers that the end-to-end tests talk to: Debian's Prometheus, an
-# OpenTelemetry Collector built with ocb from deploy/collector/builder-config.yaml, and
-# helm (the chart tests render helm/faultgate-stream with it).
-# Idempotent: on a machine that already has both it only checks them, in seconds.
+# Installs the real peers that the end-to-end tests talk to: Debian's Prometheus (apt), an
+# OpenTelemetry Collector built with ocb and Go from deploy/collector/builder-config.yaml,
+# helm (built with Go; the chart tests render helm/faultgate-stream with it), and, through
+# scripts/install_kafka.sh, an Apache Kafka broker's jars (Maven; run on Java 17) and a second
+# collector with the Kafka exporter (ocb). The builds do not depend on each other and run
+# side by side, each announced, timed and logged under the cache (about 10 minutes on a
+# fresh 2-core machine, most of it Go compiling the two collectors).
+# Idempotent: on a machine that already has them it only checks them, in seconds.
 #
-#   bash scripts/install_peers.sh               install/check both, print the binary path last
+#   bash scripts/install_peers.sh               install/check them all, print the collector's path last
 #   bash scripts/install_peers.sh --print-path  print the collector binary's cache path only
 #                                               (it may not exist yet); tests/peers.py uses
 #                                               this so the hash logic lives here alone
 #   bash scripts/install_peers.sh --print-helm  print helm's cache path only (tests/deploy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+STEP_NAME=install_peers
+. scripts/steps.sh
 
 OCB_VERSION=v0.161.0
 MANIFEST=deploy/collector/builder-config.yaml
@@ -33,7 +39,7 @@ if [ "${1:-}" = "--print-path" ]; then
   exit 0
 fi
 
-log() { echo "install_peers: $*" >&2; }
+log() { say "$@"; }
 
 # ---------------------------------------------------------------- Prometheus
 install_prometheus() {
@@ -178,7 +184,6 @@ install_helm() {
     fi
     exec 8>&-
   fi
-  log "helm: $("$bin" version --short)"
 }
 
 if [ "${1:-}" = "--print-helm" ]; then
@@ -186,10 +191,19 @@ if [ "${1:-}" = "--print-helm" ]; then
   exit 0
 fi
 
-install_prometheus
+logs="$CACHE_ROOT/logs"
+run_step "Prometheus and promtool (Debian's prometheus package, apt)" "$logs/prometheus.log" install_prometheus
 check_prometheus
-build_collector
+# Independent builds, side by side: Go and Maven spend much of their time fetching modules
+# and jars, which overlaps with the others compiling.
+start_step "the collector (ocb $OCB_VERSION, Go; cached by its manifest)" "$logs/collector.log" build_collector
+start_step "helm $HELM_VERSION (go install)" "$logs/helm.log" install_helm
+start_step "Kafka $(bash scripts/install_kafka.sh --version)'s jars (Maven Central)" "$logs/kafka-jars.log" \
+  bash scripts/install_kafka.sh --jars-only
+start_step "the Kafka-exporter collector (ocb, Go; tests/kafka)" "$logs/kafka-collector.log" \
+  bash scripts/install_kafka.sh --collector-only
+wait_steps
 check_collector
-install_helm
-bash scripts/install_kafka.sh >/dev/null  # Kafka broker jars + the Kafka-exporter collector (tests/kafka)
+log "helm: $("$(helm_binary)" version --short)"
+bash scripts/install_kafka.sh >/dev/null  # checks both, in a second now
 collector_dir | sed 's|$|/otelcol-faultgate|'

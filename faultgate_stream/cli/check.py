@@ -11,6 +11,7 @@ from faultgate_stream.checks.base import Check
 from faultgate_stream.checks.expectations import Golden, Outcomes
 from faultgate_stream.checks.registry import select
 from faultgate_stream.cli import heap
+from faultgate_stream.cli.terminal import run_labels
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.verdict import RunVerdict, Severity
 from faultgate_stream.pipeline import check_spans
@@ -87,14 +88,16 @@ def checks_from_args(args: argparse.Namespace) -> list[Check]:
 
 
 def table(report: Report) -> str:
-    ids = report.trace_ids
-    width = max(len("trace"), *(len(t[:12]) for t in ids)) if ids else len("trace")
+    """faultgate's table: one row per run, labelled by its trace id's first 12 digits where
+    those tell the rows apart, else by as much of the id as does (``terminal.run_labels``)."""
+    labels = run_labels(v.key for v in report.verdicts)
+    width = max(len("trace"), *map(len, labels.values())) if labels else len("trace")
     head = f"{'trace':<{width}}  " + "  ".join(f"{c:<16}" for c in report.checks)
     rows = [head, "-" * len(head)]
     for v in report.verdicts:
         cells = [("undecided" if r.undecided else f"{('FAIL' if r.fired else 'ok'):<5}{r.confidence:.2f}").ljust(16)
                  for r in v.results]
-        rows.append(f"{v.key.trace_id[:12]:<{width}}  " + "  ".join(cells))
+        rows.append(f"{labels[v.key]:<{width}}  " + "  ".join(cells))
     return "\n".join(rows)
 
 
@@ -150,8 +153,9 @@ def run(args: argparse.Namespace) -> int:
         # Not a failure (exit 0 unless a check fired), but never silently clean: the runs
         # whose content was not captured are named, with what was missing.
         first = undecided[0].undecided[0]
+        label = run_labels(v.key for v in report.verdicts)[undecided[0].key]
         print(f"warning: {len(undecided)}/{len(report.verdicts)} run(s) undecided: a check could not see its input "
-              f"(e.g. {undecided[0].key.trace_id[:12]} {first.check}: {redact(first.reason) if redact else first.reason})",
+              f"(e.g. {label} {first.check}: {redact(first.reason) if redact else first.reason})",
               file=sys.stderr)
     sessions = None
     if sessions_config is not None:

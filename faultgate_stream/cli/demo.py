@@ -13,14 +13,19 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 from faultgate_stream.checks.config import BindingConfig
 from faultgate_stream.cli import ports as port_check
 from faultgate_stream.config import ConfigError, ServiceConfig, load
-from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
+from faultgate_stream.cli.terminal import clip, run_labels
+from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, EarlyFinding, RunVerdict
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# The bundled examples: inside the package when it was installed from its wheel
+# (scripts/build_wheel.sh puts them there), else the checkout's examples/ folder.
+_PACKAGED = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = _PACKAGED if _PACKAGED.is_dir() else Path(__file__).resolve().parents[2] / "examples"
 DEMO_FILES = ("traces/traces.json", "traces/retail_gaps.json", "formats/openinference.json")
 DEMO_GOLDEN = "traces/golden.json"
 # retail_gaps.json exists to show business-policy gaps: its runs (agent "retail") are
@@ -35,23 +40,65 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for every verdict")
 
 
-class _Printer:
-    """A verdict sink that prints one line per verdict and counts them."""
+# What each completion state means, said once under the rows for the states that appeared.
+CLOSED = {
+    "complete": "every span of the input had been read",
+    "grace": "its root span arrived and root_grace ({grace:g}s) passed with no span to add",
+    "max-duration": "max_run_duration passed since its first span before that",
+    "orphan": "no root span arrived; closed idle_timeout after its last span",
+    "evicted": "closed early to make room: a capacity bound was reached",
+    "shutdown": "the service stopped with the run in flight",
+}
+REASON_WIDTH = 60  # an early line, its columns included, about as wide as a verdict row
+SCENARIO_WIDTH = 28  # the bundled examples' longest scenario key is 27 characters
+LEGEND = """\
+Each run is printed as it is decided: its verdict (FAILED: a check fired; clean: none did; undecided: none
+fired but a check could not see its input), agent, scenario, trace id, how the run was closed (below),
+tool steps, and the checks that fired. An "early" line is a check that fired the moment one span arrived,
+before its run was closed."""
 
-    def __init__(self) -> None:
+
+class _Printer:
+    """A verdict sink that prints one line per verdict and counts them by verdict."""
+
+    def __init__(self, labels: dict[tuple[str, str], str]) -> None:
+        self.labels = labels
+        self.traces = {k[0]: label.partition("/")[0] for k, label in labels.items()}
+        self.width = max((len(v) for v in labels.values()), default=12)
         self.count = 0
+        self.verdicts: Counter[str] = Counter()
+        self.closed: Counter[str] = Counter()
         self.done = threading.Condition()
 
+    def _row(self, verdict: str, agent: str, scenario: str, trace: str, rest: str) -> str:
+        return f"  {verdict:<9}  {agent:<16} {scenario:<{SCENARIO_WIDTH}} {trace:<{self.width}}  {rest}"
+
+    def header(self) -> str:
+        return self._row("verdict", "agent", "scenario", "trace", f"{'closed':<8} {'steps':>5}  fired")
+
     def early(self, f: EarlyFinding) -> None:
-        print(f"  early   trace …{f.trace_id[-8:]}  {f.check}: {f.reason[:90]}")
+        print(self._row("early", f.agent, "", self.traces.get(f.trace_id, f.trace_id),
+                        clip(f"{f.check}: {f.reason}", REASON_WIDTH)))
 
     def verdict(self, v: RunVerdict) -> None:
         fired = ", ".join(r.check for r in v.fired) or "-"
-        print(f"  {v.verdict.upper() if v.failed else v.verdict:<9}  {v.agent:<16} {v.scenario[:22]:<22} "
-              f"trace …{v.key.trace_id[-8:]}  {v.completion.value:<6} steps={v.steps:<3} fired: {fired}")
+        print(self._row(v.verdict.upper() if v.failed else v.verdict, v.agent, clip(v.scenario, SCENARIO_WIDTH),
+                        self.labels.get(v.key, v.key.trace_id), f"{v.completion.value:<8} {v.steps:>5}  {fired}"))
         with self.done:
             self.count += 1
+            self.verdicts[v.verdict] += 1
+            self.closed[v.completion.value] += 1
             self.done.notify_all()
+
+    def summary(self, expected: int, timeout: float, grace: float) -> list[str]:
+        """The counts by verdict, then what each way of closing a run that appeared means."""
+        with self.done:
+            verdicts, closed, count = dict(self.verdicts), dict(self.closed), self.count
+        counts = ", ".join(f"{verdicts.get(k, 0)} {k}" for k in (FAILED, CLEAN, UNDECIDED))
+        head = (f"{count} runs decided: {counts}." if count == expected else
+                f"{count} of {expected} runs decided within {timeout:g}s: {counts}; {expected - count} not decided.")
+        return [head] + [f"closed {state}: {CLOSED.get(state, state).format(grace=grace)} ({n} run{'s' * (n != 1)})"
+                         for state, n in closed.items()]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     files = [str(examples / f) for f in DEMO_FILES]
     try:
         config = load(args.config, os.environ)
-        expected = sum(len(assemble_runs(read_file(f)[1])) for f in files)
+        keys = [r.key for f in files for r in assemble_runs(read_file(f)[1])]
     except (ConfigError, ValueError, OSError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return 2
@@ -74,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
                                  log=dataclasses.replace(config.log, verdicts=False))
     config, swapped = _free_ports(config)
     configure_logging("warning")
-    printer = _Printer()
+    expected = len(keys)
+    printer = _Printer(run_labels(keys))
     try:
         service = Service(config, extra_sinks=[printer])
         service.start()
@@ -88,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"faultgate-stream listening: OTLP/gRPC :{ports.get('grpc')}, OTLP/HTTP :{ports.get('http')}, "
           f"metrics :{ports['metrics']}")
     print(f"replaying {len(files)} example files ({expected} agent runs) over OTLP/gRPC; verdicts arrive "
-          f"{config.assemble.root_grace:g}s after each run's root span:")
+          f"{config.assemble.root_grace:g}s after each run's root span.")
+    print(LEGEND)
+    print(printer.header())
     sender = GrpcSender(f"127.0.0.1:{ports['grpc']}")
     try:
         replay(files, sender)
@@ -99,7 +149,10 @@ def run(args: argparse.Namespace) -> int:
         while printer.count < expected and time.monotonic() < deadline:
             printer.done.wait(0.2)
     metrics_url = f"http://127.0.0.1:{ports['metrics']}/metrics"
-    print(f"\n{printer.count}/{expected} runs decided. The counts the metrics endpoint showed:")
+    print()
+    for line in printer.summary(expected, args.timeout, config.assemble.root_grace):
+        print(line)
+    print("The counts the metrics endpoint showed:")
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never via a proxy
     with opener.open(metrics_url, timeout=5) as r:
         for line in r.read().decode().splitlines():

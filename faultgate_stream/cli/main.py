@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from faultgate_stream import __version__
+from faultgate_stream.cli.terminal import guard_stdout
 
 # name -> (module, help)
 COMMANDS = {
@@ -68,8 +69,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(argv).parse_args(argv)
-    return args.fn(args)
+    # `check ... | head`: a reader that stops early ends the output, not the command
+    stdout = sys.stdout
+    guard_stdout()
+    try:
+        args = build_parser(argv).parse_args(argv)
+        return args.fn(args)
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

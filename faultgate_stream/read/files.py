@@ -42,6 +42,9 @@ class Telemetry:
         self.contents = contents if contents is not None else []
 
 
+OTLP_NEEDS = (("resourceSpans", "resourceLogs"),)
+
+
 def detect(doc: Any) -> str:
     if isinstance(doc, dict) and ("resourceSpans" in doc or "resourceLogs" in doc):
         return "otlp"
@@ -50,8 +53,12 @@ def detect(doc: Any) -> str:
         if reader.detect(doc):
             return name
     closest, shared = _closest(doc, readers)
-    hint = (f"; closest: {closest} (shares {', '.join(sorted(shared)[:4])}), try --format {closest} for its error"
-            if closest else "")
+    hint = ""
+    if closest:
+        needs = OTLP_NEEDS if closest == "otlp" else readers[closest].NEEDS
+        lacking = lacks(doc, needs)
+        hint = (f"; closest: {closest} (shares {', '.join(sorted(shared)[:4])}"
+                + (f"; lacks {'; '.join(lacking)})" if lacking else ")"))
     raise InputError(f"unrecognised trace format; tried otlp, {', '.join(readers)}{hint}")
 
 
@@ -79,6 +86,34 @@ def _closest(doc: Any, readers: dict[str, Any]) -> tuple[str, set[str]]:
         if len(common) > len(shared):
             best, shared = name, common
     return best, shared
+
+
+def _first(x: Any) -> Any:
+    """A list's first object (a list of records is looked at through its first), else ``x``."""
+    return next((r for r in x if isinstance(r, dict)), None) if isinstance(x, list) else x
+
+
+def _has(node: Any, path: str) -> bool:
+    for name in path.split("."):
+        node = _first(node)
+        if not isinstance(node, dict) or name not in node:
+            return False
+        node = node[name]
+    return True
+
+
+def lacks(doc: Any, needs: tuple[tuple[str, ...], ...]) -> list[str]:
+    """The groups of ``needs`` (a reader's ``NEEDS``) that no path of reaches a field, from
+    the document or from the first record of a list in it (two levels down), each spelled
+    ``a or b``."""
+    starts = [doc]
+    for node in (doc, _first(doc)):
+        if isinstance(node, dict):
+            starts += [_first(v) for v in node.values() if isinstance(v, list)]
+        elif isinstance(node, list):
+            starts.append(_first(node))
+    return [" or ".join(group) for group in needs
+            if not any(_has(start, path) for start in starts for path in group)]
 
 
 def read_document(doc: Any, fmt: str = "auto") -> tuple[str, list[SpanRecord]]:
@@ -115,7 +150,9 @@ def read_document_all(doc: Any, fmt: str = "auto") -> Telemetry:
     elif fmt in VENDOR_FORMATS:
         reader = _readers()[fmt]
         if not reader.detect(doc):
-            raise InputError(f"not a valid {fmt} export: the records do not have its fields")
+            lacking = lacks(doc, reader.NEEDS)
+            raise InputError(f"not a valid {fmt} export: the records do not have its fields"
+                             + (f" (lacks {'; '.join(lacking)})" if lacking else ""))
         try:
             spans = reader.read(doc)
         except (KeyError, TypeError, AttributeError, ValueError, OverflowError, RecursionError) as e:

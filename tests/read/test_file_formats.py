@@ -7,6 +7,7 @@ import copy
 import io
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from faultgate_stream.cli.main import main
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import read_document_all, read_telemetry
+from tests.conftest import CORPUS, ROOT
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -125,7 +127,7 @@ def test_tau2_runs_carry_the_task_as_scenario_the_termination_and_the_reward():
     assert roots[1].answer == ""  # cut off mid-search: the greeting is not an answer
 
 
-def test_an_unrecognised_file_names_what_was_tried_and_the_closest_reader(tmp_path, capsys):
+def test_an_unrecognised_file_names_what_was_tried_the_closest_reader_and_what_it_lacked(tmp_path, capsys):
     # a Jaeger UI export: traceID / spanID / operationName, read by none of the readers
     path = tmp_path / "jaeger.json"
     path.write_text(json.dumps([{"traceID": "a" * 32, "spanID": "b" * 16, "operationName": "x",
@@ -133,7 +135,59 @@ def test_an_unrecognised_file_names_what_was_tried_and_the_closest_reader(tmp_pa
     assert main(["check", str(path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "unrecognised trace format; tried otlp, tau2, child-spans" in line
-    assert "closest: otel-js (shares duration, startTime)" in line
+    # the fields it shares, then each group of fields the reader looks for and found none of
+    assert line.endswith("closest: otel-js (shares duration, startTime; lacks name; "
+                         "spanContext.traceId or _spanContext.traceId or traceId; "
+                         "spanContext.spanId or _spanContext.spanId or id or spanId)")
+
+
+@pytest.mark.parametrize("doc, closest, lacking", [
+    # a LangSmith run without its run_type
+    ({"runs": [{"id": "1", "trace_id": "t", "inputs": {}, "outputs": {}}]}, "langsmith", "run_type"),
+    # an OTel SDK dump whose span context lost its span id
+    ({"spans": [{"name": "a", "context": {"trace_id": "0x1"}, "attributes": {}}]}, "otel-sdk", "context.span_id"),
+    # OTLP/JSON one level short: scopeSpans where resourceSpans belong
+    ({"scopeSpans": [{"spans": [{"traceId": "a", "spanId": "b"}]}]}, "otlp", "resourceSpans or resourceLogs"),
+    # an n8n execution without its run data
+    ({"data": {"resultData": {}}, "workflowData": {}, "finished": True, "mode": "manual"}, "n8n",
+     "data.resultData.runData"),
+])
+def test_the_closest_reader_says_which_of_its_fields_the_file_lacks(tmp_path, capsys, doc, closest, lacking):
+    path = tmp_path / "near.json"
+    path.write_text(json.dumps(doc))
+    assert main(["check", str(path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert re.search(rf"closest: {closest} \(shares [^;]+; lacks {re.escape(lacking)}\)$", line), line
+
+
+def test_every_reader_says_what_it_needs_and_a_file_with_it_is_recognised():
+    """Each reader's NEEDS is what its detect looks for: the shipped sample of each format
+    lacks none of it (else a near miss would be told to add what the format does not need)."""
+    from faultgate_stream.read.files import lacks
+    from faultgate_stream.read.formats import READERS
+
+    luckrate = CORPUS / "luckrate-0.3.0" / "tests" / "fixtures"
+    formats = ROOT / "examples" / "formats"
+    samples = {"tau2": SAMPLES / "tau2_results.json", "child-spans": SAMPLES / "child_spans_trace.json",
+               "langfuse": formats / "langfuse.json", "langsmith": formats / "langsmith.json",
+               "braintrust": formats / "braintrust.json", "n8n": luckrate / "n8n_good.json",
+               "langgraph": luckrate / "langgraph_good.json", "crewai": luckrate / "crewai_native.json",
+               "any-agent": SAMPLES / "any_agent_trace.json", "otel-sdk": luckrate / "otel_good.json",
+               "otel-js": SAMPLES / "otel_js_readable_spans.json"}
+    assert set(samples) == set(READERS)
+    for name, reader in READERS.items():
+        doc = json.loads(samples[name].read_text())
+        assert reader.detect(doc) and lacks(doc, reader.NEEDS) == [], name
+        # and an empty record lacks something each reader looks for
+        assert lacks({"records": [{}]}, reader.NEEDS), name
+
+
+def test_forcing_a_format_the_file_is_not_says_what_it_lacks(tmp_path, capsys):
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps({"runs": [{"id": "1", "trace_id": "t"}]}))
+    assert main(["check", str(path), "--format", "langsmith"]) == 2
+    assert "not a valid langsmith export: the records do not have its fields (lacks run_type)" in \
+        capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- malformed input

@@ -2,6 +2,12 @@
 ``read(doc) -> list[SpanRecord]``. Order matters: the first reader that recognises a
 document reads it.
 
+For a document no reader recognises, each module also says what its format looks like:
+``SIGNATURE``, the field names it shares with its kind (the closest reader is the one whose
+names the document shares most), and ``NEEDS``, what ``detect`` looks for as groups of
+dotted field paths, any one path of a group enough (a list is looked into at its first
+record), so the error can say which groups the document lacks.
+
 Each ``detect`` checks the fields only its format has, so no two claim one document; the
 order still puts the vendor exports, which are recognised by their first record, before
 the framework dumps, which are recognised by every record.

@@ -26,6 +26,10 @@ OUTPUT = ("gen_ai.output", "genai.output")
 OUTPUT_TYPE = ("gen_ai.output.type", "genai.output.type")
 ARGS = "gen_ai.tool.args"
 SIGNATURE = frozenset({"spans", "final_output"})
+NEEDS = (("spans.context.trace_id",),
+         ("spans.context.span_id",),
+         ("spans.name",),
+         ("final_output", "spans.attributes"))
 
 
 def _markers(s: Any) -> bool:

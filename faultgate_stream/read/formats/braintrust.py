@@ -18,6 +18,7 @@ from faultgate_stream.read.formats.shared import (
 
 # The field names this format's records carry: how close an unrecognised file came to it.
 SIGNATURE = frozenset({"span_attributes", "root_span_id", "span_id", "span_parents", "input", "output", "metrics", "metadata", "error"})
+NEEDS = (("span_attributes", "root_span_id"),)
 
 
 def detect(doc: Any) -> bool:

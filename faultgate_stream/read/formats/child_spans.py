@@ -24,6 +24,7 @@ from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
 SIGNATURE = frozenset({"span_id", "parent_span_id", "span_name", "span_attributes", "child_spans", "duration",
                        "status_code", "timestamp", "trace_id"})
+NEEDS = (("spans",), ("spans.child_spans", "spans.span_name"), ("spans.child_spans", "spans.span_attributes"))
 STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2, "STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 DURATION = re.compile(r"^P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 # A tree deeper than this is not an agent's trace: refused rather than walked.

@@ -19,6 +19,7 @@ from faultgate_stream.read.formats.shared import (
 
 # The field names this format's records carry: how close an unrecognised file came to it.
 SIGNATURE = frozenset({"type", "tool_name", "tool_args", "timestamp", "agent_role", "task_name", "output"})
+NEEDS = (("type",), ("tool_name",))
 
 STARTED = "tool_usage_started"
 

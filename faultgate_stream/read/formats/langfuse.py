@@ -23,6 +23,7 @@ from faultgate_stream.read.formats.shared import (
 
 # The field names this format's records carry: how close an unrecognised file came to it.
 SIGNATURE = frozenset({"observations", "traceId", "parentObservationId", "startTime", "endTime", "type", "input", "output", "metadata", "userId", "latency"})
+NEEDS = (("observations", "traceId", "trace_id"), ("observations", "type"))
 
 TYPES = frozenset({"SPAN", "GENERATION", "EVENT", "TOOL", "AGENT", "CHAIN", "RETRIEVER", "EVALUATOR",
                    "EMBEDDING", "GUARDRAIL"})

@@ -27,6 +27,7 @@ from faultgate_stream.read.payload import tool_payload
 
 # The field names this format's records carry: how close an unrecognised file came to it.
 SIGNATURE = frozenset({"messages", "type", "content", "tool_calls", "tool_call_id", "additional_kwargs", "response_metadata"})
+NEEDS = (("type", "kwargs.type"), ("content", "kwargs.content"))
 
 # model_dump() writes the short type; chunks and dumpd() objects name the class.
 TYPES = {"human": "human", "ai": "ai", "tool": "tool", "system": "system", "function": "function",

@@ -18,6 +18,7 @@ from faultgate_stream.read.formats.shared import (
 
 # The field names this format's records carry: how close an unrecognised file came to it.
 SIGNATURE = frozenset({"run_type", "trace_id", "parent_run_id", "inputs", "outputs", "start_time", "end_time", "error", "extra", "dotted_order"})
+NEEDS = (("run_type",),)
 
 
 def detect(doc: Any) -> bool:

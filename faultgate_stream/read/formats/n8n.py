@@ -26,6 +26,7 @@ from faultgate_stream.read.formats.shared import (
 
 # The field names this format's records carry: how close an unrecognised file came to it.
 SIGNATURE = frozenset({"data", "resultData", "runData", "workflowData", "finished", "mode", "startedAt", "stoppedAt"})
+NEEDS = (("data.resultData.runData",),)
 
 MS = 1_000_000
 # Where a trigger's output item keeps the user's text: the chat trigger's ``chatInput``, or a

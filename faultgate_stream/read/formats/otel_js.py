@@ -22,6 +22,10 @@ from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
 SIGNATURE = frozenset({"spanContext", "parentSpanContext", "startTime", "endTime", "traceId", "id", "timestamp",
                        "duration", "instrumentationScope", "attributes", "status", "name", "kind"})
+NEEDS = (("name",),
+         ("spanContext.traceId", "_spanContext.traceId", "traceId"),
+         ("spanContext.spanId", "_spanContext.spanId", "id", "spanId"),
+         ("startTime", "timestamp"))
 
 
 def _context(x: dict[str, Any]) -> tuple[Any, Any]:

@@ -22,6 +22,7 @@ from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 
 # The field names this format's records carry: how close an unrecognised file came to it.
 SIGNATURE = frozenset({"context", "parent_id", "parent", "name", "kind", "start_time", "end_time", "status", "attributes", "events", "links", "resource"})
+NEEDS = (("context.trace_id",), ("context.span_id",), ("name",))
 
 STATUS = {"UNSET": 0, "OK": 1, "ERROR": 2}
 

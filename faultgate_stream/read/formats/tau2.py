@@ -26,6 +26,7 @@ from faultgate_stream.read.ids import TRACE_ID_BYTES, hex_id
 
 SIGNATURE = frozenset({"simulations", "tasks", "info", "task_id", "termination_reason", "reward_info", "messages",
                        "trial"})
+NEEDS = (("simulations",), ("simulations.messages",), ("simulations.task_id", "simulations.termination_reason"))
 
 
 def _simulations(doc: Any) -> list[Any]:
