@@ -328,7 +328,7 @@ class UnrecoveredToolError(Check):
                 return self.result(True, reason(f"Tool '{st.tool}' failed at step {st.index} (", failed[i],
                                                 f") and no subsequent call to '{st.tool}' succeeded."))
         spans = run.spans
-        errors = [span_error(s) for s in spans]
+        errors = ["" if _limit_failure(s) else span_error(s) for s in spans]
         if not any(errors):
             return self._clean(run)
         # recovered: a later span that did not fail ran tool calls that all succeeded
@@ -358,6 +358,19 @@ class UnrecoveredToolError(Check):
         # an error said only in a result's text is invisible when results were not recorded
         gap = run.steps_not_captured(MISSING_TOOL_RESULT)
         return self.undecided(gap) if gap else self.result(False, "no unrecovered tool errors")
+
+
+# What a framework's error says when its own limit ended the run (a step budget, the
+# token limit), lowercase: read/conventions.rs's LIMIT_ERRORS, and Strands Agents'
+# MaxTokensReachedException.
+FRAMEWORK_LIMITS = ("llm calls limit", "max iterations", "recursion limit", "max turns", "max steps",
+                    "maximum token limit")
+
+
+def _limit_failure(s: SpanRecord) -> bool:
+    """A span other than a tool's that failed with its framework's own limit: no tool failed."""
+    return (s.tool is None and s.status_code == 2
+            and (any(w in s.status_message.lower() for w in FRAMEWORK_LIMITS) or bool(_overflow(s.status_message))))
 
 
 # ---------------------------------------------------------------- checks/context_overflow.py

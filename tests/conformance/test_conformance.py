@@ -19,8 +19,8 @@ from tests.peers import forwarding_collector_config, free_port, running_collecto
 FAMILIES = families()
 
 
-def test_the_corpus_has_eight_or_more_families_and_every_failure_mode_in_several():
-    assert len(FAMILIES) >= 8
+def test_the_corpus_has_eighteen_or_more_families_and_every_failure_mode_in_five_or_more():
+    assert len(FAMILIES) >= 18
     enacted: dict[str, set[str]] = {}
     for f in FAMILIES:
         for run in expected(f)["runs"]:
@@ -28,7 +28,24 @@ def test_the_corpus_has_eight_or_more_families_and_every_failure_mode_in_several
                 enacted.setdefault(check, set()).add(f.name)
     built_in = {"search_loop", "abstention", "policy", "repeated_call", "unrecovered_tool_error", "context_overflow"}
     assert set(enacted) == built_in
-    assert all(len(fams) >= 3 for fams in enacted.values()), {c: len(f) for c, f in enacted.items()}
+    assert all(len(fams) >= 5 for fams in enacted.values()), {c: len(f) for c, f in enacted.items()}
+
+
+def test_multi_agent_and_framework_control_runs_are_played_by_several_families():
+    """Issue 35: hand-offs (one to a specialist that fails), an agent used as a tool, a
+    supervisor with workers (one of which fails), streamed answers and cut-offs, parallel calls
+    and the framework's own step limit, each recorded by four or more frameworks' own
+    instrumentation; a tool the framework itself retried, by at least one."""
+    played: dict[str, set[str]] = {}
+    for f in FAMILIES:
+        for run in expected(f)["runs"]:
+            played.setdefault(run["scenario"], set()).add(f.name)
+    want = {"hand_off_to_a_specialist": 4, "hand_off_then_the_specialist_fails": 4, "nested_agent": 5,
+            "supervisor_with_two_workers": 4, "worker_fails_and_the_supervisor_answers": 4,
+            "streamed_answer": 4, "streamed_context_overflow": 4, "parallel_tool_calls": 10,
+            "step_budget_search_loop": 10, "tool_retried_by_the_framework": 1}
+    assert {s: len(played.get(s, ())) >= n for s, n in want.items()} == dict.fromkeys(want, True), \
+        {s: sorted(played.get(s, ())) for s in want}
 
 
 def test_three_or_more_families_are_made_in_javascript_with_the_real_npm_packages():
@@ -86,6 +103,8 @@ def test_the_loop_check_fires_on_exactly_the_runs_that_loop():
             r = results[run["trace_id"]]
             got = "undecided" if r.undecided else ("fired" if r.fired else "passed")
             looped += got == "fired"
+            if run.get("undecided_because") and want == "passed" and got == "undecided":
+                continue  # the recording left out what some steps returned: no loop ruled out
             if got != want:
                 wrong.append((family.name, run["scenario"], want, got, r.reason))
     assert not wrong
@@ -188,11 +207,20 @@ def test_runs_recorded_without_content_are_never_clean():
     assert sum(verdict_of(v) == "undecided" for v in verdicts) >= len(verdicts) // 2
 
 
+def _by_scenario(name: str) -> dict[str, tuple[str, list[str]]]:
+    family = next(f for f in FAMILIES if f.name == name)
+    scenario = {r["trace_id"]: r["scenario"] for r in expected(family)["runs"]}
+    return {scenario[v.key.trace_id]: (verdict_of(v), sorted(r.check for r in v.fired))
+            for v in offline_verdicts(family)}
+
+
 def test_a_run_recorded_event_only_gives_the_verdicts_of_the_same_run_recorded_span_only():
-    def by_scenario(name: str):
-        family = next(f for f in FAMILIES if f.name == name)
-        scenario = {r["trace_id"]: r["scenario"] for r in expected(family)["runs"]}
-        return {scenario[v.key.trace_id]: (verdict_of(v), sorted(r.check for r in v.fired))
-                for v in offline_verdicts(family)}
-    span_only, event_only = by_scenario("openai-v2-span_only"), by_scenario("openai-v2-event_only")
+    span_only, event_only = _by_scenario("openai-v2-span_only"), _by_scenario("openai-v2-event_only")
     assert len(span_only) >= 12 and event_only == span_only
+
+
+def test_strands_runs_with_content_in_span_events_give_the_verdicts_of_its_latest_conventions():
+    """Strands Agents' tracer writes content as per-message span events by default and as
+    operation-details span events with ``gen_ai_latest_experimental``: the same runs."""
+    default, latest = _by_scenario("strands-native"), _by_scenario("strands-native-latest")
+    assert len(default) >= 20 and default == latest

@@ -26,6 +26,8 @@ span_order = attrgetter("start_ns", "span_id")
 
 _ROW_ORDER = itemgetter(0, 1, 2, 3)
 _STEP_MISSING = MISSING_TOOL_ARGUMENTS | MISSING_TOOL_RESULT
+CALL_REASONS = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})
+ENDED_ON_A_CALL = "step limit: the agent's last output was a tool call, not an answer"
 
 # Counts and costs are what senders wrote: doubles may be inf or NaN, JSON integers may
 # have thousands of digits. None of those is a measure (int(inf) raised, and killed the
@@ -138,7 +140,13 @@ class OracleRun:
     @cached_property
     def termination(self) -> str:
         v = self._root_attr(TERMINATION)
-        return str(v) if v is not None else ""
+        if v is not None:
+            return str(v)
+        # a run with no answer whose last model call stopped to call tools was stopped there
+        last = next((s for s in reversed(self.spans) if s.finish_reasons), None)
+        if not self.answer.strip() and last is not None and all(r.lower() in CALL_REASONS for r in last.finish_reasons):
+            return ENDED_ON_A_CALL
+        return ""
 
     @cached_property
     def agent(self) -> str:
@@ -167,6 +175,17 @@ class OracleRun:
         order, not a second one. A chat-only run (no tool spans) has its calls only in
         messages, each paired with its result by call id."""
         tool_spans = [s for s in self.spans if s.tool is not None]
+        # A tool span whose parent is a tool span of the same tool is that call again, one
+        # instrumentation layer down: one step, which takes the inner layer's call id.
+        by_id = {s.span_id: s for s in tool_spans}
+        inner = [s for s in tool_spans if s.parent_id in by_id and by_id[s.parent_id] is not s
+                 and by_id[s.parent_id].tool.name == s.tool.name]
+        inner_ids: dict[str, str] = {}
+        for s in inner:
+            if s.tool.call_id:
+                inner_ids.setdefault(s.parent_id, s.tool.call_id)
+        inner_spans = {id(s) for s in inner}
+        tool_spans = [s for s in tool_spans if id(s) not in inner_spans]
         # A call's result is the last tool_call_response carrying its id.
         responses = {cid: res for s in self.spans for cid, res in s.responses}
         if tool_spans:
@@ -177,7 +196,7 @@ class OracleRun:
             steps = []
             for i, s in enumerate(tool_spans, start=1):
                 t = s.tool
-                call_id = t.call_id or paired.get(s.span_id, "")
+                call_id = t.call_id or inner_ids.get(s.span_id) or paired.get(s.span_id, "")
                 args, result, missing = t.arguments, t.result, s.missing & _STEP_MISSING
                 if call_id:
                     if (missing & MISSING_TOOL_ARGUMENTS or not args) and call_id in named:
@@ -194,9 +213,11 @@ class OracleRun:
             if not s.calls:
                 continue
             for n, c in enumerate(s.calls):
-                result = responses.get(c.call_id, "")
+                result = responses.get(c.call_id)
+                missing = 0 if result is not None else MISSING_TOOL_RESULT  # no later input carries it
+                result = result or ""
                 rows.append((s.start_ns, 1, s.span_id, n, c.name, c.arguments, result, s.span_id, c.call_id,
-                             s.start_ns, not result.startswith("Error: "), 0))
+                             s.start_ns, not result.startswith("Error: "), missing))
         rows.sort(key=_ROW_ORDER)
         return tuple([Step(i, *r[4:]) for i, r in enumerate(rows, start=1)])
 
@@ -256,8 +277,8 @@ class OracleRun:
     def answer_not_captured(self) -> str:
         """Why the run's answer cannot be read ("" when it can): no span carries an answer and
         some model span recorded no output messages, so an answer may exist unseen."""
-        if self.answer.strip() or not self.missing & MISSING_OUTPUT:
-            return ""
+        if self.answer.strip() or self.termination or not self.missing & MISSING_OUTPUT:
+            return ""  # a run its root says the framework ended (a step limit) did not answer
         n = sum(1 for s in self.spans if s.missing & MISSING_OUTPUT)
         return f"the final answer was not captured (no output messages on {n} model span(s))"
 

@@ -73,9 +73,9 @@ MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 # live service never sees (tests/read/test_projection.py reads every recorded trace both ways).
 READ_NAMES = CONTENT_KEYS | TOOL_CONTENT_KEYS | frozenset(USER_KEYS) | frozenset({
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
-    "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata",
+    "gen_ai.response.finish_reasons", "gen_ai.response.finish_reason", "gen_ai.agent.name", "error.type", "metadata",
     "tool.name", "tool.id", "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion",
-    "llm.finish_reason", "llm.response.finish_reason", "traceloop.entity.name",
+    "llm.finish_reason", "llm.response.finish_reason", "traceloop.entity.name", "tool.arguments", "output.mime_type",
     "ai.operationId", "ai.telemetry.functionId", "ai.toolCall.name", "ai.toolCall.id", "ai.response.finishReason",
     "gen_ai.tool.status", "tool.status",
 })
@@ -210,11 +210,13 @@ def _build(trace_id: str, span_id: str, parent_id: str | None, name: str, start_
         owned = True
         size, _, oi_messages = _survey(name, attrs)
     op = attrs.get("gen_ai.operation.name")
-    operation = str(op) if op is not None else None
+    operation = INVOKE_AGENT if op in ORCHESTRATIONS else str(op) if op is not None else None
     tool = None
     # A tool span: the operation says so, or, when the exporter left it out, the semconv
     # span name does (``execute_tool`` / ``execute_tool {gen_ai.tool.name}``).
-    if operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool "))):
+    is_tool = operation == EXECUTE_TOOL or (operation is None and (name == EXECUTE_TOOL or name.startswith("execute_tool ")))
+    # Google ADK's span around a batch of parallel calls, beside each call's own: not a call
+    if is_tool and attrs.get("gen_ai.tool.name") != "(merged tools)":
         tool_name = attrs.get("gen_ai.tool.name") or name.removeprefix("execute_tool").strip() or name
         result = _tool_result(_str(attrs.get("gen_ai.tool.call.result")))
         if _tool_status_failed(attrs) and not result.startswith("Error: "):
@@ -229,6 +231,10 @@ def _build(trace_id: str, span_id: str, parent_id: str | None, name: str, start_
         outputs = payload.unrepr_messages(outputs)
         answer = payload.role_text_of(outputs, "assistant")
     finish = attrs.get("gen_ai.response.finish_reasons")
+    if finish is None:
+        finish = _singular_finish_reason(attrs.get("gen_ai.response.finish_reason"))
+    if finish is None:
+        finish = _message_finish_reasons(outputs)
     missing = 0
     if tool is not None:
         missing = _tool_missing(attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
@@ -239,6 +245,16 @@ def _build(trace_id: str, span_id: str, parent_id: str | None, name: str, start_
     if answer and answer.strip() in BUDGET_ANSWERS:
         attrs, answer = _budget_ended(attrs, answer)
         owned = True  # a copy of the caller's
+        size = _size(name, attrs)
+    if operation == INVOKE_AGENT:
+        if not answer.strip() and _ended_on_a_call(outputs):
+            attrs = dict(attrs)
+            attrs.setdefault("faultgate.termination", ENDED_ON_A_CALL)
+            owned = True
+        if _limit_error(status_code, status_message):
+            attrs = dict(attrs)
+            attrs.setdefault("faultgate.termination", f"step limit: {status_message.strip()}")
+            owned = True
         size = _size(name, attrs)
     prompt = prompt or _str(attrs.get("gen_ai.prompt"))
     answer = answer or _str(attrs.get("gen_ai.completion"))
@@ -256,6 +272,37 @@ def _build(trace_id: str, span_id: str, parent_id: str | None, name: str, start_
     )
 
 
+# Strands Agents' multi-agent orchestrations: the agent of the run they hold.
+ORCHESTRATIONS = ("invoke_swarm", "invoke_graph")
+
+
+def _message_finish_reasons(outputs: Any) -> list[Any] | None:
+    """The ``finish_reason`` of each output message, when no attribute says them."""
+    reasons = [m["finish_reason"] for m in outputs
+               if isinstance(m, dict) and isinstance(m.get("finish_reason"), str) and m["finish_reason"]]
+    return reasons or None
+
+
+def _text_blocks(v: Any) -> str | None:
+    """Strands' text content blocks (``[{"text": ...}]``) as their text, a line each."""
+    if not isinstance(v, list) or not v:
+        return None
+    out = []
+    for b in v:
+        if not (isinstance(b, dict) and len(b) == 1 and isinstance(b.get("text"), str)):
+            return None
+        out.append(b["text"])
+    return "\n".join(out)
+
+
+def _singular_finish_reason(raw: Any) -> list[str] | None:
+    """Semantic Kernel's one finish reason, as its enum's text (``FinishReason.LENGTH``)."""
+    if not isinstance(raw, str):
+        return None
+    member = raw.removeprefix("FinishReason.") if raw.startswith("FinishReason.") else None
+    return [member.lower() if member is not None and member.isascii() else raw]
+
+
 def _tool_missing(attrs: dict[str, Any], arguments: str, result: str, status_code: int = 0) -> int:
     """What a tool span did not record: an absent attribute, not an empty one (a tool may
     take no arguments or return nothing). A tool that failed (status error, ``error.type``)
@@ -271,6 +318,33 @@ def _model_missing(has_input: bool, has_output: bool, has_finish: bool) -> int:
 # What a framework writes as the answer when its own step budget ended the run: the run
 # ended at its step limit without an answer (LangGraph's prebuilt agent at recursion_limit).
 BUDGET_ANSWERS = frozenset({"Sorry, need more steps to process this request."})
+
+
+LIMIT_ERRORS = ("llm calls limit", "max iterations", "recursion limit", "max turns", "max steps",
+                "not able to resolve the task in")
+ERROR_REPR = re.compile(r"^[A-Za-z0-9_]*Error\(")
+
+
+def _limit_error(status_code: int, status_message: str) -> bool:
+    return status_code == 2 and any(w in status_message.lower() for w in LIMIT_ERRORS)
+
+
+def _is_error_repr(t: str) -> bool:
+    """``<Name>Error(<module>): <message>``: a framework's error as its str() writes it."""
+    return bool(ERROR_REPR.match(t)) and "): " in t[t.index("("):]
+
+
+ENDED_ON_A_CALL = "step limit: the agent's last output was a tool call, not an answer"
+
+
+def _ended_on_a_call(outputs: Any) -> bool:
+    if not outputs:
+        return False
+    last = outputs[-1]
+    calls = last.get("tool_calls")
+    return last.get("role") == "assistant" and (
+        (isinstance(calls, list) and bool(calls))
+        or any(isinstance(p, dict) and p.get("type") == "tool_call" for p in payload.parts(last)))
 
 
 def _budget_ended(attrs: dict[str, Any], answer: str) -> tuple[dict[str, Any], str]:
@@ -322,6 +396,15 @@ def _tool_result(raw: str) -> str:
         content = payload.lc_tool_result(payload.load_json(raw))
         if content is not None:
             return content
+    if raw.startswith('[{"text": '):
+        text = _text_blocks(payload.load_json(raw))
+        if text is not None:
+            return text
+    if raw.startswith('{"result": '):
+        # Google ADK wraps a tool's return value that is not an object as {"result": value}
+        v = payload.load_json(raw)
+        if isinstance(v, dict) and len(v) == 1 and "result" in v:
+            return payload.render(v["result"])
     return raw
 
 
@@ -547,7 +630,9 @@ def _responses(inputs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
             if not (isinstance(p, dict) and p.get("type") == "tool_call_response" and p.get("id")):
                 continue
             # The schema names the field ``response``; attribute-table examples say ``result``.
-            res = payload.render(p["result"] if "result" in p else p.get("response"))
+            value = p["result"] if "result" in p else p.get("response")
+            text = _text_blocks(value)
+            res = text if text is not None else payload.render(value)
             failed = (p.get("is_error") is True or bool(p.get("error"))
                       or str(p.get("status", "")).lower() in ("error", "failed"))
             if failed and not res.startswith("Error: "):
@@ -597,6 +682,32 @@ def _graph_node(a: dict[str, Any]) -> bool:
     return isinstance(md, str) and '"langgraph_node"' in md
 
 
+def _llama_tool_output(out: Any) -> str | None:
+    """A LlamaIndex ``ToolOutput`` as the tool's result: its ``raw_output``, an error when
+    ``is_error`` says so."""
+    if not (isinstance(out, dict) and "raw_output" in out and isinstance(out.get("is_error"), bool)
+            and "tool_name" in out):
+        return None
+    raw = payload.tool_payload(out["raw_output"])
+    return "Error: " + raw if out["is_error"] and not raw.startswith("Error: ") else raw
+
+
+def _dspy_tool_name(name: str) -> str:
+    """openinference-instrumentation-dspy names a Tool's span after the wrapped method."""
+    for method in (".__call__", ".acall"):
+        if name.endswith(method) and len(name) > len(method):
+            return name[: -len(method)]
+    return name
+
+
+def _made_no_call(name: str, status_code: int, a: dict[str, Any]) -> bool:
+    """LlamaIndex's LLM methods around a model call, each an LLM span that made no call."""
+    return name.endswith("._prepare_chat_with_tools") or (
+        status_code != 2 and "output.value" not in a and "llm.finish_reason" not in a
+        and not _has_key_starting(a, _OI_MESSAGES) and not _has_key_starting(a, ("llm.token_count.",))
+        and a.get("input.value") != "__REDACTED__")
+
+
 def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str, start_ns: int,
                    end_ns: int, status_code: int, status_message: str, attrs: dict[str, Any],
                    kept: frozenset[str] | None = None) -> SpanRecord:
@@ -630,6 +741,8 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
         # input and output are the run's prompt and answer, as a root's are.
         prompt = payload.agent_text(a.get("input.value"), "user")
         answer = payload.agent_text(a.get("output.value"), "assistant")
+    elif kind == "TOOL" and parent_id and "tool.name" not in a and name in ("error", "retry") and start_ns == end_ns:
+        pass  # openinference-instrumentation-beeai's span of an event of its parent tool's run
     elif kind == "TOOL":
         # Arguments are in input.value (the spec); tool.parameters is the parameter
         # definition (a JSON schema), read only when an exporter put the arguments there.
@@ -642,11 +755,23 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
             args = unwrapped
         out = payload.load_json(a.get("output.value"))
         lc = payload.lc_tool_result(out)
-        result = lc if lc is not None else payload.tool_payload(a.get("output.value"))
+        llama = _llama_tool_output(out) if lc is None else None
+        raw = a.get("output.value")
+        if lc is not None:
+            result = lc
+        elif llama is not None:
+            result = llama
+        elif (isinstance(out, str) and isinstance(raw, str) and raw.startswith('"')
+              and a.get("output.mime_type") == "application/json"):
+            result = out  # a JSON output that is one string (DSPy's tools): the string
+        else:
+            result = payload.tool_payload(raw)
         if status_message:
             result = "Error: " + (status_message if not result else f"{status_message} {result}")
-        tool = ToolExecution(str(a.get("tool.name") or name), payload.tool_payload(args), result,
-                             _str(a.get("tool.id") or a.get("tool_call.id")))
+        tool_name = str(a.get("tool.name") or _dspy_tool_name(name))
+        if not (tool_name == "finish" and result == "Completed."):  # DSPy ReAct's own end of a trajectory
+            tool = ToolExecution(tool_name, payload.tool_payload(args), result,
+                                 _str(a.get("tool.id") or a.get("tool_call.id")))
     if kind == "LLM":
         ins, outs = _oi_messages(a, "input"), _oi_messages(a, "output")
         calls = _calls(outs)
@@ -660,15 +785,26 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
             a[dst] = int(v)  # inf and NaN are no count
     if answer and answer.strip() in BUDGET_ANSWERS:
         a, answer = _budget_ended(a, answer)
+    error = ""
+    if status_code == 2 and operation == INVOKE_AGENT and _is_error_repr(answer):
+        error, answer = answer, ""  # a failed agent's output is its error (BeeAI), not an answer
+    message = status_message or error
+    if operation == INVOKE_AGENT and _limit_error(status_code, message):
+        a.setdefault("faultgate.termination", f"step limit: {message.strip()}")
     finish = _finish_reasons(a.get("gen_ai.response.finish_reasons"))
     if a.get("llm.finish_reason"):
         finish = (str(a["llm.finish_reason"]),)
+    if not finish and kind == "LLM":
+        out = payload.load_json(a.get("output.value"))
+        reason = out.get("finish_reason") if isinstance(out, dict) else None
+        if isinstance(reason, str) and reason:
+            finish = (reason,)
     missing = 0
     if tool is not None:
         missing = _tool_missing(a, "input.value", "output.value", status_code)
         if missing & MISSING_TOOL_ARGUMENTS and "tool.parameters" in a:
             missing &= ~MISSING_TOOL_ARGUMENTS
-    elif kind == "LLM":
+    elif kind == "LLM" and not _made_no_call(name, status_code, a):
         # OpenInference names the finish reason ``llm.finish_reason``: an LLM span without it
         # (openai-agents, CrewAI and smolagents instrumentations write none) did not record
         # whether the model was cut off, so context_overflow cannot pass it.
@@ -700,6 +836,8 @@ def _openllmetry(attrs: dict[str, Any]) -> dict[str, Any]:
             a.setdefault("gen_ai.tool.call.arguments", _entity_payload(a["traceloop.entity.input"]))
         if "traceloop.entity.output" in a:
             a.setdefault("gen_ai.tool.call.result", _entity_payload(a["traceloop.entity.output"]))
+    elif kind == "task" and a.get("tool.name") and "tool.arguments" in a:
+        _called_tool(a)
     elif kind in ("agent", "workflow"):
         if entity and kind == "agent":
             a.setdefault("gen_ai.agent.name", str(entity))
@@ -725,6 +863,26 @@ def _openllmetry(attrs: dict[str, Any]) -> dict[str, Any]:
     for k in [k for k in a if TL_INDEXED.match(k)]:
         del a[k]
     return a
+
+
+def _called_tool(a: dict[str, Any]) -> None:
+    """OpenLLMetry's LlamaIndex tool call: a task span with ``tool.name``, ``tool.arguments``
+    and the ``ToolCallResult`` in ``traceloop.entity.output``."""
+    a["gen_ai.operation.name"] = EXECUTE_TOOL
+    a.setdefault("gen_ai.tool.name", str(a["tool.name"]))
+    a.setdefault("gen_ai.tool.call.arguments", str(a["tool.arguments"]))
+    if "traceloop.entity.output" not in a:
+        return
+    output = a["traceloop.entity.output"]
+    v = payload.load_json(output)
+    out = v.get("tool_output") if isinstance(v, dict) else None
+    result = _llama_tool_output(out) if out is not None else None
+    if result is None:
+        result = _entity_payload(output)
+    tool_id = v.get("tool_id") if isinstance(v, dict) else None
+    if isinstance(tool_id, str) and tool_id:
+        a.setdefault("gen_ai.tool.call.id", tool_id)
+    a.setdefault("gen_ai.tool.call.result", result)
 
 
 def _entity_payload(raw: Any) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
-from faultgate_stream.read import events
+from faultgate_stream.read import content_events, events
+from tests.read.parity import add_event_content
 from tests.read.conventions_oracle import build_span
 from faultgate_stream.read.ids import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id
 # What the compiled reader did not replace (the logs reader's AnyValues, the paths in
@@ -99,6 +100,12 @@ def _span(s: Any, place: Place, traces: dict[str, str], parents: dict[str, str],
         evaluations = events.from_json(s["events"], value)
         if evaluations:
             attrs[events.EVALUATIONS] = evaluations
+        if isinstance(s["events"], list):
+            add_event_content(str(s.get("name", "")), attrs, [
+                (e["name"], {kv["key"]: value(kv.get("value")) for kv in e["attributes"]
+                             if isinstance(kv, dict) and isinstance(kv.get("key"), str)})
+                for e in s["events"] if isinstance(e, dict) and isinstance(e.get("name"), str)
+                and e["name"] in content_events.NAMES and isinstance(e.get("attributes"), list)])
     st = s.get("status") or {}
     if not isinstance(st, dict):
         raise InputError(f"{_where(place)}.status: expected an object")

@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from faultgate_stream.model.run import SERVICE_VERSION
-from faultgate_stream.read import events
+from faultgate_stream.read import content_events, events
 from tests.read import conventions_oracle
 
 
@@ -63,14 +63,17 @@ def upb_rows(data: bytes):
             rows = []
             for s in ss.spans:
                 named = [{kv.key: value(kv.value) for kv in e.attributes} for e in s.events if e.name == events.EVENT]
+                content = [(e.name, {kv.key: value(kv.value) for kv in e.attributes}) for e in s.events
+                           if e.name in content_events.NAMES]
                 rows.append((_id(s.trace_id, 16), _id(s.span_id, 8), _id(s.parent_span_id, 8), s.name,
                              s.start_time_unix_nano, s.end_time_unix_nano, s.status.code, s.status.message,
-                             {kv.key: value(kv.value) for kv in s.attributes}, named or None))
+                             {kv.key: value(kv.value) for kv in s.attributes}, named or None, content))
             scopes.append((i, j, rows))
     return versions, scopes
 
 
-def row_record(version, tid, sid, parent, name, start, end, code, message, attrs, evaluations, kept=None):
+def row_record(version, tid, sid, parent, name, start, end, code, message, attrs, evaluations, kept=None,
+               content=()):
     """read/rows.py's ``row_record`` as it was: the resource's version on a root or an
     agent, the evaluation events as results, then the conventions."""
     if version and (parent is None or attrs.get("gen_ai.operation.name") == "invoke_agent"):
@@ -79,8 +82,17 @@ def row_record(version, tid, sid, parent, name, start, end, code, message, attrs
         results = events.from_attributes(evaluations)
         if results:
             attrs[events.EVALUATIONS] = results
+    add_event_content(name, attrs, content)
     return conventions_oracle.build_span(tid, sid, parent, name, start, end, code, message, attrs, owned=True,
                                          kept=kept)
+
+
+def add_event_content(name: str, attrs: dict[str, Any], content: list[tuple[str, dict[str, Any]]]) -> None:
+    """The GenAI content of a span's events (read/content_events.py) where the span has no
+    attribute of that name."""
+    if content:
+        for k, v in content_events.content_attributes(name, attrs.get("gen_ai.operation.name"), content).items():
+            attrs.setdefault(k, v)
 
 
 def upb_records(data: bytes, kept: frozenset[str] | None = None):
@@ -90,7 +102,7 @@ def upb_records(data: bytes, kept: frozenset[str] | None = None):
     versions, scopes = upb_rows(data)
     spans, rejected, first = [], 0, ""
     for i, j, rows in scopes:
-        for k, (tid, sid, parent, name, start, end, code, message, attrs, evaluations) in enumerate(rows):
+        for k, (tid, sid, parent, name, start, end, code, message, attrs, evaluations, content) in enumerate(rows):
             problem = ("trace_id is not 16 bytes, or is all zero" if not tid else
                        "span_id is not 8 bytes, or is all zero" if not sid else
                        "parent_span_id is not 8 bytes" if parent is None else "")
@@ -102,5 +114,5 @@ def upb_records(data: bytes, kept: frozenset[str] | None = None):
                 attrs = {a: v for a, v in attrs.items()
                          if a in names or a.startswith(conventions_oracle.READ_PREFIXES)}
             spans.append(row_record(versions[i], tid, sid, parent or None, name, start, end, code, message, attrs,
-                                    evaluations, kept))
+                                    evaluations, kept, content))
     return spans, rejected, first

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from faultgate_stream.checks.registry import select
+from faultgate_stream.model.records import MISSING_FINISH, MISSING_OUTPUT
 from faultgate_stream.pipeline import assemble_runs, check_spans
 from faultgate_stream.testing import agent, span, tool, trace_id
 
@@ -316,3 +317,416 @@ def test_search_loop_decides_when_the_results_it_cannot_see_cannot_change_it():
     assert r.fired, r.reason  # 11 of 12 empty: a search loop, whatever the twelfth returned
     r = _results(_event_only_loop(seen=5), "search_loop")
     assert r.undecided, r.reason  # 5 of 12 empty and 7 unseen: they decide it
+
+
+# ---------------------------------------------------------------- issue 35: frameworks new to the corpus
+
+def _chat(t, parent, start_s, **attrs):
+    return span(t, "chat scripted-1", parent=parent, start_s=start_s,
+                attributes={"gen_ai.operation.name": "chat", **attrs})
+
+
+def _undecided(spans, check):
+    (v,) = check_spans([spans], select([check]))
+    return [r.check for r in v.results if r.undecided]
+
+
+def test_semantic_kernels_one_finish_reason_written_as_its_enum_is_read_so_a_cut_off_fires():
+    # semantic-kernel 1.45 writes gen_ai.response.finish_reason (singular) = "FinishReason.LENGTH"
+    t = trace_id()
+    root = agent(t, name="assistant", answer="It is 18C and sunny in Paris. The wind comes from the")
+    cut = _chat(t, root.span_id, 1, **{"gen_ai.response.finish_reason": "FinishReason.LENGTH"})
+    assert cut.finish_reasons == ("length",)
+    assert _fired([root, cut], "context_overflow") == ["context_overflow"]
+    done = _chat(t, root.span_id, 1, **{"gen_ai.response.finish_reason": "FinishReason.STOP"})
+    assert _fired([root, done], "context_overflow") == [] and _undecided([root, done], "context_overflow") == []
+
+
+def test_an_autogen_llm_span_keeps_its_finish_reason_inside_output_value_and_it_is_read():
+    # openinference-instrumentation-autogen-agentchat 0.1.22: no llm.finish_reason, the model's
+    # result as JSON in output.value
+    t = trace_id()
+    root = span(t, "assistant.on_messages_stream", attributes={"openinference.span.kind": "AGENT"})
+    llm = span(t, "OpenAIChatCompletionClient.create", parent=root.span_id, start_s=1, attributes={
+        "openinference.span.kind": "LLM", "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Describe the weather in Paris.",
+        "output.value": json.dumps({"finish_reason": "length", "content": "It is 18C. The wind comes from the",
+                                    "usage": {"prompt_tokens": 50}, "cached": False}),
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "It is 18C. The wind comes from the"})
+    assert llm.finish_reasons == ("length",)
+    assert _fired([root, llm], "context_overflow") == ["context_overflow"]
+
+
+def test_a_tool_span_inside_a_tool_span_of_the_same_tool_is_one_step_with_the_inner_call_id():
+    # AutoGen: autogen-core's own execute_tool span (call id, no content) inside
+    # OpenInference's TOOL span (content, no call id): one call, not a second one unrecorded
+    t = trace_id()
+    root = agent(t, name="assistant", answer="It is 18C in Paris.")
+    outer = _oi_tool(t, root.span_id, "get_weather", '{"city": "Paris"}', "18C, sunny", 1)
+    inner = span(t, "execute_tool get_weather", parent=outer.span_id, start_s=1.01, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": "call_0"})
+    run = _one_run([root, outer, inner])
+    assert [(s.tool, s.result, s.call_id) for s in run.steps] == [("get_weather", "18C, sunny", "call_0")]
+    assert _undecided([root, outer, inner], "unrecovered_tool_error") == []
+
+
+def test_an_agent_whose_last_output_is_a_tool_call_ended_at_its_step_limit_and_did_not_answer():
+    # Semantic Kernel at maximum_auto_invoke_attempts returns the model's last tool call as the
+    # agent's output; its chat spans carry no messages, so without this the answer was "not captured"
+    t = trace_id()
+    last = [{"role": "assistant", "tool_calls": [{"id": "c12", "type": "function", "function": {
+        "name": "tools-search_docs", "arguments": '{"query": "refund policy"}'}}]}]
+    root = span(t, "invoke_agent assistant", attributes={"gen_ai.operation.name": "invoke_agent",
+                                                        "gen_ai.agent.name": "assistant", "gen_ai.input.messages": "[]",
+                                                        "gen_ai.output.messages": json.dumps(last)})
+    chats = [_chat(t, root.span_id, 1 + i, **{"gen_ai.response.finish_reason": "FinishReason.TOOL_CALLS"})
+             for i in range(12)]
+    searches = [tool(t, root.span_id, "tools-search_docs", {"query": f"refund policy {i}"}, "[]", start_s=1.5 + i)
+                for i in range(12)]
+    spans = [root, *chats, *searches]
+    run = _one_run(spans)
+    assert run.termination.startswith("step limit") and run.answer_not_captured == ""
+    assert _fired(spans, "search_loop") == ["search_loop"]
+
+
+def test_a_framework_budget_error_on_the_agent_span_says_the_step_limit_ended_the_run():
+    # google-adk 2.13 at RunConfig.max_llm_calls: the agent span fails with this message, no answer
+    t = trace_id()
+    root = span(t, "invoke_agent assistant", status=2,
+                message="LlmCallsLimitExceededError: Max number of llm calls limit of `12` exceeded",
+                attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant"})
+    searches = [tool(t, root.span_id, "search_docs", {"query": f"refund policy {i}"}, "[]", start_s=1 + i)
+                for i in range(11)]
+    run = _one_run([root, *searches])
+    assert run.termination == "step limit: LlmCallsLimitExceededError: Max number of llm calls limit of `12` exceeded"
+    assert _fired([root, *searches], "search_loop") == ["search_loop"]
+    ok = span(t, "invoke_agent assistant", status=2, message="ValueError: bad input",
+              attributes={"gen_ai.operation.name": "invoke_agent"})
+    assert _one_run([ok]).termination == ""
+
+
+def test_adks_result_wrapper_reads_as_the_value_and_its_span_of_merged_parallel_calls_is_no_step():
+    # google-adk 2.13 wraps a tool's non-object return as {"result": ...} and writes an
+    # "execute_tool (merged)" span beside the spans of two parallel calls
+    t = trace_id()
+    root = agent(t, name="assistant", answer="Both are at 18C.")
+    calls = [tool(t, root.span_id, "get_weather", {"city": c}, json.dumps({"result": "[]"}), start_s=1 + i,
+                  call_id=f"c{i}") for i, c in enumerate(["Paris", "Rome"])]
+    merged = span(t, "execute_tool (merged)", parent=root.span_id, start_s=3, attributes={
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "(merged tools)", "gen_ai.tool.call.id": "ev-1"})
+    run = _one_run([root, *calls, merged])
+    assert [(s.tool, s.result) for s in run.steps] == [("get_weather", "[]"), ("get_weather", "[]")]
+    assert _undecided([root, *calls, merged], "policy") == []
+
+
+# ---------------------------------------------------------------- issue 35: frameworks new to the corpus
+
+def _sdk_records(build):
+    """The records of the spans ``build(tracer)`` makes with the OpenTelemetry SDK, sent as
+    its OTLP exporter encodes them and read by the compiled protobuf reader: span events
+    (content, exceptions) as the frameworks' own tracers add them."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from faultgate_stream.read import otlp_proto
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    build(provider.get_tracer("test"))
+    provider.shutdown()
+    return otlp_proto.read(encode_spans(exporter.get_finished_spans()).SerializeToString()).spans
+
+
+def _strands_run(tracer, *, latest: bool, finish: str = "end_turn", answer: str = "It is 18C and sunny in Paris."):
+    """One tool call and an answer, as strands-agents 1.62's tracer writes them: content in
+    span events (telemetry/tracer.py), default or ``gen_ai_latest_experimental`` conventions."""
+    from opentelemetry.trace import Status, StatusCode
+
+    def details(span, key, value):
+        span.add_event("gen_ai.client.inference.operation.details", {key: json.dumps(value)})
+
+    use = {"toolUse": {"toolUseId": "call_0", "name": "get_weather", "input": {"city": "Paris"}}}
+    call_part = {"type": "tool_call", "name": "get_weather", "id": "call_0", "arguments": {"city": "Paris"}}
+    user = [{"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]}]
+    with tracer.start_as_current_span("invoke_agent assistant", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "assistant"}) as root:
+        if latest:
+            details(root, "gen_ai.input.messages", user)
+        else:
+            root.add_event("gen_ai.user.message", {"content": json.dumps([{"text": "Weather in Paris?"}])})
+        with tracer.start_as_current_span("execute_event_loop_cycle",
+                                          attributes={"gen_ai.operation.name": "execute_event_loop_cycle"}):
+            with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat"}) as chat:
+                if latest:
+                    details(chat, "gen_ai.output.messages",
+                            [{"role": "assistant", "parts": [call_part], "finish_reason": "tool_use"}])
+                else:
+                    chat.add_event("gen_ai.choice", {"finish_reason": "tool_use", "message": json.dumps([use])})
+            with tracer.start_as_current_span("execute_tool get_weather", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.id": "call_0"}) as t:
+                if latest:
+                    t.set_attribute("gen_ai.tool.call.arguments", json.dumps({"city": "Paris"}))
+                    t.set_attribute("gen_ai.tool.call.result", json.dumps([{"text": "18C, sunny"}]))
+                else:
+                    t.add_event("gen_ai.tool.message", {"role": "tool", "content": json.dumps({"city": "Paris"}),
+                                                        "id": "call_0"})
+                    t.add_event("gen_ai.choice", {"message": json.dumps([{"text": "18C, sunny"}]), "id": "call_0"})
+        with tracer.start_as_current_span("execute_event_loop_cycle",
+                                          attributes={"gen_ai.operation.name": "execute_event_loop_cycle"}) as cycle:
+            with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat"}) as chat:
+                if latest:
+                    details(chat, "gen_ai.output.messages", [{"role": "assistant", "parts": [
+                        {"type": "text", "content": answer}], "finish_reason": finish}])
+                else:
+                    chat.add_event("gen_ai.choice", {"finish_reason": finish, "message": json.dumps([{"text": answer}])})
+            if finish == "max_tokens":
+                # Strands raises MaxTokensReachedException; the cycle and the agent span fail with it
+                cut = ("Model stopped generating due to maximum token limit. The partial message has been added "
+                       "to the conversation history.")
+                cycle.set_status(Status(StatusCode.ERROR, cut))
+                root.set_status(Status(StatusCode.ERROR, cut))
+                return
+        if latest:
+            details(root, "gen_ai.output.messages", [{"role": "assistant", "parts": [
+                {"type": "text", "content": answer}], "finish_reason": finish}])
+        else:
+            root.add_event("gen_ai.choice", {"message": answer, "finish_reason": finish})
+
+
+def test_strands_content_in_span_events_is_read_as_the_attributes_it_stands_for():
+    # strands-agents 1.62 by default: gen_ai.user.message / gen_ai.choice / gen_ai.tool.message
+    # span events, the message in the event's attributes as Strands' content blocks
+    spans = _sdk_records(lambda tr: _strands_run(tr, latest=False))
+    run = _one_run(spans)
+    assert (run.prompt, run.answer) == ("Weather in Paris?", "It is 18C and sunny in Paris.")
+    assert [(s.tool, s.arguments, s.result, s.call_id) for s in run.steps] == [
+        ("get_weather", '{"city": "Paris"}', "18C, sunny", "call_0")]
+    chats = [s for s in spans if s.operation == "chat"]
+    assert [c.finish_reasons for c in chats] == [("tool_use",), ("end_turn",)]
+    assert not any(c.missing & (MISSING_FINISH | MISSING_OUTPUT) for c in chats)
+    (v,) = check_spans([spans], select(["abstention", "context_overflow", "unrecovered_tool_error", "policy"]))
+    assert v.verdict == "clean"
+
+
+def test_strands_latest_conventions_operation_details_events_and_text_blocks_are_read():
+    # with gen_ai_latest_experimental: operation-details span events holding the messages, the
+    # finish reason only inside each output message, the tool's result as text content blocks
+    spans = _sdk_records(lambda tr: _strands_run(tr, latest=True))
+    run = _one_run(spans)
+    assert (run.prompt, run.answer) == ("Weather in Paris?", "It is 18C and sunny in Paris.")
+    assert [(s.tool, s.result) for s in run.steps] == [("get_weather", "18C, sunny")]
+    assert [s.finish_reasons for s in spans if s.operation == "chat"] == [("tool_use",), ("end_turn",)]
+
+
+def test_a_span_attribute_wins_over_the_content_its_events_carry():
+    def build(tracer):
+        with tracer.start_as_current_span("chat", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["stop"]}) as s:
+            s.add_event("gen_ai.choice", {"finish_reason": "length", "message": "cut"})
+    (rec,) = _sdk_records(build)
+    assert rec.finish_reasons == ("stop",) and rec.answer == "cut"
+
+
+def test_a_max_tokens_exception_is_a_context_overflow_not_a_tool_error():
+    # Strands raises MaxTokensReachedException on a "max_tokens" stop: the agent span and its
+    # cycle fail with it. faultgate counts those as an unrecovered error; the run hit its token limit
+    for latest in (False, True):
+        spans = _sdk_records(lambda tr: _strands_run(tr, latest=latest, finish="max_tokens",
+                                                     answer="It is 18C and sunny in Paris. The wind comes from the"))
+        assert _fired(spans, "context_overflow") == ["context_overflow"]
+        assert _fired(spans, "unrecovered_tool_error") == []
+
+
+def test_a_framework_step_limit_error_on_a_step_span_is_no_tool_error():
+    # llama-index-core 0.14 with OpenInference at max_iterations: the run's root (a CHAIN) and
+    # the step that raised fail with "Max iterations of 12 reached!"; the tools all worked
+    t = trace_id()
+    limit = "WorkflowRuntimeError: Max iterations of 12 reached! Either something went wrong, or ..."
+    root = span(t, "FunctionAgent.run", status=2, message=limit, attributes={"openinference.span.kind": "CHAIN"})
+    searches = [_oi_tool(t, root.span_id, "search_docs", json.dumps({"query": f"refund {i}"}), "[]", 1 + i)
+                for i in range(11)]
+    step = span(t, "BaseWorkflowAgent.parse_agent_output", parent=root.span_id, start_s=20, status=2, message=limit,
+                attributes={"openinference.span.kind": "CHAIN"})
+    spans = [root, *searches, step]
+    assert _one_run(spans).termination.startswith("step limit: WorkflowRuntimeError: Max iterations")
+    (v,) = check_spans([spans], select(["search_loop", "unrecovered_tool_error"]))
+    assert [r.check for r in v.fired] == ["search_loop"]
+    other = span(t, "BaseWorkflowAgent.call_tool", parent=root.span_id, start_s=21, status=2, message="KeyError: 'x'",
+                 attributes={"openinference.span.kind": "CHAIN"})
+    assert _fired([root, *searches, step, other], "unrecovered_tool_error") == ["unrecovered_tool_error"]
+
+
+def _li_llm(t, parent, name, start_s, **attrs):
+    return span(t, name, parent=parent, start_s=start_s, attributes={
+        "openinference.span.kind": "LLM", "llm.model_name": "m", **attrs})
+
+
+def test_llamaindexs_three_llm_spans_per_model_call_leave_no_finish_reason_unrecorded():
+    # openinference-instrumentation-llama-index 4.6: _prepare_chat_with_tools, the astream_chat
+    # the agent called (no reply recorded: it is a stream) and the call inside it, which alone
+    # holds the messages and llm.finish_reason
+    t = trace_id()
+    root = span(t, "FunctionAgent.run", attributes={"openinference.span.kind": "CHAIN", "output.value": "18C."})
+    step = span(t, "BaseWorkflowAgent.run_agent_step", parent=root.span_id, start_s=1,
+                attributes={"openinference.span.kind": "CHAIN"})
+    prepare = _li_llm(t, step.span_id, "OpenAILike._prepare_chat_with_tools", 1.1,
+                      **{"input.value": '{"tools": []}', "output.value": '{"messages": []}'})
+    outer = _li_llm(t, step.span_id, "OpenAILike.astream_chat", 1.2, **{"input.value": '{"messages": []}'})
+    inner = _li_llm(t, outer.span_id, "OpenAILike.astream_chat", 1.3, **{
+        "input.value": '{"messages": []}', "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Weather?", "llm.finish_reason": "stop", "output.value": "assistant: 18C.",
+        "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "18C."})
+    assert [s.missing for s in (prepare, outer, inner)] == [0, 0, 0]
+    spans = [root, step, prepare, outer, inner]
+    assert _undecided(spans, "context_overflow") == [] and _fired(spans, "context_overflow") == []
+    # a call whose content was hidden (OPENINFERENCE_HIDE_INPUTS/OUTPUTS) still counts as unrecorded
+    hidden = _li_llm(t, step.span_id, "OpenAILike.astream_chat", 1.4, **{"input.value": "__REDACTED__"})
+    assert hidden.missing and _undecided([root, step, hidden], "context_overflow") == ["context_overflow"]
+    # and so does one that recorded only its token counts: it made a call
+    counted = _li_llm(t, step.span_id, "ChatCompletion", 1.5, **{"llm.token_count.prompt": 812})
+    assert counted.missing & MISSING_FINISH
+
+
+def test_a_llamaindex_tool_output_reads_as_its_raw_output_and_an_error_as_an_error():
+    # openinference-instrumentation-llama-index 4.6: a FunctionTool's output.value is its ToolOutput
+    t = trace_id()
+    root = agent(t, answer="No results.")
+
+    def output(raw, failed):
+        return json.dumps({"blocks": [{"text": raw}], "tool_name": "search_docs", "raw_input": {"args": [], "kwargs": {}},
+                           "raw_output": raw, "is_error": failed})
+    ok = _oi_tool(t, root.span_id, "search_docs", '{"kwargs": {"query": "x"}}', output("[]", False), 1)
+    bad = _oi_tool(t, root.span_id, "fetch_invoice", '{"kwargs": {"invoice_id": "INV-9"}}',
+                   output("invoice service unavailable", True), 2)
+    assert [s.result for s in _one_run([root, ok, bad]).steps] == ["[]", "Error: invoice service unavailable"]
+
+
+def test_openllmetrys_llamaindex_tool_call_task_span_is_a_step_with_its_result():
+    # opentelemetry-instrumentation-llamaindex 0.62: the agent's call_tool step is a task span
+    # with tool.name and tool.arguments, the ToolCallResult in traceloop.entity.output
+    t = trace_id()
+    root = span(t, "FunctionAgent.workflow", attributes={"traceloop.span.kind": "workflow"})
+
+    def call_tool(i, raw, failed):
+        return span(t, "BaseWorkflowAgent.task", parent=root.span_id, start_s=1 + i, attributes={
+            "traceloop.span.kind": "task", "traceloop.entity.name": "BaseWorkflowAgent.task",
+            "tool.name": "fetch_invoice", "tool.arguments": '{"invoice_id": "INV-9"}',
+            "traceloop.entity.output": json.dumps({
+                "tool_name": "fetch_invoice", "tool_kwargs": {"invoice_id": "INV-9"}, "tool_id": f"call_{i}",
+                "tool_output": {"blocks": [{"block_type": "text", "text": raw}], "tool_name": "fetch_invoice",
+                                "raw_input": {"invoice_id": "INV-9"}, "raw_output": raw, "is_error": failed},
+                "return_direct": False})})
+    spans = [root, call_tool(0, "invoice service unavailable (HTTP 503)", True)]
+    run = _one_run(spans)
+    assert [(s.tool, s.arguments, s.result, s.call_id) for s in run.steps] == [
+        ("fetch_invoice", '{"invoice_id": "INV-9"}', "Error: invoice service unavailable (HTTP 503)", "call_0")]
+    assert _fired(spans, "unrecovered_tool_error") == ["unrecovered_tool_error"]
+    assert _fired([*spans, call_tool(1, "INV-9: 120.00 EUR, paid", False)], "unrecovered_tool_error") == []
+
+
+def test_a_run_with_no_answer_whose_last_model_call_asked_for_a_tool_ended_at_its_step_limit():
+    # LlamaIndex at max_iterations through OpenLLMetry: no status, no exception recorded; the last
+    # model call stopped to call a tool and nothing answered
+    t = trace_id()
+    root = span(t, "FunctionAgent.workflow", attributes={"traceloop.span.kind": "workflow"})
+    spans = [root]
+    for i in range(11):
+        spans.append(span(t, "OpenAILike.task", parent=root.span_id, start_s=1 + 2 * i, attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["tool_call"],
+            "gen_ai.input.messages": "[]", "gen_ai.output.messages": "[]"}))
+        spans.append(tool(t, root.span_id, "search_docs", {"query": f"refund {i}"}, "[]", start_s=2 + 2 * i))
+    spans.append(span(t, "OpenAILike.task", parent=root.span_id, start_s=30, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["tool_call"],
+        "gen_ai.input.messages": "[]", "gen_ai.output.messages": "[]"}))
+    run = _one_run(spans)
+    assert run.termination == "step limit: the agent's last output was a tool call, not an answer"
+    assert _fired(spans, "search_loop") == ["search_loop"]
+    answered = [*spans, span(t, "OpenAILike.task", parent=root.span_id, start_s=40, attributes={
+        "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["stop"], "gen_ai.input.messages": "[]",
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "None."}]}])})]
+    assert _one_run(answered).termination == ""
+
+
+def test_a_strands_swarm_is_one_run_with_its_agents_inside():
+    # strands-agents 1.62's Swarm: an invoke_swarm span above the agents that hand off to each other
+    t = trace_id()
+    swarm = span(t, "invoke_swarm", attributes={"gen_ai.operation.name": "invoke_swarm"})
+    triage = agent(t, name="triage", answer="Handing you over.")
+    triage = triage._replace(parent_id=swarm.span_id)
+    specialist = agent(t, name="weather_specialist", answer="It is 18C in Paris.")._replace(parent_id=swarm.span_id)
+    call = tool(t, specialist.span_id, "get_weather", {"city": "Paris"}, "18C", start_s=1)
+    assert swarm.operation == "invoke_agent"
+    run = _one_run([swarm, triage, specialist, call])
+    assert run.root.span_id == swarm.span_id and [s.tool for s in run.steps] == ["get_weather"]
+
+
+def test_a_dspy_tool_span_is_named_after_its_tool_and_react_finishing_is_no_step():
+    # openinference-instrumentation-dspy 0.1.48: a Tool's span is "<tool>.__call__" with no
+    # tool.name, its output a JSON string; ReAct ends a trajectory by calling its own finish tool
+    t = trace_id()
+    root = span(t, "ReAct.forward", attributes={"openinference.span.kind": "CHAIN",
+                                                "output.value": json.dumps({"answer": "18C."})})
+
+    def dspy_tool(name, kwargs, output, start_s):
+        return span(t, f"{name}.__call__", parent=root.span_id, start_s=start_s, attributes={
+            "openinference.span.kind": "TOOL", "input.value": json.dumps({"kwargs": kwargs}),
+            "input.mime_type": "application/json", "output.value": json.dumps(output),
+            "output.mime_type": "application/json"})
+    spans = [root, *[dspy_tool("job_status", {"job_id": "42"}, "status: pending", 1 + i) for i in range(2)],
+             *[dspy_tool("finish", {}, "Completed.", 3 + i) for i in range(3)]]
+    run = _one_run(spans)
+    assert [(s.tool, s.result) for s in run.steps] == [("job_status", "status: pending")] * 2
+    assert _fired(spans, "repeated_call") == []
+
+
+def test_a_call_no_later_model_input_answers_has_its_result_not_captured():
+    # openinference-instrumentation-haystack 0.1.46: the Agent's tools run without a span and
+    # the tool message is recorded with its role alone: what the calls returned is unseen, so
+    # three identical calls are no evidence of a repeat, and no error can be ruled out
+    t = trace_id()
+    root = span(t, "Pipeline.run", attributes={"openinference.span.kind": "CHAIN"})
+    chats = []
+    for i in range(3):
+        attrs = {"openinference.span.kind": "LLM",
+                 "llm.output_messages.0.message.role": "assistant",
+                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "job_status",
+                 "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"job_id": "42"}'}
+        attrs.update({f"llm.input_messages.{k}.message.role": "tool" for k in range(i)})
+        chats.append(span(t, "OpenAIChatGenerator.run", parent=root.span_id, start_s=1 + i, attributes=attrs))
+    spans = [root, *chats]
+    run = _one_run(spans)
+    assert [s.tool for s in run.steps] == ["job_status"] * 3 and all(s.missing for s in run.steps)
+    assert _fired(spans, "repeated_call") == []
+    assert set(_undecided(spans, "repeated_call") + _undecided(spans, "unrecovered_tool_error")) == {
+        "repeated_call", "unrecovered_tool_error"}
+
+
+def test_beeai_tool_event_spans_are_no_calls_and_a_failed_agents_output_is_its_error():
+    # openinference-instrumentation-beeai 0.1.30: a tool's error event is a zero-length TOOL
+    # span named "error" under the tool's span; at max_iterations the agent span fails with no
+    # status message and writes the AgentError as its output
+    t = trace_id()
+    budget = "AgentError(beeai_framework.agents.errors): Agent was not able to resolve the task in 13 iterations."
+    root = span(t, "ToolCallingAgent", status=2, attributes={
+        "openinference.span.kind": "AGENT", "input.value": json.dumps({"input": "Refund policy?"}),
+        "output.value": budget})
+    searches = []
+    for i in range(12):
+        call = _oi_tool(t, root.span_id, "search_docs", json.dumps({"input": {"query": f"r{i}"}}), "[]", 1 + i)
+        searches.append(call)
+        if i == 0:
+            searches.append(span(t, "error", parent=call.span_id, start_s=1.5, end_s=1.5, status=2, attributes={
+                "openinference.span.kind": "TOOL", "input.value": json.dumps({"error": "Tool Error"})}))
+    spans = [root, *searches]
+    run = _one_run(spans)
+    assert [s.tool for s in run.steps] == ["search_docs"] * 12
+    assert run.answer == "" and run.termination == f"step limit: {budget}"
+    assert _fired(spans, "search_loop") == ["search_loop"]
+    other = span(t, "ToolCallingAgent", status=2, attributes={
+        "openinference.span.kind": "AGENT", "output.value": "ValueError(builtins): bad input"})
+    assert _one_run([other]).answer == "" and _one_run([other]).termination == ""

@@ -52,6 +52,7 @@ pub fn span(trace: &TraceId, name: &str, parent: Option<&SpanId>, start_s: f64, 
         has_parent: parent.is_some(),
         failed: status == 2,
         message: Cow::Owned(message.as_bytes().to_vec()),
+        instant: false, // every span here lasts 100 ms
     };
     let fields = build(&head, a).expect("built").into_fields(&Kept::All);
     let start = 1_700_000_000_000_000_000i128 + (start_s * 1e9) as i128;

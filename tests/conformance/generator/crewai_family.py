@@ -54,9 +54,9 @@ def setup_crewai(c: Capture) -> None:
     CrewAIInstrumentor().instrument(tracer_provider=c.tracer_provider)
 
 
-FAMILY = Family("crewai-openinference", "crewai", "openinference-instrumentation-crewai", setup_crewai, play_crewai,
+FAMILIES = {f.name: f for f in [Family("crewai-openinference", "crewai", "openinference-instrumentation-crewai", setup_crewai, play_crewai,
                 supports=frozenset({"parallel", "budget", "session"}), skip=frozenset({"context_overflow"}),
                 why_skipped="openinference-instrumentation-crewai 1.1.21 records no model span at all (only the "
                             "crew, the task and each tool), so a cut-off answer leaves no trace in what is captured; "
                             "the engine holds context_overflow undecided only where a model span lacks its finish "
-                            "reason, else every tool-only trace would be undecided")
+                            "reason, else every tool-only trace would be undecided")]}

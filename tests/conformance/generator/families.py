@@ -32,13 +32,22 @@ class Family:
     supports: frozenset[str] = frozenset({"parallel"})
     skip: frozenset[str] = frozenset()   # scenarios the framework cannot enact, with the reason in why_skipped
     why_skipped: str = ""
-    # how the framework expects a turn: smolagents answers by calling its final_answer tool
-    adapt: Callable[[Turn], Turn] | None = None
+    # how the framework expects a turn: smolagents answers by calling its final_answer tool;
+    # DSPy's ReAct answers in two turns (its finish tool, then its extractor)
+    adapt: Callable[[Turn], Turn | tuple[Turn, ...]] | None = None
     # what the instrumentation records, known from its source: message content (prompts,
     # answers, tool arguments and results) and the model's finish reasons
     captures: frozenset[str] = frozenset({"content", "finish_reasons"})
-    content: str = "span"     # where message content is captured: span, span_only, event_only, span_and_event, off
+    # where message content is captured: span, span_only, event_only (log events), span_and_event, off,
+    # span_events (events of the span itself)
+    content: str = "span"
     extras: dict[str, str] = field(default_factory=dict)
+    # the framework's own hand-off to the named agent (scenarios.HAND_OFF stands for it): the
+    # turns of the agent that hands off
+    hand_off: Callable[[str], tuple[Turn, ...]] | None = None
+    # scenarios whose run this instrumentation records without something a check needs
+    # (known from what it wrote, with the reason): nothing enacted there may read as clean
+    undecided_on: dict[str, str] = field(default_factory=dict)
 
     def plays(self, s: Scenario) -> bool:
         return s.needs <= self.supports and s.name not in self.skip

@@ -46,6 +46,10 @@ class NodeFamily:
     captures: frozenset[str] = frozenset({"content", "finish_reasons"})
     content: str = "span"
     extras: dict[str, str] = field(default_factory=dict)
+    # as families.py's Family: how a hand-off is made (none of these plays one), and the
+    # scenarios whose recording has a gap of its own
+    hand_off: Callable[[str], tuple[Turn, ...]] | None = None
+    undecided_on: dict[str, str] = field(default_factory=dict)
 
     def plays(self, s: Scenario) -> bool:
         return s.needs <= self.supports and s.name not in self.skip

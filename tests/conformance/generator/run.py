@@ -8,26 +8,40 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .scenarios import SCENARIOS, WORLD, Scenario
-from .scripted_model import Script, ScriptedModel
+from .scenarios import HAND_OFF, SCENARIOS, WORLD, Scenario
+from .scripted_model import Script, ScriptedModel, Turn
 
 if TYPE_CHECKING:  # the JavaScript families run without the OTel Python SDK
     from .capture import Capture
 
-# What each built-in check reads beyond spans and statuses: a family that does not capture it
-# leaves the check undecided, whatever the run did.
-NEEDS = {"search_loop": {"content"}, "abstention": {"content"}, "policy": {"content"},
-         "repeated_call": {"content"}, "unrecovered_tool_error": set(), "context_overflow": {"finish_reasons"}}
+# What each built-in check reads, as alternatives (any one is enough): a family that captures
+# none of them leaves the check undecided, whatever the run did. "content" stands for all of
+# "answers", "arguments" and "results"; every family has "tool_status" (tool spans with their
+# status) unless it says "no_tool_spans".
+NEEDS = {"search_loop": ({"answers", "results"},), "abstention": ({"answers"},), "policy": ({"arguments"},),
+         "repeated_call": ({"arguments", "results"},), "unrecovered_tool_error": ({"tool_status"}, {"results"}),
+         "context_overflow": ({"finish_reasons"},)}
 
 
-def truth(enacts: list[str], captures: frozenset[str]) -> tuple[list[str], str]:
+def _expanded(captures: frozenset[str]) -> set[str]:
+    out = set(captures)
+    if "content" in out:
+        out |= {"answers", "arguments", "results"}
+    if "no_tool_spans" not in out:
+        out.add("tool_status")
+    return out
+
+
+def truth(enacts: list[str], captures: frozenset[str], gap: str = "") -> tuple[list[str], str]:
     """(checks that must fire, run verdict) for a run that enacted ``enacts``, recorded by an
     instrumentation that captures ``captures``: an enacted failure the capture cannot show
     must not fire, and a run on which nothing fired is undecided, not clean, when a check
-    could not see its input."""
-    blind = {c for c, needs in NEEDS.items() if not needs <= captures}
+    could not see its input, or when this run's recording has a ``gap`` (the family's
+    ``undecided_on``)."""
+    seen = _expanded(captures)
+    blind = {c for c, alternatives in NEEDS.items() if not any(needs <= seen for needs in alternatives)}
     fires = sorted(set(enacts) - blind)
-    return fires, "failed" if fires else ("undecided" if blind else "clean")
+    return fires, "failed" if fires else ("undecided" if blind or gap else "clean")
 
 
 def _traces(capture: Capture) -> set[int]:
@@ -35,32 +49,64 @@ def _traces(capture: Capture) -> set[int]:
     return {sp.context.trace_id for sp in capture.spans.get_finished_spans()}
 
 
-def _family(name: str):  # noqa: ANN202 (Family or NodeFamily, imported lazily: the venvs differ)
-    if name == "crewai-openinference":
-        from .crewai_family import FAMILY
-        return FAMILY
+# The module of each family outside families.py: each runs in a venv of its own
+# (regenerate.sh), so it is imported only by name.
+MODULES = {"crewai-openinference": "crewai_family",
+           "strands-native": "strands_family", "strands-native-latest": "strands_family",
+           "llamaindex-openinference": "llamaindex_family", "llamaindex-openllmetry": "llamaindex_family",
+           "autogen-openinference": "autogen_family", "semantic-kernel-native": "semantic_kernel_family",
+           "google-adk-native": "adk_family", "haystack-openinference": "haystack_family",
+           "dspy-openinference": "dspy_family", "beeai-openinference": "beeai_family"}
+
+
+def _family(name: str):  # noqa: ANN202 (Family or NodeFamily, imported lazily: each venv differs)
+    import importlib
     from .node_families import NODE_FAMILIES
     if name in NODE_FAMILIES:
         return NODE_FAMILIES[name]
-    from .families import FAMILIES
-    return FAMILIES[name]
+    module = importlib.import_module(f".{MODULES.get(name, 'families')}", __package__)
+    return module.FAMILIES[name]
+
+
+def _hand_off(family, turns: list[Turn]) -> list[Turn]:  # noqa: ANN001 (Family)
+    """The script with each stand-in hand-off made the framework's own (one or more turns)."""
+    out = []
+    for turn in turns:
+        if not any(name == HAND_OFF for name, _ in turn.calls):
+            out.append(turn)
+            continue
+        assert family.hand_off is not None, f"{family.name} plays a hand-off without saying how its framework makes one"
+        (_, args), = turn.calls
+        out.extend(family.hand_off(args["to"]))
+    return out
+
+
+def _adapted(family, turn: Turn) -> tuple[Turn, ...]:  # noqa: ANN001 (Family)
+    """The turn as the family's framework expects it: one turn, or several (DSPy's ReAct
+    answers in two)."""
+    out = family.adapt(turn)
+    return out if isinstance(out, tuple) else (out,)
 
 
 def scripted(family: Any, s: Scenario) -> Script:
-    """The scenario's model script, in the turns the family's framework expects."""
+    """The scenario's model script, in the turns the family's framework expects: each
+    stand-in hand-off made the framework's own, each turn adapted (one or several)."""
     script = s.script()
+    script.turns = _hand_off(family, script.turns)
     if family.adapt is not None:
-        script.turns = [family.adapt(t) for t in script.turns]
+        script.turns = [a for t in script.turns for a in _adapted(family, t)]
         tail = script.tail
-        script.tail = None if tail is None else (lambda i, tail=tail: family.adapt(tail(i)))
+        script.tail = None if tail is None else (lambda i, tail=tail: _adapted(family, tail(i))[0])
     return script
 
 
 def run_entry(family: Any, s: Scenario, trace_id: str, built: list[str], model: ScriptedModel) -> dict[str, Any]:
     """``expected.json``'s record of one played scenario: its truth by construction."""
-    fires, verdict = truth(list(s.fires), family.captures)
-    return {"scenario": s.name, "trace_id": trace_id, "not_runs": sorted(built), "enacts": sorted(s.fires),
-            "fires": fires, "verdict": verdict, "loop": s.loops,
+    gap = family.undecided_on.get(s.name, "")
+    fires, verdict = truth(list(s.fires), family.captures, gap)
+    return {"scenario": s.name, "trace_id": trace_id, **({"undecided_because": gap} if gap else {}),
+            "not_runs": sorted(built), "enacts": sorted(s.fires), "fires": fires, "verdict": verdict,
+            "loop": s.loops,
             **({"session": s.session, "over_session_budget": s.over_session_budget} if s.session else {}),
             "model_calls": model.script.served if model.script else 0, "tool_calls": sum(WORLD.counts.values())}
 
@@ -124,7 +170,11 @@ def rewrite_truth(family_name: str, out: Path) -> None:
     doc = json.loads(path.read_text())
     doc["captures"] = sorted(family.captures)
     for run in doc["runs"]:
-        run["fires"], run["verdict"] = truth(run["enacts"], family.captures)
+        gap = family.undecided_on.get(run["scenario"], "")
+        run.pop("undecided_because", None)
+        if gap:
+            run["undecided_because"] = gap
+        run["fires"], run["verdict"] = truth(run["enacts"], family.captures, gap)
     path.write_text(json.dumps(doc, indent=1) + "\n")
 
 

@@ -248,6 +248,55 @@ NESTED = Scenario(
     {"get_weather": WEATHER}, needs=frozenset({"nested"}))
 SCENARIOS.append(NESTED)
 
+# Multi-agent and framework-control runs (issue 35), each played by the families whose framework
+# does it natively. HAND_OFF stands for the framework's own hand-off call (its tool name and
+# arguments differ: transfer_to_<agent>, handoff_to_agent, transfer_to_agent, handoff): the
+# family's ``hand_off`` turns it into that call.
+HAND_OFF = "__hand_off__"
+INVOICE_PAID = "INV-9: 120.00 EUR, paid"
+SCENARIOS += [
+    Scenario("hand_off_to_a_specialist", "I need the weather in Paris; please pass me to the weather desk.",
+             (call(HAND_OFF, to="weather_specialist"),
+              call("get_weather", city="Paris"), say("It is 18C and sunny in Paris.")),
+             {"get_weather": WEATHER}, needs=frozenset({"handoff"})),
+    Scenario("hand_off_then_the_specialist_fails", "How much is invoice INV-9? Please pass me to billing.",
+             (call(HAND_OFF, to="billing_specialist"),
+              call("fetch_invoice", invoice_id="INV-9"),
+              say("The invoice system did not respond, so I have no amount for INV-9 yet.")),
+             {"fetch_invoice": fails(INVOICE_DOWN)}, fires=("unrecovered_tool_error",), needs=frozenset({"handoff"})),
+    Scenario("supervisor_with_two_workers", "What is the weather in Paris, and does customer C-17 have open orders?",
+             (call("weather_specialist", input="What is the weather in Paris?"),
+              call("get_weather", city="Paris"), say("18C and sunny."),
+              call("orders_specialist", input="Does customer C-17 have open orders?"),
+              call("get_orders", customer="C-17"), say("C-17 has no open orders."),
+              say("Paris is at 18C and sunny, and customer C-17 has no open orders.")),
+             {"get_weather": WEATHER, "get_orders": returns("[]")}, needs=frozenset({"supervisor"})),
+    Scenario("worker_fails_and_the_supervisor_answers", "How much is invoice INV-9? Ask the billing worker.",
+             (call("billing_specialist", input="How much is invoice INV-9?"),
+              call("fetch_invoice", invoice_id="INV-9"),
+              say("The invoice system did not respond, so I have no amount for INV-9."),
+              say("The billing worker reports the invoice system did not respond, so INV-9 has no amount yet.")),
+             {"fetch_invoice": fails(INVOICE_DOWN)}, fires=("unrecovered_tool_error",),
+             needs=frozenset({"supervisor"})),
+    # The framework itself re-runs a tool that raised (its retry policy, not the model):
+    # the first run fails, the second returns; recovered, so clean.
+    Scenario("tool_retried_by_the_framework", "How much is invoice INV-9?",
+             (call("fetch_invoice", invoice_id="INV-9"), say("Invoice INV-9 is 120.00 EUR and has been paid.")),
+             {"fetch_invoice": fails(INVOICE_DOWN, then=INVOICE_PAID)}, needs=frozenset({"retry"})),
+    # Streamed responses: the same answer and the same cut-off, arriving as chunks.
+    Scenario("streamed_answer", "What is the weather in Paris?",
+             (call("get_weather", city="Paris"), say("It is 18C and sunny in Paris, with a light wind.")),
+             {"get_weather": WEATHER}, needs=frozenset({"stream"})),
+    Scenario("streamed_context_overflow", "Describe the weather in Paris in detail.",
+             (call("get_weather", city="Paris"), say("It is 18C and sunny in Paris. The wind comes from the",
+                                                     finish_reason="length")),
+             {"get_weather": WEATHER}, fires=("context_overflow",), needs=frozenset({"stream"})),
+]
+
+# The agents a supervisor delegates to, or hands off to: each with its one tool.
+WORKERS = {"weather_specialist": get_weather, "orders_specialist": get_orders, "billing_specialist": fetch_invoice}
+
 BY_NAME = {s.name: s for s in SCENARIOS}
+MULTI_AGENT = frozenset({"nested", "handoff", "supervisor"})
 BUILT_IN_CHECKS = ("search_loop", "abstention", "policy", "repeated_call", "unrecovered_tool_error",
                    "context_overflow")

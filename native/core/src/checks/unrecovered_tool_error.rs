@@ -4,11 +4,13 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::{Judged, Outcome};
+use super::{context_overflow, Judged, Outcome};
 use crate::error::Result;
 use crate::model::ids::SpanId;
 use crate::model::reason::Reason;
-use crate::model::record::MISSING_TOOL_RESULT;
+use crate::model::record::{SpanRecord, MISSING_TOOL_RESULT};
+use crate::pyfmt::strs::lower_contains;
+use crate::read::conventions::LIMIT_ERRORS;
 use crate::run::facts::error_type;
 
 pub const ID: &str = "unrecovered_tool_error";
@@ -57,7 +59,9 @@ pub fn finish(j: &Judged<'_>, alternatives: &Alternatives) -> Result<Outcome> {
     let spans = &j.run.spans;
     let errors: Vec<(bool, Option<crate::model::record::Str>)> =
         spans.iter().map(|s| (s.status_code == 2, error_type(s))).collect();
-    if !errors.iter().any(|(status, t)| *status || t.is_some()) {
+    let failing: Vec<bool> = spans.iter().zip(&errors)
+        .map(|(s, (status, t))| (*status || t.is_some()) && !limit_failure(s)).collect();
+    if !failing.iter().any(|&f| f) {
         return Ok(clean(j));
     }
     // recovered: a later span that did not fail ran tool calls that all succeeded
@@ -67,14 +71,13 @@ pub fn finish(j: &Judged<'_>, alternatives: &Alternatives) -> Result<Outcome> {
             ran_ok.remove(&st.span_id);
         }
     }
-    let failing = |k: usize| errors[k].0 || errors[k].1.is_some();
     let mut last_good = -1i64;
     // A tool span that failed by its status alone is made good only by a later successful
     // call of the same tool (or a declared alternative): another tool working afterwards
     // leaves the call it failed undone.
     let mut last_good_of: HashMap<&[u8], i64> = HashMap::default();
     for (k, s) in spans.iter().enumerate() {
-        if failing(k) || !ran_ok.contains(&s.span_id) {
+        if failing[k] || !ran_ok.contains(&s.span_id) {
             continue;
         }
         last_good = k as i64;
@@ -83,7 +86,7 @@ pub fn finish(j: &Judged<'_>, alternatives: &Alternatives) -> Result<Outcome> {
         }
     }
     for (i, s) in spans.iter().enumerate() {
-        if !failing(i) {
+        if !failing[i] {
             continue;
         }
         let good = match &s.fields.tool {
@@ -102,6 +105,26 @@ pub fn finish(j: &Judged<'_>, alternatives: &Alternatives) -> Result<Outcome> {
         }
     }
     Ok(clean(j))
+}
+
+/// What a framework's error says when its own limit ended the run: a step or model-call
+/// budget (read/conventions.rs's LIMIT_ERRORS: LlamaIndex's `Max iterations of 12
+/// reached!`), or the model's output cut at its token limit (Strands Agents'
+/// `MaxTokensReachedException`: `Model stopped generating due to maximum token limit`),
+/// lowercase.
+const CUTOFF_ERRORS: [&str; 1] = ["maximum token limit"];
+
+/// A span other than a tool's that failed with its framework's own limit (the step budget:
+/// search_loop's finding; the token limit or context window: context_overflow's): the run
+/// stopped, no tool failed. faultgate 0.4.1 counts it as an unrecovered error
+/// (PARITY_DEVIATIONS.md).
+fn limit_failure(s: &SpanRecord) -> bool {
+    if s.fields.tool.is_some() || s.status_code != 2 {
+        return false;
+    }
+    let m = &s.status_message;
+    LIMIT_ERRORS.iter().chain(CUTOFF_ERRORS.iter()).any(|w| lower_contains(m, w.as_bytes()))
+        || context_overflow::search(m).is_some()
 }
 
 /// An error said only in a result's text is invisible when results were not recorded.

@@ -30,7 +30,7 @@ use crate::model::record::{sub_text, Fields, Str, ToolCall, ToolExecution, EXECU
                            MISSING_INPUT, MISSING_OUTPUT, MISSING_FINISH, MISSING_TOOL_ARGUMENTS,
                            MISSING_TOOL_RESULT};
 use crate::model::value::{Text, Value};
-use crate::pyfmt::strs::{ascii_lower, lower_equals, strip};
+use crate::pyfmt::strs::{ascii_lower, lower_contains, lower_equals, strip};
 
 pub const OI_KIND: &str = "openinference.span.kind";
 pub const TL_KIND: &str = "traceloop.span.kind";
@@ -59,9 +59,10 @@ pub const MODEL_OPERATIONS: [&str; 3] = ["chat", "text_completion", "generate_co
 /// the live service never sees (tests/read/test_projection.py reads every recorded trace
 /// both ways).
 const TOOL_STATUS_KEYS: [&str; 2] = ["gen_ai.tool.status", "tool.status"];
-const READ_OTHERS: [&str; 24] = [
+const READ_OTHERS: [&str; 27] = [
     OI_KIND, TL_KIND, "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id",
-    "gen_ai.response.finish_reasons", "gen_ai.agent.name", "error.type", "metadata", "tool.name", "tool.id",
+    "gen_ai.response.finish_reasons", "gen_ai.response.finish_reason", "gen_ai.agent.name", "error.type", "metadata",
+    "tool.name", "tool.id", "tool.arguments", "output.mime_type",
     "tool_call.id", "llm.token_count.prompt", "llm.token_count.completion", "llm.finish_reason",
     "llm.response.finish_reason", "traceloop.entity.name",
     AI_OPERATION, "ai.telemetry.functionId", "ai.toolCall.name", "ai.toolCall.id", "ai.response.finishReason",
@@ -108,6 +109,8 @@ pub struct SpanHead<'a> {
     /// `status_code == 2`
     pub failed: bool,
     pub message: Text<'a>,
+    /// `start_ns == end_ns`: the span has no duration
+    pub instant: bool,
 }
 
 /// What the conventions make of a span: the record's other fields, borrowing the span's
@@ -197,6 +200,44 @@ pub fn model_missing(has_input: bool, has_output: bool, has_finish: bool) -> u32
         | (if has_finish { 0 } else { MISSING_FINISH })
 }
 
+/// The operations of a multi-agent orchestration (Strands Agents' `invoke_swarm` around the
+/// agents that hand off to each other, `invoke_graph`): the agent of the run they hold, read
+/// as `invoke_agent`, so that the agents inside are its sub-agents, in one run.
+const ORCHESTRATIONS: [&str; 2] = ["invoke_swarm", "invoke_graph"];
+
+/// Why a run ended whose agent's last output was a tool call: the framework's step or
+/// tool-call budget stopped it before the call's result came back (Semantic Kernel at
+/// `maximum_auto_invoke_attempts` returns that call as the agent's output).
+pub const ENDED_ON_A_CALL: &str = "step limit: the agent's last output was a tool call, not an answer";
+
+/// Whether the last output message is the assistant's and calls a tool (OpenAI's
+/// `tool_calls` or GenAI `tool_call` parts).
+fn ended_on_a_call(outputs: &[Value<'_>]) -> bool {
+    let Some(last) = outputs.last() else { return false };
+    last.get("role").is_some_and(|r| r.eq_str("assistant"))
+        && (matches!(last.get("tool_calls"), Some(Value::List(c)) if !c.is_empty())
+            || parts(last).iter().any(|p| p.get("type").is_some_and(|t| t.eq_str("tool_call"))))
+}
+
+/// What a framework's error says when its own step or model-call budget ended the run
+/// (Google ADK's `LlmCallsLimitExceededError: Max number of llm calls limit of `12`
+/// exceeded`, LlamaIndex's `Max iterations of 12 reached!`, LangGraph's `Recursion limit of
+/// 25 reached`, the OpenAI Agents SDK's `Max turns (12) exceeded`, BeeAI's `Agent was not
+/// able to resolve the task in 13 iterations.`), lowercase.
+pub const LIMIT_ERRORS: [&str; 6] = ["llm calls limit", "max iterations", "recursion limit", "max turns", "max steps",
+                                     "not able to resolve the task in"];
+
+/// An agent span that failed with its framework's budget error ended at its step limit; the
+/// error is its status message, else `error` (what the span wrote as its output).
+pub fn limit_ended<'a>(span: &SpanHead<'a>, a: &mut Attrs<'a>, error: &[u8]) {
+    let message: &[u8] = if span.message.is_empty() { error } else { &span.message };
+    if span.failed && LIMIT_ERRORS.iter().any(|w| lower_contains(message, w.as_bytes())) {
+        let mut why = b"step limit: ".to_vec();
+        why.extend_from_slice(strip(message));
+        a.setdefault("faultgate.termination", Value::Str(Cow::Owned(why)));
+    }
+}
+
 /// A budget answer is no answer: the attributes say the step limit ended the run instead.
 pub fn budget_ended<'a>(a: &mut Attrs<'a>, answer: &mut Text<'a>) {
     if answer.is_empty() {
@@ -209,6 +250,27 @@ pub fn budget_ended<'a>(a: &mut Attrs<'a>, answer: &mut Text<'a>) {
         a.setdefault("faultgate.termination", Value::Str(Cow::Owned(why)));
         *answer = Cow::Borrowed(b"");
     }
+}
+
+/// Semantic Kernel 1.45 writes one finish reason, under the singular name, as its Python
+/// enum's text (`FinishReason.LENGTH`): the reason is the member, as the API said it.
+fn singular_finish_reason<'a>(raw: Option<&Value<'a>>) -> Option<Value<'a>> {
+    let Some(Value::Str(r)) = raw else { return None };
+    let member = r.strip_prefix(b"FinishReason.".as_slice()).filter(|m| m.is_ascii());
+    Some(Value::List(vec![Value::Str(match member {
+        Some(m) => Cow::Owned(m.to_ascii_lowercase()),
+        None => r.clone(),
+    })]))
+}
+
+/// The `finish_reason` each output message carries (the GenAI output message schema's
+/// field), when no `gen_ai.response.finish_reasons` says them: Strands' latest conventions
+/// write them there alone.
+fn message_finish_reasons<'a>(outputs: &[Value<'a>]) -> Option<Value<'a>> {
+    let reasons: Vec<Value<'a>> = outputs.iter()
+        .filter_map(|m| m.get("finish_reason").filter(|r| matches!(r, Value::Str(t) if !t.is_empty())).cloned())
+        .collect();
+    if reasons.is_empty() { None } else { Some(Value::List(reasons)) }
 }
 
 /// `gen_ai.response.finish_reasons` as the record keeps them: a list's or tuple's items,
@@ -257,7 +319,10 @@ pub fn responses<'a>(inputs: &[Value<'a>]) -> Result<Vec<[Text<'a>; 2]>> {
                 Some(r) => r,
                 None => p.get("response").unwrap_or(&Value::Null),
             };
-            let mut res = render(payload)?;
+            let mut res = match text_blocks(payload) {
+                Some(t) => t,
+                None => render(payload)?,
+            };
             let status = ascii_lower(&str_get(p, "status", ""));
             let failed = matches!(p.get("is_error"), Some(Value::Bool(true)))
                 || p.get("error").is_some_and(Value::truthy)
@@ -318,8 +383,45 @@ fn tool_result(raw: Text<'_>) -> Result<Text<'_>> {
             return Ok(Cow::Owned(content.into_owned()));
         }
     }
+    if raw.starts_with(TEXT_BLOCKS) {
+        if let Some(t) = text_blocks(&load_json(&Value::Str(raw.clone()))) {
+            return Ok(Cow::Owned(t.into_owned()));
+        }
+    }
+    if raw.starts_with(ADK_RESULT) {
+        // Google ADK wraps a tool's return value that is not an object as {"result": value}
+        let v = load_json(&Value::Str(raw.clone()));
+        if v.dict_len() == 1 {
+            if let Some(inner) = v.get("result") {
+                return Ok(Cow::Owned(render(inner)?.into_owned()));
+            }
+        }
+    }
     Ok(raw)
 }
+
+/// A list of Strands' text content blocks (`[{"text": "..."}, ...]`: a tool's result as its
+/// tracer serialises it) as the text the tool returned, one line a block; None for any
+/// other value (content_events.rs's `blocks_text`).
+pub fn text_blocks<'a>(v: &Value<'a>) -> Option<Text<'a>> {
+    let Value::List(items) = v else { return None };
+    if items.is_empty() {
+        return None;
+    }
+    let mut out: Vec<u8> = Vec::new();
+    for (i, b) in items.iter().enumerate() {
+        let (1, Some(Value::Str(t))) = (b.dict_len(), b.get("text")) else { return None };
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(t);
+    }
+    Some(Cow::Owned(out))
+}
+
+const TEXT_BLOCKS: &[u8] = b"[{\"text\": ";
+const ADK_MERGED: &str = "(merged tools)";
+const ADK_RESULT: &[u8] = b"{\"result\": ";
 
 /// The record's fields from the span and its attributes (every convention), and what of
 /// them no convention read (unread.rs).
@@ -366,6 +468,7 @@ fn convention<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
     };
     let operation = match attrs.get("gen_ai.operation.name") {
         None | Some(Value::Null) => None,
+        Some(op) if ORCHESTRATIONS.iter().any(|o| op.eq_str(o)) => Some(Cow::Borrowed(INVOKE_AGENT.as_bytes())),
         Some(op) => Some(op.py_str()),
     };
     let name: &[u8] = &span.name;
@@ -375,6 +478,8 @@ fn convention<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         Some(op) => &**op == EXECUTE_TOOL.as_bytes(),
         None => name == EXECUTE_TOOL.as_bytes() || name.starts_with(b"execute_tool "),
     };
+    // Google ADK's span around a batch of parallel calls, beside each call's own: not a call
+    let is_tool = is_tool && !attrs.get("gen_ai.tool.name").is_some_and(|t| t.eq_str(ADK_MERGED));
     let tool = if is_tool {
         let tool_name = match attrs.get("gen_ai.tool.name") {
             Some(t) if t.truthy() => t.py_str(),
@@ -411,7 +516,13 @@ fn convention<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         outputs = unrepr_messages(outputs)?;
         answer = role_text_of(&outputs, "assistant");
     }
-    let finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none());
+    let mut finish = attrs.get("gen_ai.response.finish_reasons").filter(|v| !v.is_none()).cloned();
+    if finish.is_none() {
+        finish = singular_finish_reason(attrs.get("gen_ai.response.finish_reason"));
+    }
+    if finish.is_none() {
+        finish = message_finish_reasons(&outputs);
+    }
     let mut missing = 0;
     if tool.is_some() {
         missing = tool_missing(&attrs, "gen_ai.tool.call.arguments", "gen_ai.tool.call.result",
@@ -420,8 +531,14 @@ fn convention<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         missing = model_missing(raw_in.is_some() || attrs.has("gen_ai.prompt"),
                                 raw_out.is_some() || attrs.has("gen_ai.completion"), finish.is_some());
     }
-    let finish = finish.map(finish_reasons).unwrap_or_default();
+    let finish = finish.as_ref().map(finish_reasons).unwrap_or_default();
     budget_ended(&mut attrs, &mut answer);
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        if strip(&answer).is_empty() && ended_on_a_call(&outputs) {
+            attrs.setdefault("faultgate.termination", Value::Str(Cow::Borrowed(ENDED_ON_A_CALL.as_bytes())));
+        }
+        limit_ended(span, &mut attrs, b"");
+    }
     if prompt.is_empty() {
         prompt = str_or_empty(attrs.get("gen_ai.prompt"));
     }
@@ -464,7 +581,8 @@ mod tests {
     use super::*;
 
     fn head(name: &str) -> SpanHead<'_> {
-        SpanHead { name: Cow::Borrowed(name.as_bytes()), has_parent: true, failed: false, message: Cow::Borrowed(b"") }
+        SpanHead { name: Cow::Borrowed(name.as_bytes()), has_parent: true, failed: false, message: Cow::Borrowed(b""),
+                   instant: false }
     }
 
     fn attrs<'a>(items: &[(&'a str, Value<'a>)]) -> Attrs<'a> {

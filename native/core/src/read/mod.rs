@@ -3,6 +3,7 @@
 pub mod accept;
 pub mod attrs;
 pub mod bounds;
+pub mod content_events;
 pub mod conventions;
 pub mod openinference;
 pub mod openllmetry;

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use super::attrs::{Attr, Attrs};
 use super::conventions::{
-    budget_ended, calls, finish_reasons, model_missing, responses, str_or_empty, tool_missing, Built, SpanHead,
-    OI_KIND, USER_KEYS,
+    budget_ended, calls, finish_reasons, limit_ended, model_missing, responses, str_or_empty, tool_missing, Built,
+    SpanHead, OI_KIND, USER_KEYS,
 };
 use super::payload::{agent_text, call_arguments, is_parameter_schema, lc_tool_result, lit, load_json, role_text_of,
                      tool_payload};
@@ -145,6 +145,75 @@ fn token_count<'a>(v: &Value<'a>) -> Option<Value<'a>> {
     }
 }
 
+/// LlamaIndex's LLM methods are each traced as an LLM span, so one model call is three:
+/// `_prepare_chat_with_tools` (builds the call's arguments), the method the agent called
+/// (`astream_chat`: its reply is a stream, which it does not record) and, inside it, the
+/// call itself, with its messages and `llm.finish_reason`. The first two made no call, so
+/// what they did not record is not missing: a span that recorded neither messages nor a
+/// reply nor a finish reason nor token counts, and did not fail, is such a method (a call
+/// whose content was hidden keeps its token counts, or `input.value`'s redaction marker,
+/// and its messages' absence counted).
+fn made_no_call(span: &SpanHead<'_>, a: &Attrs<'_>) -> bool {
+    span.name.ends_with(b"._prepare_chat_with_tools")
+        || (!span.failed && !a.has("output.value") && !a.has("llm.finish_reason")
+            && !a.any_key_starting(&OI_MESSAGES) && !a.any_key_starting(&["llm.token_count."])
+            && !a.value("input.value").eq_str(REDACTED))
+}
+
+/// A LlamaIndex `ToolOutput` (`{"blocks", "tool_name", "raw_input", "raw_output",
+/// "is_error"}`: what a FunctionTool returns, as OpenInference writes it in `output.value`)
+/// as the tool's result: its `raw_output`, an error when `is_error` says so; None for any
+/// other value.
+pub fn llama_tool_output<'a>(out: &Value<'a>) -> Result<Option<Text<'a>>> {
+    let (Some(raw), Some(Value::Bool(failed)), true) = (out.get("raw_output"), out.get("is_error"), out.has("tool_name"))
+    else { return Ok(None) };
+    let raw = tool_payload(raw)?;
+    Ok(Some(if *failed && !raw.starts_with(b"Error: ") {
+        let mut r = b"Error: ".to_vec();
+        r.extend_from_slice(&raw);
+        Cow::Owned(r)
+    } else {
+        raw
+    }))
+}
+
+/// `<Name>Error(<module>): <message>`: a framework's error as its `str()` writes it
+/// (BeeAI's `FrameworkError`).
+fn is_error_repr(t: &[u8]) -> bool {
+    let Some(open) = t.iter().position(|&c| c == b'(') else { return false };
+    let name = &t[..open];
+    name.ends_with(b"Error") && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        && t[open..].windows(3).any(|w| w == b"): ")
+}
+
+/// openinference-instrumentation-beeai writes the events of a tool's run (its error, each
+/// retry) as child spans of the tool's span, of its kind, named after the event, with no
+/// `tool.name` and no duration: records of the parent's call, not calls of their own.
+const BEEAI_TOOL_EVENTS: [&str; 2] = ["error", "retry"];
+
+fn beeai_tool_event(span: &SpanHead<'_>, a: &Attrs<'_>) -> bool {
+    span.has_parent && !a.has("tool.name") && BEEAI_TOOL_EVENTS.iter().any(|e| &*span.name == e.as_bytes())
+        && span.instant
+}
+
+/// A TOOL span's name as the tool's when no `tool.name` says it: openinference-
+/// instrumentation-dspy names a DSPy `Tool`'s span after the method it wraps
+/// (`fetch_invoice.__call__`, `fetch_invoice.acall`).
+fn dspy_tool_name<'a>(name: &Text<'a>) -> Text<'a> {
+    for method in [&b".__call__"[..], b".acall"] {
+        if let Some(bare) = name.strip_suffix(method).filter(|b| !b.is_empty()) {
+            return match name {
+                Cow::Borrowed(n) => Cow::Borrowed(&n[..bare.len()]),
+                Cow::Owned(_) => Cow::Owned(bare.to_vec()),
+            };
+        }
+    }
+    name.clone()
+}
+
+/// What OpenInference writes in place of a hidden input or output.
+const REDACTED: &str = "__REDACTED__";
+
 pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
     let size = attrs.size(&span.name);
     let mut a = attrs;
@@ -204,6 +273,8 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         // input and output are the run's prompt and answer, as a root's are.
         prompt = agent_text(a.value("input.value"), "user")?;
         answer = agent_text(a.value("output.value"), "assistant")?;
+    } else if &*kind == b"TOOL" && beeai_tool_event(span, &a) {
+        // an event of its parent tool's run, not a call
     } else if &*kind == b"TOOL" {
         // Arguments are in input.value (the spec); tool.parameters is the parameter
         // definition (a JSON schema), read only when an exporter put the arguments there.
@@ -218,7 +289,15 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         let out = load_json(a.value("output.value"));
         let mut result = match lc_tool_result(&out)? {
             Some(lc) => Cow::Owned(lc.into_owned()),
-            None => tool_payload(a.value("output.value"))?,
+            None => match llama_tool_output(&out)? {
+                Some(r) => Cow::Owned(r.into_owned()),
+                None => match (&out, a.value("output.value")) {
+                    // a JSON output that is one string (DSPy's tools: "\"18C, sunny\""): the string
+                    (Value::Str(text), Value::Str(raw)) if raw.first() == Some(&b'"')
+                        && a.value("output.mime_type").eq_str("application/json") => Cow::Owned(text.to_vec()),
+                    _ => tool_payload(a.value("output.value"))?,
+                },
+            },
         };
         if !span.message.is_empty() {
             let mut r = b"Error: ".to_vec();
@@ -231,14 +310,18 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         }
         let name = match a.get("tool.name") {
             Some(n) if n.truthy() => n.py_str(),
-            _ => span.name.clone(),
+            _ => dspy_tool_name(&span.name),
         };
         let call_id = match a.get("tool.id") {
             Some(i) if i.truthy() => i.py_str(),
             _ => str_or_empty(a.get("tool_call.id")),
         };
-        let arguments = Cow::Owned(tool_payload(&args)?.into_owned());
-        tool = Some([name, arguments, result, call_id]);
+        // DSPy's ReAct ends a trajectory by calling its own `finish` tool (no arguments,
+        // "Completed."): the agent's signal that it will answer, not a call of the user's tools
+        if !(&*name == b"finish" && &*result == b"Completed.") {
+            let arguments = Cow::Owned(tool_payload(&args)?.into_owned());
+            tool = Some([name, arguments, result, call_id]);
+        }
     }
     if &*kind == b"LLM" {
         let ins = messages(&a, "input");
@@ -259,10 +342,28 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         }
     }
     budget_ended(&mut a, &mut answer);
+    let mut error: Text<'a> = Cow::Borrowed(b"");
+    if span.failed && operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) && is_error_repr(&answer) {
+        // a failed agent's output is its error (BeeAI writes `AgentError(module): message`
+        // there and no status message): not an answer
+        error = std::mem::replace(&mut answer, Cow::Borrowed(b""));
+    }
+    if operation.as_deref() == Some(INVOKE_AGENT.as_bytes()) {
+        limit_ended(span, &mut a, &error);
+    }
     let mut finish = finish_reasons(a.value("gen_ai.response.finish_reasons"));
     if let Some(r) = a.get("llm.finish_reason") {
         if r.truthy() {
             finish = vec![r.py_str()];
+        }
+    }
+    if finish.is_empty() && &*kind == b"LLM" {
+        // openinference-instrumentation-autogen-agentchat writes no llm.finish_reason: the
+        // model's result, finish reason included, is the JSON of output.value
+        if let Some(Value::Str(r)) = load_json(a.value("output.value")).get("finish_reason") {
+            if !r.is_empty() {
+                finish = vec![Cow::Owned(r.to_vec())];
+            }
         }
     }
     let mut missing = 0;
@@ -271,7 +372,7 @@ pub fn build<'a>(span: &SpanHead<'a>, attrs: Attrs<'a>) -> Result<Built<'a>> {
         if missing & MISSING_TOOL_ARGUMENTS != 0 && a.has("tool.parameters") {
             missing &= !MISSING_TOOL_ARGUMENTS;
         }
-    } else if &*kind == b"LLM" {
+    } else if &*kind == b"LLM" && !made_no_call(span, &a) {
         // OpenInference names the finish reason `llm.finish_reason`: an LLM span without it
         // (openai-agents, CrewAI and smolagents instrumentations write none) did not record
         // whether the model was cut off, so context_overflow cannot pass it.

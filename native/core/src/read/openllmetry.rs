@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::attrs::Attrs;
 use super::conventions::TL_KIND;
+use super::openinference::llama_tool_output;
 use super::payload::{lit, load_json, plain_text, tool_payload};
 use super::rest_of_line;
 use crate::error::Result;
@@ -90,6 +91,8 @@ pub fn map<'a>(attrs: &Attrs<'a>) -> Result<Attrs<'a>> {
             let p = Cow::Owned(entity_payload(output)?.into_owned());
             a.setdefault("gen_ai.tool.call.result", Value::Str(p));
         }
+    } else if &*kind == b"task" && a.get("tool.name").is_some_and(Value::truthy) && a.has("tool.arguments") {
+        called_tool(&mut a)?;
     } else if &*kind == b"agent" || &*kind == b"workflow" {
         if let (Some(e), true) = (entity, &*kind == b"agent") {
             a.setdefault("gen_ai.agent.name", Value::Str(e));
@@ -142,6 +145,31 @@ pub fn map<'a>(attrs: &Attrs<'a>) -> Result<Attrs<'a>> {
 
 /// traceloop.entity.input/output wrap the call as ``{"args": [...], "kwargs": {...}}`` (or
 /// ``{"inputs": ...}``); the tool's own arguments are what a step compares.
+/// OpenLLMetry's LlamaIndex instrumentation writes an agent's tool call as a task span (its
+/// `call_tool` step) with `tool.name` and `tool.arguments`, the result inside the
+/// `ToolCallResult` of `traceloop.entity.output` (`tool_output.raw_output`, failed when
+/// `is_error`) with the call's `tool_id`: a tool span, read as one.
+fn called_tool(a: &mut Attrs<'_>) -> Result<()> {
+    a.set_value("gen_ai.operation.name", Value::Str(Cow::Borrowed(EXECUTE_TOOL.as_bytes())));
+    let name = a.value("tool.name").py_str();
+    a.setdefault("gen_ai.tool.name", Value::Str(name));
+    let args = a.value("tool.arguments").py_str();
+    a.setdefault("gen_ai.tool.call.arguments", Value::Str(args));
+    let Some(output) = a.get("traceloop.entity.output").cloned() else { return Ok(()) };
+    let v = load_json(&output);
+    let result = match v.get("tool_output").map(llama_tool_output).transpose()?.flatten() {
+        Some(r) => Cow::Owned(r.into_owned()),
+        None => Cow::Owned(entity_payload(&output)?.into_owned()),
+    };
+    if let Some(Value::Str(id)) = v.get("tool_id") {
+        if !id.is_empty() {
+            a.setdefault("gen_ai.tool.call.id", Value::Str(Cow::Owned(id.to_vec())));
+        }
+    }
+    a.setdefault("gen_ai.tool.call.result", Value::Str(result));
+    Ok(())
+}
+
 fn entity_payload<'a>(raw: &Value<'a>) -> Result<Text<'a>> {
     let v = load_json(raw);
     if v.is_dict() {

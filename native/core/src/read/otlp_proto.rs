@@ -23,6 +23,7 @@ use std::collections::HashSet;
 
 use super::attrs::{Attr, Attrs};
 use super::bounds::{check_any_value, Over};
+use super::content_events::{self, Event};
 use super::conventions::{self, read_names, read_prefixes, Built, Kept, SpanHead};
 use crate::model::ids::{SpanId, TraceId};
 use crate::error::{Error, Result};
@@ -272,6 +273,22 @@ struct Row<'a> {
     kvs: Vec<&'a [u8]>,
     evaluations: Option<Value<'static>>,
     over: Option<Over>, // its attributes are past a bound (bounds.rs): rejected, not read
+    /// its events that may carry GenAI content (content_events.rs), None when it has none
+    content: Option<Vec<Event<'a>>>,
+}
+
+/// `(name, attributes)` of a span's events that may carry GenAI content
+/// (content_events.rs), or None when it has none.
+fn content_events<'a>(events: &[&'a [u8]]) -> Result<Option<Vec<Event<'a>>>> {
+    let mut out: Option<Vec<Event<'a>>> = None;
+    for event in events {
+        let (name, kvs) = one_and_many(event, 2, 3)?;
+        if content_events::is_content_event(name) {
+            let name = Cow::Borrowed(utf8(name)?.as_bytes());
+            out.get_or_insert_with(Vec::new).push((name, Value::Dict(attributes(kvs.as_slice())?.items)));
+        }
+    }
+    Ok(out)
 }
 
 fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, projection: Option<&Projection>)
@@ -331,7 +348,8 @@ fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, 
         }
         if over.is_some() {
             return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message,
-                            attrs: Attrs::with_capacity(0), kvs: Vec::new(), evaluations: None, over });
+                            attrs: Attrs::with_capacity(0), kvs: Vec::new(), evaluations: None, over,
+                            content: None });
         }
         if projection.is_none_or(|p| p.wants(key)) {
             let key = Cow::Borrowed(utf8(key)?.as_bytes());
@@ -340,13 +358,14 @@ fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, 
     }
     if over.is_some() {  // an event's attributes, past a bound, and a span with no attributes
         return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs,
-                        evaluations: None, over });
+                        evaluations: None, over, content: None });
     }
-    let evaluations = match events {
-        Many::None => None,
-        _ => evaluations(events.as_slice(), event_name)?,
+    let (evaluations, content) = match events {
+        Many::None => (None, None),
+        _ => (evaluations(events.as_slice(), event_name)?, content_events(events.as_slice())?),
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations, over: None })
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations, over: None,
+             content })
 }
 
 /// An id's bytes: None when malformed (not `n` bytes, or all zero), as the OTLP
@@ -480,11 +499,15 @@ pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_na
         if let Some(evaluations) = row.evaluations {
             attrs.set(Attr { key: Cow::Borrowed(EVALUATIONS.as_bytes()), val: evaluations, origin: None });
         }
+        if let Some(events) = &row.content {
+            content_events::add_to(row.name, &mut attrs, events)?;
+        }
         let head = SpanHead {
             name: Text::Borrowed(row.name),
             has_parent,
             failed: row.code == 2,
             message: Cow::Borrowed(row.message),
+            instant: row.start == row.end,
         };
         let built = conventions::build_seen(&head, attrs, |sniff| {
             let Some(p) = projection else { return Ok(()) };

@@ -242,7 +242,8 @@ mod tests {
     }
 
     fn head(name: &str, has_parent: bool) -> SpanHead<'_> {
-        SpanHead { name: Cow::Borrowed(name.as_bytes()), has_parent, failed: false, message: Cow::Borrowed(b"") }
+        SpanHead { name: Cow::Borrowed(name.as_bytes()), has_parent, failed: false, message: Cow::Borrowed(b""),
+                   instant: false }
     }
 
     #[test]

@@ -14,7 +14,9 @@ use crate::model::record::{Str, SpanRecord, ToolCall, MISSING_OUTPUT, MISSING_TO
                            MISSING_WHAT};
 use crate::model::run::Run;
 use crate::model::value::Value;
-use crate::pyfmt::strs::strip;
+use crate::pyfmt::strs::{lower_equals, strip};
+// what ended a run whose model last asked for a call
+use crate::read::conventions::ENDED_ON_A_CALL;
 
 pub const AGENT_NAME: &str = "gen_ai.agent.name";
 pub const AGENT_VERSION: &str = "gen_ai.agent.version";
@@ -128,6 +130,39 @@ fn pair_id_less_spans<'r>(spans: &'r [std::sync::Arc<SpanRecord>], tool_spans: &
     out
 }
 
+/// The tool spans that are steps, and the call id each took from an inner layer. A tool
+/// span whose parent is a tool span of the same tool is that call again, one
+/// instrumentation layer down (AutoGen's own `execute_tool` span inside OpenInference's TOOL
+/// span, the content on the outer, the call id on the inner): one step, not two.
+fn outer_tool_spans(spans: &[std::sync::Arc<SpanRecord>]) -> (Vec<usize>, HashMap<&SpanId, &[u8]>) {
+    let all: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].fields.tool.is_some()).collect();
+    let mut by_id: HashMap<&SpanId, usize> = HashMap::default();
+    for &i in &all {
+        by_id.insert(&spans[i].span_id, i);
+    }
+    let mut outer = Vec::with_capacity(all.len());
+    let mut inner_ids: HashMap<&SpanId, &[u8]> = HashMap::default();
+    for &i in &all {
+        let s = &spans[i];
+        let parent = s.parent_id.as_ref().and_then(|p| by_id.get(p).copied());
+        let name = &s.fields.tool.as_ref().expect("a tool span").name;
+        let same = match parent {
+            Some(p) if p == i => false, // a span its own parent is no layer of itself
+            Some(p) => spans[p].fields.tool.as_ref().expect("a tool span").name == *name,
+            None => false,
+        };
+        if !same {
+            outer.push(i);
+            continue;
+        }
+        let cid = &s.fields.tool.as_ref().expect("a tool span").call_id;
+        if !cid.is_empty() {
+            inner_ids.entry(&spans[parent.expect("a parent")].span_id).or_insert(cid);
+        }
+    }
+    (outer, inner_ids)
+}
+
 /// The steps: one per tool span when the run has tool spans, else one per call its model
 /// spans name.
 fn steps(run: &Run) -> Vec<Step> {
@@ -139,7 +174,7 @@ fn steps(run: &Run) -> Vec<Step> {
             responses.insert(id, result);
         }
     }
-    let tool_spans: Vec<usize> = (0..spans.len()).filter(|&i| spans[i].fields.tool.is_some()).collect();
+    let (tool_spans, inner_ids) = outer_tool_spans(spans);
     let mut out = Vec::with_capacity(spans.len());
     if !tool_spans.is_empty() {
         // What a tool span did not record, the model's messages may hold under its call
@@ -158,6 +193,8 @@ fn steps(run: &Run) -> Vec<Step> {
             let t = s.fields.tool.as_ref().expect("a tool span");
             let call_id: &[u8] = if !t.call_id.is_empty() {
                 &t.call_id
+            } else if let Some(inner) = inner_ids.get(&s.span_id) {
+                inner
             } else {
                 paired.get(&s.span_id).copied().unwrap_or(b"")
             };
@@ -209,7 +246,12 @@ fn steps(run: &Run) -> Vec<Step> {
         }
         group.sort_by_key(|g| (g.0, g.1));
         for (_, k, c) in group {
-            let result: &[u8] = responses.get(&*c.call_id).copied().unwrap_or(b"");
+            let found = responses.get(&*c.call_id).copied();
+            // a call whose result no later model input carries (no response under its id, or
+            // the instrumentation wrote the tool message without its content: Haystack's
+            // OpenInference): what it returned was not captured
+            let missing = if found.is_some() { 0 } else { MISSING_TOOL_RESULT };
+            let result: &[u8] = found.unwrap_or(b"");
             out.push(Step {
                 index: out.len() + 1,
                 tool: c.name.clone(),
@@ -220,7 +262,7 @@ fn steps(run: &Run) -> Vec<Step> {
                 call_id: c.call_id.clone(),
                 start_ns: spans[k].start_ns,
                 ok: !result.starts_with(b"Error: "),
-                missing: 0,
+                missing,
             });
         }
         i = j;
@@ -300,6 +342,18 @@ fn scenario(run: &Run, prompt: &[u8]) -> Str {
     out.into()
 }
 
+/// Finish reasons that say the model stopped to call tools.
+const CALL_REASONS: [&str; 4] = ["tool_calls", "tool_call", "tool_use", "function_call"];
+
+/// Whether the last model call of the run (the last span, in start order, with finish
+/// reasons) stopped to call tools: a run that ends there, with no answer, was stopped by its
+/// framework before the model saw the calls' results (LlamaIndex at `max_iterations`, whose
+/// OpenLLMetry instrumentation records neither the exception nor a status).
+fn ended_on_a_call(spans: &[std::sync::Arc<SpanRecord>]) -> bool {
+    let Some(last) = spans.iter().rev().find(|s| !s.fields.finish_reasons.is_empty()) else { return false };
+    last.fields.finish_reasons.iter().all(|r| CALL_REASONS.iter().any(|w| lower_equals(r, w.as_bytes())))
+}
+
 /// How Python's `sum()` adds the costs: 3.12 compensates rounding, 3.11 does not.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
@@ -330,8 +384,11 @@ pub fn compute(run: &Run, settings: Settings) -> Result<Facts> {
         });
     let agent_version = root.and_then(|r| truthy_str(attr(r, AGENT_VERSION)).or_else(|| truthy_str(attr(r, SERVICE_VERSION))))
         .unwrap_or_default();
-    let termination: Str = root.and_then(|r| attr(r, TERMINATION)).map(|v| v.py_str().into_owned().into())
-        .unwrap_or_default();
+    let termination: Str = match root.and_then(|r| attr(r, TERMINATION)) {
+        Some(v) => v.py_str().into_owned().into(),
+        None if blank(&answer) && ended_on_a_call(spans) => ENDED_ON_A_CALL.as_bytes().into(),
+        None => Str::default(),
+    };
 
     // usage, cost, what was not captured
     let mut tokens = TokenSum::default();
@@ -359,7 +416,9 @@ pub fn compute(run: &Run, settings: Settings) -> Result<Facts> {
     let cost_usd = if costs.is_empty() { None } else { Some(py_sum(&costs, settings.float_sum)) };
     let has_content = !prompt.is_empty() || !answer.is_empty()
         || steps.iter().any(|st| !st.arguments.is_empty() || !st.result.is_empty());
-    let answer_not_captured = if blank(&answer) && missing & MISSING_OUTPUT != 0 {
+    // a run its root says the framework ended (a step limit) did not answer: nothing unseen
+    let ended = !termination.is_empty();
+    let answer_not_captured = if blank(&answer) && !ended && missing & MISSING_OUTPUT != 0 {
         format!("the final answer was not captured (no output messages on {no_output} model span(s))")
     } else {
         String::new()

@@ -42,6 +42,7 @@ pub fn build_span<'py>(py: Python<'py>, trace_id: Bound<'py, PyAny>, span_id: Bo
             has_parent,
             failed: status_code.eq(2)?,
             message: text_of(&status_message)?,
+            instant: start_ns.eq(&end_ns)?,
         };
         let built = core::build(&head, a).or_raise()?;
         let names: Option<HashSet<Vec<u8>, foldhash::fast::RandomState>> = match &kept {

@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use faultgate_core::model::value::{DictBuilder, Text, Value};
 use faultgate_core::read::attrs::{Attr, Attrs};
+use faultgate_core::read::content_events::{self, Event};
 use faultgate_core::read::conventions::{self, Kept, SpanHead};
 use faultgate_core::read::otlp_proto::{evaluation, EVALUATIONS};
 use crate::convert::{text_of, value_of, OrRaise, Strings};
@@ -616,6 +617,37 @@ impl<'t, 'py> Walk<'t, 'py> {
         Ok(if out.is_empty() { None } else { Some(Value::Tuple(out)) })
     }
 
+    /// ``(name, attributes)`` of the span's events that may carry GenAI content (the core's
+    /// read/content_events.rs), or None when there are none.
+    fn content_events(&mut self, events: Option<&'t Node>) -> Res<Option<Vec<Event<'static>>>> {
+        let items = match events {
+            Some(Node::Arr(items)) => items,
+            _ => return Ok(None),
+        };
+        let mut out: Option<Vec<Event<'static>>> = None;
+        for e in items.iter() {
+            let (name, attrs) = match (e, e.get("name"), e.get("attributes")) {
+                (Node::Obj(_), Some(Node::Str(n)), Some(Node::Arr(a))) if content_events::is_content_event(n.as_bytes()) => {
+                    (n, a)
+                }
+                _ => continue,
+            };
+            let d = PyDict::new(self.py);
+            for kv in attrs.iter() {
+                match (kv, kv.get("key")) {
+                    (Node::Obj(_), Some(k)) if k.is_str() => {
+                        let key = self.obj(k)?;
+                        d.set_item(key, self.value(kv.get("value"), 0)?)?;
+                    }
+                    _ => {}
+                }
+            }
+            let attrs = value_of(d.as_any(), 0)?.into_owned();
+            out.get_or_insert_with(Vec::new).push((Cow::Owned(name.as_bytes().to_vec()), attrs));
+        }
+        Ok(out)
+    }
+
     /// A time field: ``int(x or 0)``, refused when it is not an integer; with whether it is
     /// known to be a nanosecond time already (plain digits, or a JSON number in u64), which
     /// spares the caller converting it back to check.
@@ -697,9 +729,9 @@ impl<'t, 'py> Walk<'t, 'py> {
         };
         let mut origins = Vec::new();
         let attrs = self.attributes(kvs, &where_, &mut origins)?;
-        let evaluations = match s.get("events") {
-            Some(e) if e.truthy() => self.evaluations(Some(e))?,
-            _ => None,
+        let (evaluations, content) = match s.get("events") {
+            Some(e) if e.truthy() => (self.evaluations(Some(e))?, self.content_events(Some(e))?),
+            _ => (None, None),
         };
         let st = match s.get("status") {
             Some(st) if !st.truthy() => None,
@@ -720,6 +752,7 @@ impl<'t, 'py> Walk<'t, 'py> {
         let message = self.str_text(st.and_then(|st| st.get("message")))?;
         let failed = code.eq(2)?;
         let has_parent = parent.is_some();
+        let instant = start.eq(&end)?;
         Ok(Row {
             resource: i,
             head: Head {
@@ -732,10 +765,11 @@ impl<'t, 'py> Walk<'t, 'py> {
                 status_code: code,
                 message: message.1.into_any(),
             },
-            span: SpanHead { name: name.0, has_parent, failed, message: message.0 },
+            span: SpanHead { name: name.0, has_parent, failed, message: message.0, instant },
             attrs,
             origins,
             evaluations,
+            content,
         })
     }
 
@@ -799,6 +833,8 @@ struct Row<'t, 'py> {
     /// the Python objects of attributes read by `value()`: (key, value) by `Attr::origin`
     origins: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     evaluations: Option<Value<'static>>,
+    /// its events that may carry GenAI content
+    content: Option<Vec<Event<'static>>>,
 }
 
 impl OtlpJson {
@@ -824,6 +860,9 @@ impl OtlpJson {
             }
             if let Some(evaluations) = row.evaluations {
                 attrs.set(Attr { key: Cow::Borrowed(EVALUATIONS.as_bytes()), val: evaluations, origin: None });
+            }
+            if let Some(events) = &row.content {
+                content_events::add_to(&row.span.name, &mut attrs, events).or_raise()?;
             }
             let built = conventions::build(&row.span, attrs).or_raise()?;
             out.append(from_built(py, &mut strings, row.head, &built, &Kept::All, &row.origins)?)?;
