@@ -77,10 +77,11 @@ class Check(ABC):
     def result(self, fired: bool, reason: str, confidence: float = 1.0) -> CheckResult:
         return CheckResult(self.name, fired, confidence, reason, self.severity, self.kind)
 
-    def held_to_what_was_read(self, result: CheckResult, unread: UnreadWork) -> CheckResult:
+    def held_to_what_was_read(self, result: CheckResult, unread: UnreadWork, run: Run | None = None) -> CheckResult:
         """``result``, or undecided when it passed, or fired on an absence
         (``fires_on_evidence``), on an input the run did not let the reader see (``unread``:
-        the run's ``Run.unread``). A finding on evidence stands: it fired on what was read."""
+        the run's ``Run.unread``). A finding on evidence stands: it fired on what was read.
+        ``run``: the run, for a check that can tell more closely where the unread work lies."""
         if result.undecided or (result.fired and self.fires_on_evidence):
             return result
         reasons = unread.reasons

@@ -24,7 +24,7 @@ from typing import Any
 from faultgate_stream import _native
 from faultgate_stream.checks.base import Check
 from faultgate_stream.model.run import Run
-from faultgate_stream.model.unread import STEPS
+from faultgate_stream.model.unread import STEPS, UnreadWork
 from faultgate_stream.model.verdict import CheckResult
 
 
@@ -39,3 +39,18 @@ class UnrecoveredToolError(Check):
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         return _native.unrecovered_tool_error(run, self.alternatives, self._outcomes)
+
+    def held_to_what_was_read(self, result: CheckResult, unread: UnreadWork, run: Run | None = None) -> CheckResult:
+        # The finding rests on an absence: no later success. Unread work that began before
+        # the run's first failure cannot be that success (a failed span no convention read,
+        # alone in its run, is still a failure nothing made good), so the finding stands.
+        if result.fired and run is not None and unread.latest_start_ns <= _first_failure_ns(run):
+            return result
+        return super().held_to_what_was_read(result, unread, run)
+
+
+def _first_failure_ns(run: Run) -> int:
+    """When the earliest span that may hold the finding's failure began: one whose status says
+    error, or any tool step (its result may be a structural error)."""
+    starts = [s.start_ns for s in run.spans if s.status_code == 2 or s.tool is not None]
+    return min(starts, default=0)

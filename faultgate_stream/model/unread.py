@@ -41,12 +41,15 @@ class UnreadWork:
     """Spans of a run that carry agent work no convention read, by kind, and ``reasons``:
     each input a check reads that they leave incomplete -> why. False when there is none."""
 
-    __slots__ = ("tool_spans", "model_spans", "output_spans", "reasons")
+    __slots__ = ("tool_spans", "model_spans", "output_spans", "reasons", "latest_start_ns")
 
     def __init__(self, tool_spans: int = 0, model_spans: int = 0, output_spans: int = 0,
-                 reasons: Mapping[str, str] = MappingProxyType({})) -> None:
+                 reasons: Mapping[str, str] = MappingProxyType({}), latest_start_ns: int = 0) -> None:
         self.tool_spans, self.model_spans, self.output_spans = tool_spans, model_spans, output_spans
         self.reasons = reasons
+        # when the last unread tool or model call began: work that began before a finding's
+        # evidence cannot be what would have undone it (a later recovery)
+        self.latest_start_ns = latest_start_ns
 
     def __bool__(self) -> bool:
         return bool(self.reasons)
@@ -107,7 +110,8 @@ def unread_work(run: Run) -> UnreadWork:
         reasons[ANSWER] = f"the answer was not read: {_not_read(models, 'model call')}"
     if not reasons:
         return NOTHING_UNREAD
-    return UnreadWork(len(tools), len(models), len(outputs), MappingProxyType(reasons))
+    latest = max((s.start_ns for s in (*tools, *models)), default=0)
+    return UnreadWork(len(tools), len(models), len(outputs), MappingProxyType(reasons), latest)
 
 
 def _not_read(spans: list[SpanRecord], what: str) -> str:

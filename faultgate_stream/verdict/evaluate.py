@@ -113,7 +113,7 @@ class Evaluator:
         except Exception as e:
             return self._failed_result(check, run, e)
         unread = run.unread
-        return check.held_to_what_was_read(r, unread) if unread else r
+        return check.held_to_what_was_read(r, unread, run) if unread else r
 
     def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
         self._failed(check, "finish", run.key)
@@ -354,7 +354,7 @@ class Evaluator:
                     results.append(self._failed_result(c, run, e))
             unread = run.unread
             if unread:  # agent work no convention read: no check passes on what it hid
-                return tuple(c.held_to_what_was_read(r, unread) for c, r in zip(rs.checks, results))
+                return tuple(c.held_to_what_was_read(r, unread, run) for c, r in zip(rs.checks, results))
             return tuple(results)
         views = agent_views(run)
         top_bound = {c.name for c in rs.bound(run.agent)}

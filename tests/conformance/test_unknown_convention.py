@@ -45,7 +45,7 @@ MOVES: dict[str, Callable[[str], str]] = {"namespaced": namespaced, "camel": cam
 
 
 def moved(doc: dict[str, Any], rename: Callable[[str], str]) -> dict[str, Any]:
-    """``doc`` (OTLP/JSON) with every child span's attribute keys and name renamed."""
+    """``doc`` (OTLP/JSON) with every child span's attribute keys, name and events renamed."""
     out = json.loads(json.dumps(doc))
     for rs in out.get("resourceSpans", ()):
         for ss in rs.get("scopeSpans", ()):
@@ -55,6 +55,12 @@ def moved(doc: dict[str, Any], rename: Callable[[str], str]) -> dict[str, Any]:
                 span["name"] = rename(span.get("name", ""))
                 for kv in span.get("attributes", ()):
                     kv["key"] = rename(kv["key"])
+                # a convention's span events are its vocabulary too (Strands writes each
+                # message as a gen_ai.* event)
+                for event in span.get("events", ()):
+                    event["name"] = rename(event.get("name", ""))
+                    for kv in event.get("attributes", ()):
+                        kv["key"] = rename(kv["key"])
     return out
 
 

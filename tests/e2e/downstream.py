@@ -32,14 +32,17 @@ service:
 """
 
 
-def read_spans(out: Path) -> list[dict]:
-    path = out / "traces.jsonl"
-    spans = []
+def written_lines(path: Path) -> list[str]:
+    """The lines the collector's file exporter has finished writing: tests poll the file while
+    it writes, and a line not yet ended by its newline is half a JSON document."""
     if not path.exists():
-        return spans
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
+        return []
+    return [line for line in path.read_text().split("\n")[:-1] if line.strip()]
+
+
+def read_spans(out: Path) -> list[dict]:
+    spans = []
+    for line in written_lines(out / "traces.jsonl"):
         for rs in json.loads(line).get("resourceSpans", []):
             for ss in rs.get("scopeSpans", []):
                 spans.extend(ss.get("spans", []))
@@ -52,13 +55,8 @@ def read_logs(out: Path) -> list[dict]:
 
 def read_logs_with_resource(out: Path) -> list[tuple[dict, dict]]:
     """(resource attributes, log record) of every record the downstream collector wrote."""
-    path = out / "logs.jsonl"
     records = []
-    if not path.exists():
-        return records
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
+    for line in written_lines(out / "logs.jsonl"):
         for rl in json.loads(line).get("resourceLogs", []):
             resource = attrs(rl.get("resource", {}))
             for sl in rl.get("scopeLogs", []):

@@ -161,3 +161,18 @@ def test_a_finding_that_rests_on_an_absence_is_undecided_when_the_work_that_may_
     assert by["unrecovered_tool_error"].undecided
     assert "1 span named acme.toolCall not read as a tool call" in by["unrecovered_tool_error"].reason
     assert by["policy"].fired
+
+
+def test_an_unrecovered_error_stands_when_no_unread_work_began_after_it_and_is_undecided_when_some_did():
+    t = trace_id()
+    root = agent(t, answer="done", end_s=20)
+    failed = tool(t, root.span_id, "refund", {"id": 1}, "Error: refund service down", start_s=5, status=2)
+    before = span(t, "acme.toolCall", parent=root.span_id, start_s=2, attributes={
+        "acme.toolCall.name": "lookup", "acme.toolCall.args": "{}", "acme.toolCall.result": "ok"})
+    after = span(t, "acme.toolCall", parent=root.span_id, start_s=8, attributes={
+        "acme.toolCall.name": "refund", "acme.toolCall.args": "{}", "acme.toolCall.result": "ok"})
+    checks = select(["unrecovered_tool_error"])
+    (r,) = _verdict([root, before, failed], checks).results
+    assert r.fired, r.reason  # the unread call came first: it cannot be the recovery
+    (r,) = _verdict([root, before, failed, after], checks).results
+    assert r.undecided and "not read as tool calls" in r.reason, r.reason  # it may be

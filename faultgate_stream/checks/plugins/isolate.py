@@ -424,7 +424,7 @@ class Isolation:
         guard.overruns = 0
         unread = run.unread  # agent work no convention read: no plug-in passes on what it hid
         if unread:
-            r = check.held_to_what_was_read(r, unread)
+            r = check.held_to_what_was_read(r, unread, run)
         return r._replace(agent=placeholder.agent) if placeholder.agent else r
 
     def _failed(self, placeholder: CheckResult, check: PluginCheck, state: PluginState, e: Any) -> CheckResult:

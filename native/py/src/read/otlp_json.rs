@@ -600,21 +600,27 @@ impl<'t, 'py> Walk<'t, 'py> {
                 (Node::Obj(_), Some(Node::Str(n)), Some(Node::Arr(a))) if n.as_ref() == self.r.event_name => a,
                 _ => continue,
             };
-            let d = PyDict::new(self.py);
-            for kv in attrs.iter() {
-                match (kv, kv.get("key")) {
-                    (Node::Obj(_), Some(k)) if k.is_str() => {
-                        let key = self.obj(k)?;
-                        d.set_item(key, self.value(kv.get("value"), 0)?)?;
-                    }
-                    _ => {}
-                }
-            }
+            let d = self.event_attributes(attrs)?;
             if let Some(r) = evaluation(&value_of(d.as_any(), 0)?) {
                 out.push(r);
             }
         }
         Ok(if out.is_empty() { None } else { Some(Value::Tuple(out)) })
+    }
+
+    /// An event's attributes as a dict, entries that are not ``{key, value}`` left out.
+    fn event_attributes(&mut self, attrs: &'t [Node<'t>]) -> Res<Bound<'py, PyDict>> {
+        let d = PyDict::new(self.py);
+        for kv in attrs.iter() {
+            match (kv, kv.get("key")) {
+                (Node::Obj(_), Some(k)) if k.is_str() => {
+                    let key = self.obj(k)?;
+                    d.set_item(key, self.value(kv.get("value"), 0)?)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(d)
     }
 
     /// ``(name, attributes)`` of the span's events that may carry GenAI content (the core's
@@ -632,16 +638,7 @@ impl<'t, 'py> Walk<'t, 'py> {
                 }
                 _ => continue,
             };
-            let d = PyDict::new(self.py);
-            for kv in attrs.iter() {
-                match (kv, kv.get("key")) {
-                    (Node::Obj(_), Some(k)) if k.is_str() => {
-                        let key = self.obj(k)?;
-                        d.set_item(key, self.value(kv.get("value"), 0)?)?;
-                    }
-                    _ => {}
-                }
-            }
+            let d = self.event_attributes(attrs)?;
             let attrs = value_of(d.as_any(), 0)?.into_owned();
             out.get_or_insert_with(Vec::new).push((Cow::Owned(name.as_bytes().to_vec()), attrs));
         }
