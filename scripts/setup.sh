@@ -80,7 +80,7 @@ install_dependencies() {
 # release profile (opt-level 3, 16 codegen units, crate-local LTO), not native/Cargo.toml's
 # (whole-program LTO in one codegen unit), which is for what is measured and shipped: that
 # one compiles the crate on one core: 53 s of CPU against 32 s spread over both cores
-# (`touch native/src/lib.rs && time cargo build --release`, each profile), most of a first run.
+# (`touch native/py/src/lib.rs && time cargo build --release`, each profile), most of a first run.
 # --profile-guided builds as the wheel does: Cargo.toml's profile and an instrumented build
 # trained on the bundled examples (scripts/native_profile.sh, cached under
 # ~/.cache/faultgate-stream/pgo by the Rust sources), which needs the dependencies first.

@@ -13,7 +13,7 @@ span already decided is late, content whose span never came is unjoined: both co
 Determinism: membership is decided when a run completes, from parent links, and a run's
 spans are sorted there, so arrival order and batching cannot change a verdict.
 
-The bookkeeping is compiled (``faultgate_stream._native.TraceTable``, native/src/assemble/):
+The bookkeeping is compiled (``faultgate_stream._native.TraceTable``, native/py/src/assemble/):
 the spans held per trace, duplicates, late spans and the decision cache, partitioning a
 trace into runs, and which traces are due. This module is the orchestrator: it checks the
 bounds, builds the ``Run``s and tells its consumer, in the order the table reports what

@@ -25,7 +25,7 @@ DEFAULT_DECISION_CACHE = 100_000
 # ... and at most this many bytes of what it remembers (span ids of decided runs and of
 # their late spans): 2 M late spans into one trace added 200 MB without it (issue 9,
 # defect 9). Counted as the packed Python form cost (~490 B per 16-span trace; the compiled
-# cache, native/src/assemble/decided.rs, keeps that accounting and costs less), 16 MiB
+# cache, native/core/src/assemble/decided.rs, keeps that accounting and costs less), 16 MiB
 # holds about 34,000 such traces: more than 64 MiB held as dicts of id strings (~24,700),
 # and a cache that is full within a minute and a half at the bench's half rate.
 DEFAULT_DECISION_CACHE_BYTES = 16 * 1024 * 1024

@@ -8,7 +8,7 @@ once ("couldn't locate the ... payment method"); a plain "cannot / unable to" li
 21 times, on policy reminders and refusals. ponytail: a paraphrase this list does not
 know is missed (FAULTLINE P4: 1/1 caught, 0 false positives in 200).
 
-The phrases (native/src/checks/abstention.rs, matched as Python's ``re`` with ``re.I``
+The phrases (native/core/src/checks/abstention.rs, matched as Python's ``re`` with ``re.I``
 matches them): an inability ("couldn't", "could not", "cannot", "unable to", "failed to",
 ...) followed within two words by finding ("find", "locate", "retrieve", "identify",
 "determine", "look up", "discover"); "no (matching|relevant) document(s)/information/

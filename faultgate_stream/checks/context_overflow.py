@@ -7,7 +7,7 @@ span's status message, its ``error.type``, a tool result that is an error, or th
 ``faultgate.termination``. Text that merely talks about tokens is not evidence: the
 phrases are the error forms providers return ("context length exceeded", "maximum
 context length", "prompt is too long", "too many tokens", "token limit reached", ...;
-native/src/checks/context_overflow.rs, matched as Python's ``re`` with ``re.I`` matches
+native/core/src/checks/context_overflow.rs, matched as Python's ``re`` with ``re.I`` matches
 them). A cut-off is final the moment its span arrives, so it fires early. A run whose
 model spans did not record finish reasons is undecided.
 """

@@ -3,7 +3,7 @@ its own calls, with identical results: the agent repeated itself without progres
 
 FAULTLINE P18 (via faultgate): kappa 0.95 against a blind second rater on 97 real runs.
 
-The rule (native/src/checks/repeated_call.rs): steps are grouped by tool and canonical
+The rule (native/core/src/checks/repeated_call.rs): steps are grouped by tool and canonical
 arguments (``signals.canonical_arguments``: key order, layout and number spelling do not
 count), and three consecutive calls of a group whose results are equal after white space
 folding (``signals.squash``) fire, naming the first such group in the order its calls

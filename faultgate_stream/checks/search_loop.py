@@ -5,7 +5,7 @@ Calibrated by faultgate on FAULTLINE P4 human labels: kappa 0.98 (n=200), 1.00 o
 test split. ponytail: the cap of 12 is FAULTLINE's; a run that names its cap in
 ``faultgate.termination`` is caught at any cap, a silent cap below 12 is missed.
 
-The rule (compiled, native/src/checks/search_loop.rs): a run with an answer, or without
+The rule (compiled, native/core/src/checks/search_loop.rs): a run with an answer, or without
 tool calls, passes. It is capped when ``faultgate.termination`` names a step cap ("step
 cap", "step limit", "max steps", "max_steps", "max iterations", "iteration limit") or it
 made 12 calls or more, and fires when capped with at least half its results empty

@@ -1,7 +1,7 @@
 """What tool results and spans say about failure, shared by several checks.
 
 The heuristics are faultgate 0.4.1's, so the two tools agree on what an error or an
-empty result is. They are compiled (native/src/checks/signals.rs), as the default checks
+empty result is. They are compiled (native/core/src/checks/signals.rs), as the default checks
 that read them are; tests/checks/checks_oracle.py keeps the Python they replaced, and
 tests/checks/test_native_signals.py holds the two equal.
 

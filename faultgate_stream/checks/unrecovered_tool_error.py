@@ -14,7 +14,7 @@ faultgate 0.4.1 flags and its own author labels valid. Without a policy there ar
 alternatives and the check is faultgate's. FAULTLINE P18 (via faultgate): recall 0.57, kappa 0.54; it misses
 plain-text errors and run-ending API failures.
 
-Compiled: native/src/checks/unrecovered_tool_error.rs.
+Compiled: native/core/src/checks/unrecovered_tool_error.rs.
 """
 from __future__ import annotations
 

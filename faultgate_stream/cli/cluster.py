@@ -156,14 +156,31 @@ class Cluster:
         self.replicas: list[Replica] = []
         self.gateway: subprocess.Popen | None = None
         self.gateway_log = self.workdir / "gateway.log"
-        self.gateway_metrics_port = free_port()
+        # Ports handed out, the gateway's own listen port among them: a port the kernel picks
+        # is free only until someone binds it, and none of ours is bound until its process
+        # starts, so two picks could name one port (a replica on the gateway's port, seen).
+        self._taken: set[int] = set()
+        try:
+            self._taken.add(int(listen.rpartition(":")[2]))
+        except ValueError:
+            pass  # the gateway's own config check names a malformed endpoint
+        self.gateway_metrics_port = self._free_port()
         self.override_path = self.workdir / "replicas.yaml"
 
     # ------------------------------------------------------------------ replicas
     def _ports(self, index: int) -> tuple[int, int]:
         if self.first_port:
             return self.first_port + 2 * index, self.first_port + 2 * index + 1
-        return free_port(), free_port()
+        return self._free_port(), self._free_port()
+
+    def _free_port(self) -> int:
+        """A port the kernel says is free that no other part of the cluster was given."""
+        for _ in range(100):
+            port = free_port()
+            if port not in self._taken:
+                self._taken.add(port)
+                return port
+        raise ClusterError("no free port the cluster has not already handed out")
 
     def _wal_dir(self, index: int) -> str:
         """Each replica its own write-ahead log: ``durability.wal.dir``/replica-<i>, the same

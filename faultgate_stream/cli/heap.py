@@ -6,11 +6,11 @@ metrics registry) lives as long as the process, and each full collection walked 
 ``gc.freeze()`` moves it out of the collector's generations for good: reference counting
 still frees it, the collector just no longer looks. Long-lived run state is kept out of
 the collector's reach by its shape instead: the decision cache is compiled
-(``native/src/assemble/decided.rs``: Rust values the collector never sees), the decided
-verdicts untracked (``untrack_acyclic``, ``native/src/python/collector.rs``: the export's
+(``native/core/src/assemble/decided.rs``: Rust values the collector never sees), the decided
+verdicts untracked (``untrack_acyclic``, ``native/py/src/python/collector.rs``: the export's
 verdict cache and the amendment store keep the same objects), held roots bytes, and the
 records of the spans in flight are made untracked by the reader (``untracked`` in
-``native/src/read/conventions.rs``: at the maximum rate every young and middle collection
+``native/core/src/read/conventions.rs``: at the maximum rate every young and middle collection
 walked them, 17% of the CPU); the amendment store keeps those same records, and untracks
 any built in Python (``verdict/amend.py``). A tuple subclass, a dataclass or a tuple
 holding a dict stays tracked for good; these do not, so

@@ -130,3 +130,11 @@ class RunKey(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.trace_id}/{self.root_span_id}" if self.root_span_id else self.trace_id
+
+
+# The compiled core builds records (and reasons) of these classes (native/py/src/types.rs):
+# they are handed to it here, and it imports no Python module to find them.
+from faultgate_stream import _native  # noqa: E402  (after the classes it is given)
+from faultgate_stream.model.reason import Quote, Reason  # noqa: E402
+
+_native.use_types(SpanRecord, ToolExecution, ToolCall, Step, NO_ATTRS, Reason, Quote)

@@ -2,9 +2,10 @@
 
 Everything here is computed once, on first use, from spans sorted by (start time, span
 id), so the order spans arrived in cannot change any answer. The facts below are
-computed together by one compiled pass over the spans (native/src/run/facts.rs), on the
-first use of any of them, and kept in the run's ``__dict__``, where every later read finds
-them without a call.
+computed together by the compiled core (native/core/src/run/facts.rs), on the first use of
+any of them, from the core's copy of the spans (kept in ``derived``, where the built-in
+checks read it too), and kept in the run's ``__dict__``, where every later read finds them
+without a call.
 """
 from __future__ import annotations
 

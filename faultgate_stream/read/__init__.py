@@ -1,6 +1,6 @@
 """read: spans in any convention or file format -> ``SpanRecord``.
 
-The conventions (native/src/read/conventions.rs, exported as ``conventions.build_span``)
+The conventions (native/core/src/read/conventions.rs, exported as ``conventions.build_span``)
 are the single place that knows OTel GenAI (old and new shapes), OpenInference and
 OpenLLMetry. The OTLP protobuf and OTLP/JSON readers build their records there straight
 from the bytes; every other source (vendor exports, GenAI log events) hands

@@ -1,7 +1,7 @@
 """One span's attributes, in whichever convention wrote them, -> ``SpanRecord``.
 
 The conventions (OTel GenAI old and new shapes, OpenInference, OpenLLMetry) are compiled:
-native/src/read/conventions.rs, with openinference.rs, openllmetry.rs and payload.rs. The
+native/core/src/read/conventions.rs, with openinference.rs, openllmetry.rs and payload.rs. The
 protobuf and OTLP/JSON readers build their records there straight from the bytes; this
 module gives the same code to everyone else (the vendor format readers, the log events,
 ``faultgate_stream.testing``) as ``build_span``, and the names other modules read:

@@ -2,7 +2,7 @@
 
 The JSON mapping of OTLP: hex ids, 64-bit integers as strings, enums as ints or names,
 ``AnyValue`` objects for attribute values. Trace files are read by the compiled reader
-(native/src/read/otlp_json.rs), which builds the records as the protobuf reader does;
+(native/py/src/read/otlp_json.rs), which builds the records as the protobuf reader does;
 ``value`` stays for OTLP/JSON logs, and ``to_request`` for the HTTP receiver and
 ``replay``, which forward protobuf.
 """
@@ -145,7 +145,7 @@ def raw_spans(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         yield _where(place), s
 
 
-# The compiled reader (native/src/read/otlp_json.rs): the file's bytes -> the records. It
+# The compiled reader (native/py/src/read/otlp_json.rs): the file's bytes -> the records. It
 # follows ids.hex_id and base64.b64decode by calling them where its own fast paths do not
 # decide.
 _READER = _native.OtlpJson(SERVICE_VERSION, events.EVENT, hex_id, base64.b64decode)

@@ -160,7 +160,7 @@ def parse(data: bytes) -> Any:
 
 def read_proto(data: bytes) -> DecodedLogs:
     """The content records of a logs request's bytes, which upb has parsed (``decode``):
-    the compiled reader (native/src/lib.rs) reads what upb accepted, as upb reads it."""
+    the compiled reader (native/py/src/read/otlp_proto.rs) reads what upb accepted, as upb reads it."""
     from faultgate_stream import _native
 
     contents: list[SpanRecord] = []

@@ -1,7 +1,7 @@
 """OTLP protobuf (``ExportTraceServiceRequest``) -> ``SpanRecord``, from the request's
-bytes: the compiled check (native/src/read/accept.rs) accepts what upb would parse, and
-the compiled reader (native/src/read/otlp_proto.rs) builds the records from the same
-bytes, with the conventions (native/src/read/conventions.rs). Through upb's Python
+bytes: the compiled check (native/core/src/read/accept.rs) accepts what upb would parse, and
+the compiled reader (native/core/src/read/otlp_proto.rs) builds the records from the same
+bytes, with the conventions (native/core/src/read/conventions.rs). Through upb's Python
 objects a span's attributes alone cost ~11 CPU us (an object per ``KeyValue`` and
 ``AnyValue``), and building its record in Python ~8 more (bench/README.md).
 
@@ -157,7 +157,7 @@ def read(data: bytes, projection: Projection | None = None) -> Decoded:
 
 def accept(data: bytes) -> None:
     """Raises ``InputError`` naming what is wrong, and where, unless ``data`` is a request
-    upb would parse (native/src/read/accept.rs: upb's acceptance without its parse)."""
+    upb would parse (native/core/src/read/accept.rs: upb's acceptance without its parse)."""
     try:
         _native.check_traces(data)
     except ValueError as e:

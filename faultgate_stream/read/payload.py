@@ -2,8 +2,8 @@
 
 The rules match faultgate 0.4.1's, so a step reads to the same text in both tools: JSON
 held in a string is decoded once and re-rendered, a list of ``{"text": ...}`` parts is
-joined, a ``{"type": "text"}`` part is its text. They are compiled (native/src/read/
-payload.rs, where the conventions use them): the names below are those functions.
+joined, a ``{"type": "text"}`` part is its text. They are compiled (native/core/src/read/
+payload.rs, where the conventions use them): the names below are the binding's functions.
 
 - ``render(val)``: a tool argument or result as a step's text.
 - ``load_json(raw)``: ``raw`` decoded when it is a string holding JSON, else ``raw``.
@@ -38,11 +38,11 @@ _REFUSED = object()  # what the compiled decoder returns for JSON it leaves to j
 def loads(text: str | bytes) -> Any:
     """``json.loads(text)``, faster.
 
-    The compiled decoder (native/src/json.rs) gives what the standard library would, type
-    for type and integers of any size included (tests/read/test_fast_paths.py compares
-    them). What it refuses goes to json.loads, which accepts it (NaN, Infinity, lone
-    surrogates, a byte order mark, UTF-16, nesting past 128) or raises its own error, so
-    values and error messages stay the standard library's. It replaced msgspec, whose
+    The compiled decoder (native/core/src/model/json.rs) takes what the standard library
+    takes and gives what it would, type for type, integers of any size, NaN, Infinity and
+    lone surrogates included (tests/read/test_fast_paths.py compares them). What it refuses
+    goes to json.loads, which reads what only it reads (a byte order mark, UTF-16) or raises
+    its own error, so error messages stay the standard library's. It replaced msgspec, whose
     import was ~16 ms of every `check`: on small values it is about half msgspec's speed (a
     100-byte object ~1 us against ~0.5, json ~3.5), called a few hundred times per gate file;
     the offline engine with either measured no loss (bench/README.md).

@@ -19,7 +19,7 @@ A kept run's spans are the records it was decided from, the same objects, out of
 garbage collector's reach: thousands of kept runs of tracked records were ~70,000 objects
 walked by every full collection (the bench saw full collections of 100-230 ms every few
 seconds at half load, and the verdict delay's p99 follow them). The reader makes its
-records untracked as it builds them (native/src/read/conventions.rs); a record built in
+records untracked as it builds them (native/core/src/read/conventions.rs); a record built in
 Python (content from log events merged in) is untracked when its run is kept
 (``untrack_acyclic``), as the verdict is. Until 2026-12-03 a kept run was packed into one
 ``bytes`` by a compiled packer and unpacked when evaluated again: packing every decided

@@ -1,6 +1,6 @@
 """The compact decision cache: what it answers about decided traces in either form (packed
 records for OTLP's hex ids, maps for other ids or large traces), its two bounds, and that
-it gives the garbage collector nothing to walk (it is compiled: native/src/assemble/)."""
+it gives the garbage collector nothing to walk (it is compiled: native/py/src/assemble/)."""
 from __future__ import annotations
 
 import gc

@@ -211,7 +211,7 @@ def test_a_record_that_is_not_a_span_is_refused_and_nothing_is_taken():
 
 
 def test_record_field_positions_are_those_the_table_reads():
-    # native/src/assemble/table.rs reads these by position
+    # native/py/src/assemble/table.rs reads these by position
     assert SpanRecord._fields.index("trace_id") == 0 and SpanRecord._fields.index("span_id") == 1
     assert SpanRecord._fields.index("parent_id") == 2 and SpanRecord._fields.index("start_ns") == 4
     assert SpanRecord._fields.index("end_ns") == 5 and SpanRecord._fields.index("operation") == 8

@@ -1,4 +1,4 @@
-"""The Python checks that native/src/checks/ replaced, kept as their oracle (as
+"""The Python checks that native/core/src/checks/ replaced, kept as their oracle (as
 tests/read/otlp_json_oracle.py keeps the Python OTLP/JSON reader): checks/signals.py and the
 five default rule checks' logic as they stood before the compiled ones, run over
 tests/model/run_oracle.py's ``OracleRun``. For any run, each must give the result the

@@ -1,5 +1,5 @@
 """abstention's and context_overflow's phrase patterns, compiled on Rust's ``regex``
-(native/src/checks/pattern.rs), match what Python's ``re`` matched, to the character: on
+(native/core/src/checks/pattern.rs), match what Python's ``re`` matched, to the character: on
 generated text, on every recorded answer, and for every code point where Python's
 definitions of ``\\w``, ``\\s``, ``\\b``, ``.`` and ``re.I`` could differ from Rust's."""
 from __future__ import annotations

@@ -73,3 +73,16 @@ def test_cluster_with_two_replicas_routes_each_trace_to_one_replica_and_stops_on
         opened = [json.loads(line) for line in p.read_text().splitlines() if '"wal_opened"' in line]
         assert [o["dir"] for o in opened] == [str(tmp_path / "wal" / f"replica-{i}")]
         assert list((tmp_path / "wal" / f"replica-{i}").glob("*.wal"))
+
+
+def test_the_cluster_never_hands_one_port_to_two_of_its_parts(tmp_path, monkeypatch):
+    # The kernel's free port is free only until bound, and no part binds before its process
+    # starts: picks in a row may repeat, and once put a replica on the gateway's own port
+    # (CI: "listen tcp 127.0.0.1:43089: bind: address already in use"). Here the kernel is
+    # made to repeat itself.
+    from faultgate_stream.cli import cluster
+    picks = iter([4317, 4317, 5001, 5001, 5001, 5002, 5002, 5003, 4317, 5004, 5005])
+    monkeypatch.setattr(cluster, "free_port", lambda host="127.0.0.1": next(picks))
+    c = cluster.Cluster(2, collector="otelcol", listen="127.0.0.1:4317", workdir=tmp_path)
+    ports = [c.gateway_metrics_port, *c._ports(0), c._ports(1)[0]]  # noqa: SLF001
+    assert ports == [5001, 5002, 5003, 5004], ports

@@ -1,4 +1,4 @@
-"""Span export's cut (native/src/export/cut.rs): a received request forwarded as its bytes,
+"""Span export's cut (native/py/src/export/cut.rs): a received request forwarded as its bytes,
 less the roots held for their verdict, against upb: the request upb parsed, those spans
 deleted from it, serialized.
 

@@ -1,4 +1,4 @@
-"""The Python run facts that native/src/run/facts.rs replaced, kept as its oracle (as
+"""The Python run facts that native/core/src/run/facts.rs replaced, kept as its oracle (as
 tests/read/otlp_json_oracle.py keeps the Python OTLP/JSON reader): for any spans, every
 fact of ``Run`` must equal this ``OracleRun``'s.
 

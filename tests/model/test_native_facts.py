@@ -99,7 +99,7 @@ def test_a_measure_too_large_for_any_machine_integer_is_added_as_python_adds_it(
 
 
 def test_the_record_layout_the_compiled_facts_read_by_index():
-    """native/src/run/record.rs reads the records by field index: their order is pinned."""
+    """native/py/src/records.rs reads the records by field index: their order is pinned."""
     assert SpanRecord._fields[1:19:1] == (
         "span_id", "parent_id", "name", "start_ns", "end_ns", "status_code", "status_message", "operation", "attrs",
         "prompt", "answer", "tool", "calls", "responses", "finish_reasons", "calls_shadowed_by_tool_spans", "size",

@@ -1,4 +1,4 @@
-"""read/conventions.py as it stood before native/src/read/conventions.rs replaced it, kept
+"""read/conventions.py as it stood before native/core/src/read/conventions.rs replaced it, kept
 only as the oracle of tests/read/test_conventions_parity.py: the compiled ``build_span`` and
 the readers must give the records this gives. Not to be imported by the package.
 

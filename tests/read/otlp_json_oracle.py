@@ -1,4 +1,4 @@
-"""The Python OTLP/JSON reader that native/src/otlp_json.rs replaced, kept as its oracle
+"""The Python OTLP/JSON reader that native/py/src/read/otlp_json.rs replaced, kept as its oracle
 (as tests/read/test_wire.py keeps upb's objects as the protobuf reader's): what it read
 and refused, and the messages it gave, are what the compiled reader must give.
 

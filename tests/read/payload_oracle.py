@@ -1,4 +1,4 @@
-"""read/payload.py as it stood before native/src/read/payload.rs replaced it, kept only as
+"""read/payload.py as it stood before native/core/src/read/payload.rs replaced it, kept only as
 the oracle of tests/read/test_conventions_parity.py (the compiled functions must give what
 these give). Not to be imported by the package.
 

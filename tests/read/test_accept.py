@@ -1,4 +1,4 @@
-"""Which bytes are a trace request (native/src/read/accept.rs) against upb, whose acceptance
+"""Which bytes are a trace request (native/core/src/read/accept.rs) against upb, whose acceptance
 it replaced: for every input, ``_native.check_traces`` refuses exactly what upb's parse of
 an ``ExportTraceServiceRequest`` refuses.
 

@@ -1,4 +1,4 @@
-"""The compiled conventions (native/src/read/conventions.rs, openinference.rs,
+"""The compiled conventions (native/core/src/read/conventions.rs, openinference.rs,
 openllmetry.rs, payload.rs) against the Python they replaced (tests/read/
 conventions_oracle.py, payload_oracle.py): the same records, field by field, type by type
 and in order (``parity.comparable``), or the same exception.

@@ -1,4 +1,4 @@
-"""The compiled OTLP/JSON reader (native/src/otlp_json.rs) against the Python reader it
+"""The compiled OTLP/JSON reader (native/py/src/read/otlp_json.rs) against the Python reader it
 replaced (tests/read/otlp_json_oracle.py): the same records, or the same refusal word for
 word, on generated documents, their tree and byte mutants, and every OTLP/JSON file in
 the repository's tests and the parity corpus.

@@ -1,4 +1,4 @@
-"""The compiled reader (native/src/read/otlp_proto.rs) against upb, the parser that
+"""The compiled reader (native/core/src/read/otlp_proto.rs) against upb, the parser that
 accepted the bytes.
 
 For every request upb parses, the records ``otlp_proto.read`` builds (and the rows

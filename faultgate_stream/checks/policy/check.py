@@ -141,7 +141,7 @@ class PolicyCheck(Check):
 
     def _compiled_deny_only(self) -> None:
         """Deny patterns alone (no policy file, or one with nothing else): the check is
-        compiled (native/src/checks/policy_deny.rs) around ``DenyPatterns.first_match``,
+        compiled (native/core/src/checks/policy_deny.rs) around ``DenyPatterns.first_match``,
         which stays RE2's. ``observe`` and ``observe_spans`` are the compiled functions
         themselves, set on the instance, so an arriving span costs no Python frame."""
         self._native = _native.DenyOnly(self.deny, _native.Outcomes(CheckResult, self.name, self.severity, self.kind))

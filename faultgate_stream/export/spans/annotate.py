@@ -228,7 +228,7 @@ class VerdictBytes:
     for a root that carries no ``faultgate.*`` attribute yet (nothing to replace), without
     decoding the root. A repeated field's elements are encoded one after another, so the
     attributes and events are written piece by piece (``_native.VerdictAnnex``,
-    native/src/export/annex.rs): each piece that repeats across runs is encoded by protobuf
+    native/py/src/export/annex.rs): each piece that repeats across runs is encoded by protobuf
     once, by the functions above, and kept; the run id and the events' time are framed
     there. Built as messages, a root's ~60 ``KeyValue``s cost more than the checks of its
     run (bench/README.md). Masking happens once per kept piece: a reason that quotes a

@@ -46,7 +46,7 @@ class SpanSink:
         Spans stay bytes: a root that carries none of our attributes gets the verdict
         appended to its encoding (``annotate.VerdictBytes``); only stripping content, or
         replacing attributes of ours already on it, decodes one. Each span is framed as a
-        ``resource_spans`` entry of its own (``span_entry``, native/src/export/frame.rs):
+        ``resource_spans`` entry of its own (``span_entry``, native/py/src/export/frame.rs):
         parsing it into a message only to wrap it and serialize it again cost more per
         root than every check of its run."""
         if not held:

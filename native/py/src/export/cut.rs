@@ -1,0 +1,267 @@
+//! A received `ExportTraceServiceRequest` forwarded as it arrived, less its held roots.
+//!
+//! Why it exists: the forwarder took the roots it holds out of upb's parse of the request
+//! and had upb serialize the rest: re-encoding every span of every request (~6% of a
+//! span's CPU on the live bench's workload, bench/README.md) to send bytes the sender had
+//! already written. Here the received bytes are copied, and only the entries that held a
+//! root are written anew: each `ResourceSpans` and `ScopeSpans` around a cut span gets its
+//! new length, everything else (other spans, resources, scopes, schema URLs, fields this
+//! schema does not know, unknown groups) goes out byte for byte.
+//!
+//! Spans are numbered as `read_spans` numbers its records: in wire order over
+//! `resource_spans` (field 1 of the request), their `scope_spans` (field 2) and their
+//! `spans` (field 2); a field with another wire type is an unknown field, copied, not
+//! counted, as upb and the reader take it. The bytes were accepted first (read/accept.rs), so they are
+//! a valid request; anything that is not protobuf raises `ValueError`.
+//!
+//! For a request upb would write the same way (fields in field-number order, minimal
+//! lengths, no unknown fields: what the OTel SDKs and the collector send), the cut request
+//! is byte for byte what upb's serialization of the request without those spans was
+//! (tests/export/test_forward.py compares them); for any other, it decodes to the same
+//! message.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyTuple};
+
+use crate::python::guard::guarded;
+use crate::records::field as record;
+use faultgate_core::wire::{put_len_field, utf8, Fields, Result, Value};
+
+use crate::convert::OrRaise;
+
+pub(super) const REQUEST_RESOURCE_SPANS: u64 = 1;
+pub(super) const RESOURCE_SPANS_RESOURCE: u64 = 1;
+pub(super) const RESOURCE_SPANS_SCOPE_SPANS: u64 = 2;
+pub(super) const RESOURCE_SPANS_SCHEMA_URL: u64 = 3;
+pub(super) const SCOPE_SPANS_SCOPE: u64 = 1;
+pub(super) const SCOPE_SPANS_SPANS: u64 = 2;
+pub(super) const SCOPE_SPANS_SCHEMA_URL: u64 = 3;
+const SPAN_TRACE_ID: u64 = 1;
+const SPAN_SPAN_ID: u64 = 2;
+const SPAN_END_TIME: u64 = 8;
+
+/// Walks the spans in reading order, each with its place: the numbering `cut` and
+/// `spans_at` share with `read_spans`.
+struct Numbering<'d> {
+    marked: &'d [usize], // the spans to cut, or to read (ascending)
+    next: usize,         // the number the next span gets
+    at: usize,           // the first of ``marked`` not yet met
+}
+
+impl Numbering<'_> {
+    /// True when the span now met is marked.
+    fn meet(&mut self) -> bool {
+        let marked = self.marked.get(self.at) == Some(&self.next);
+        if marked {
+            self.at += 1;
+        }
+        self.next += 1;
+        marked
+    }
+
+    /// Every marked span has been met: the rest is copied without being walked.
+    fn done(&self) -> bool {
+        self.at == self.marked.len()
+    }
+}
+
+/// A message's bytes copied with some of its fields cut out (and something written in
+/// their place), the copy made only once the first is cut.
+struct Splice<'a> {
+    msg: &'a [u8],
+    out: Option<Vec<u8>>,
+    copied: usize, // msg[..copied] is in out
+}
+
+impl<'a> Splice<'a> {
+    fn new(msg: &'a [u8]) -> Self {
+        Splice { msg, out: None, copied: 0 }
+    }
+
+    /// Cuts out ``msg[at..end]`` (a field); what is written to the result next takes its place.
+    fn cut(&mut self, at: usize, end: usize) -> &mut Vec<u8> {
+        let out = self.out.get_or_insert_with(|| Vec::with_capacity(self.msg.len()));
+        out.extend_from_slice(&self.msg[self.copied..at]);
+        self.copied = end;
+        out
+    }
+
+    /// The new bytes, or None when nothing was cut.
+    fn finish(self) -> Option<Vec<u8>> {
+        self.out.map(|mut o| {
+            o.extend_from_slice(&self.msg[self.copied..]);
+            o
+        })
+    }
+}
+
+/// ``msg`` with the fields ``number`` rewritten by ``child`` where it returns Some (copied
+/// where None), every other field copied. None when nothing changed.
+fn rewrite<'a>(msg: &'a [u8], number: u64,
+               mut child: impl FnMut(&'a [u8]) -> Result<Option<Vec<u8>>>) -> Result<Option<Vec<u8>>> {
+    let mut splice = Splice::new(msg);
+    let mut f = Fields::new(msg);
+    while let Some((at, k, v)) = f.next_at()? {
+        if let (true, Value::Bytes(b)) = (k == number, v) {
+            if let Some(body) = child(b)? {
+                put_len_field(splice.cut(at, f.offset()), number, &body);
+            }
+        }
+    }
+    Ok(splice.finish())
+}
+
+/// A `ScopeSpans` without the spans to cut, or None when it holds none of them.
+fn cut_scope(scope: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
+    if numbering.done() {
+        return Ok(None);
+    }
+    let mut splice = Splice::new(scope);
+    let mut f = Fields::new(scope);
+    while let Some((at, k, v)) = f.next_at()? {
+        if let (SCOPE_SPANS_SPANS, Value::Bytes(_)) = (k, v) {
+            if numbering.meet() {
+                splice.cut(at, f.offset());
+            }
+        }
+    }
+    Ok(splice.finish())
+}
+
+fn cut_resource(rs: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
+    if numbering.done() {
+        return Ok(None);
+    }
+    rewrite(rs, RESOURCE_SPANS_SCOPE_SPANS, |scope| cut_scope(scope, numbering))
+}
+
+/// ``cut(data, drop) -> bytes``: the request without the spans numbered ``drop``
+/// (ascending), in one pass that stops looking once the last of them is cut. An entry
+/// emptied of its spans stays, as it stayed when upb serialized the request without them.
+#[pyfunction]
+fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<Bound<'py, PyBytes>> {
+    if drop.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(PyValueError::new_err("cut: the spans to drop must be ascending"));
+    }
+    guarded("span export's cut", || {
+        let mut numbering = Numbering { marked: &drop, next: 0, at: 0 };
+        let out = rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering)).or_raise()?;
+        if !numbering.done() {
+            return Err(PyValueError::new_err(format!("cut: the request holds {} spans", numbering.next)));
+        }
+        Ok(match out {
+            Some(o) => PyBytes::new(py, &o),
+            None => PyBytes::new(py, data),
+        })
+    })
+}
+
+/// What a held root keeps of its request: its resource and scope encoded (their
+/// occurrences concatenated: their merge, as upb parsed them), their schema URLs, the
+/// span's own bytes, its end time and ids (raw).
+type Piece<'py> = (Bound<'py, PyBytes>, String, Bound<'py, PyBytes>, String, Bound<'py, PyBytes>, u64,
+                   Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// A message's occurrences of field ``number`` concatenated, and its last string field
+/// ``schema`` (UTF-8).
+fn framing(msg: &[u8], number: u64, schema: u64) -> Result<(Vec<u8>, &str)> {
+    let (mut body, mut url): (Vec<u8>, &[u8]) = (Vec::new(), b"");
+    let mut f = Fields::new(msg);
+    while let Some((k, v)) = f.next()? {
+        match (k, v) {
+            (n, Value::Bytes(b)) if n == number => body.extend_from_slice(b),
+            (n, Value::Bytes(b)) if n == schema => url = b,
+            _ => {}
+        }
+    }
+    Ok((body, utf8(url)?))
+}
+
+/// ``root_candidates(spans) -> [index]``: the records span export holds for their run's
+/// verdict, a run's root or a nested agent (``invoke_agent``) and any span without a parent,
+/// by their place among ``spans`` (a request's records, in its order).
+#[pyfunction]
+fn root_candidates(spans: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<usize>> {
+    guarded("span export's root_candidates", || {
+        let mut out = Vec::new();
+        for (i, s) in spans.iter().enumerate() {
+            let parent = s.get_item(record::PARENT_ID)?;
+            // the operation compared as Python compares it: a record may carry None there
+            if parent.is_none() || !parent.is_truthy()? || s.get_item(record::OPERATION)?.eq(faultgate_core::model::record::INVOKE_AGENT)? {
+                out.push(i);
+            }
+        }
+        Ok(out)
+    })
+}
+
+/// ``spans_at(data, at) -> (spans, [(resource, resource_schema, scope, scope_schema, span,
+/// end_ns, trace_id, span_id)])``: how many spans the request holds, and the spans numbered
+/// ``at`` (ascending) with what a held span keeps.
+#[pyfunction]
+fn spans_at<'py>(py: Python<'py>, data: &[u8], at: Vec<usize>) -> PyResult<(usize, Vec<Piece<'py>>)> {
+    if at.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(PyValueError::new_err("spans_at: the spans must be ascending"));
+    }
+    guarded("span export's spans_at", || pieces(py, data, &at))
+}
+
+fn pieces<'py>(py: Python<'py>, data: &[u8], at: &[usize]) -> PyResult<(usize, Vec<Piece<'py>>)> {
+    let mut out = Vec::with_capacity(at.len());
+    let mut numbering = Numbering { marked: at, next: 0, at: 0 };
+    let mut request = Fields::new(data);
+    while let Some((k, v)) = request.next().or_raise()? {
+        let (REQUEST_RESOURCE_SPANS, Value::Bytes(rs)) = (k, v) else { continue };
+        let mut resource = None; // its framing, read at the first span held of it
+        let mut scopes = Fields::new(rs);
+        while let Some((k, v)) = scopes.next().or_raise()? {
+            let (RESOURCE_SPANS_SCOPE_SPANS, Value::Bytes(ss)) = (k, v) else { continue };
+            let mut scope = None;
+            let mut spans = Fields::new(ss);
+            while let Some((k, v)) = spans.next().or_raise()? {
+                let (SCOPE_SPANS_SPANS, Value::Bytes(span)) = (k, v) else { continue };
+                if !numbering.meet() {
+                    continue;
+                }
+                if resource.is_none() {
+                    resource = Some(framing(rs, RESOURCE_SPANS_RESOURCE, RESOURCE_SPANS_SCHEMA_URL).or_raise()?);
+                }
+                if scope.is_none() {
+                    scope = Some(framing(ss, SCOPE_SPANS_SCOPE, SCOPE_SPANS_SCHEMA_URL).or_raise()?);
+                }
+                let ((resource, resource_schema), (scope, scope_schema)) =
+                    (resource.as_ref().expect("read above"), scope.as_ref().expect("read above"));
+                let (trace_id, span_id, end) = span_keys(span).or_raise()?;
+                out.push((PyBytes::new(py, resource), (*resource_schema).to_owned(), PyBytes::new(py, scope),
+                          (*scope_schema).to_owned(), PyBytes::new(py, span), end, PyBytes::new(py, trace_id),
+                          PyBytes::new(py, span_id)));
+            }
+        }
+    }
+    if out.len() != at.len() {
+        return Err(PyValueError::new_err(format!("spans_at: the request holds {} spans", numbering.next)));
+    }
+    Ok((numbering.next, out))
+}
+
+/// A span's trace id, span id and end time: the last occurrence of each, as upb keeps it.
+fn span_keys(span: &[u8]) -> Result<(&[u8], &[u8], u64)> {
+    let (mut trace_id, mut span_id, mut end): (&[u8], &[u8], u64) = (b"", b"", 0);
+    let mut f = Fields::new(span);
+    while let Some((k, v)) = f.next()? {
+        match (k, v) {
+            (SPAN_TRACE_ID, Value::Bytes(b)) => trace_id = b,
+            (SPAN_SPAN_ID, Value::Bytes(b)) => span_id = b,
+            (SPAN_END_TIME, Value::Fixed64(x)) => end = x,
+            _ => {}
+        }
+    }
+    Ok((trace_id, span_id, end))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cut, m)?)?;
+    m.add_function(wrap_pyfunction!(root_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(spans_at, m)?)
+}
