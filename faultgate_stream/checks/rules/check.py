@@ -235,13 +235,13 @@ class _SpanState:
         self.error: tuple[SpanRecord, str] | None = None
 
 
-class SpanRuleCheck(Check):
-    kind = KIND
-    # it fires on a span it matched: evidence, which stands beside a run's unread work (a
-    # run rule may fire on an absence, "never consulted the retriever", and does not)
-    fires_on_evidence = True
+class _RuleCheck(Check):
+    """A rule of a rules file as a check: its name, reason, severity and the file's digest;
+    ``index`` its place in the file's programs (``together``), evaluated for all its rules."""
 
-    def __init__(self, rule: Rule, index: int, together: SpanRules, file: RulesFile) -> None:
+    kind = KIND
+
+    def __init__(self, rule: Rule, index: int, together: Any, file: RulesFile) -> None:
         self.rule = rule
         self.name = rule.name  # type: ignore[misc]
         self.description = rule.description or rule.reason  # type: ignore[misc]
@@ -251,6 +251,13 @@ class SpanRuleCheck(Check):
         self.source = file.path
         self._i = index
         self._together = together
+
+
+class SpanRuleCheck(_RuleCheck):
+    _together: SpanRules
+    # it fires on a span it matched: evidence, which stands beside a run's unread work (a
+    # run rule may fire on an absence, "never consulted the retriever", and does not)
+    fires_on_evidence = True
 
     def start(self) -> _SpanState:
         return _SpanState()
@@ -310,19 +317,8 @@ class SpanRuleCheck(Check):
         return f"{reason}: span {shown}{more}" if len(spans) == 1 else f"{reason}: {len(spans)} spans, {shown}{more}"
 
 
-class RunRuleCheck(Check):
-    kind = KIND
-
-    def __init__(self, rule: Rule, index: int, together: RunRules, file: RulesFile) -> None:
-        self.rule = rule
-        self.name = rule.name  # type: ignore[misc]
-        self.description = rule.description or rule.reason  # type: ignore[misc]
-        self.severity = rule.severity  # type: ignore[misc]
-        self.attributes = rule.attributes
-        self.digest = file.digest
-        self.source = file.path
-        self._i = index
-        self._together = together
+class RunRuleCheck(_RuleCheck):
+    _together: RunRules
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         matched, error = self._together.on(run)[self._i]
