@@ -1,5 +1,5 @@
 """The verdict API's ring: one record per run as it now stands, bounded by count and bytes,
-each eviction counted, nothing raw kept."""
+each eviction counted, nothing raw served, and no verdict masked before a reader asks."""
 from __future__ import annotations
 
 from faultgate_stream.export.query.config import QueryConfig
@@ -58,3 +58,22 @@ def test_what_is_kept_is_masked():
     ring.verdict(_verdict(1, fired=True, reason="step 1: mailed jane.doe@example.com"))
     (r,) = _all(ring)
     assert "jane.doe" not in repr(r) and r["fired"][0]["reason"] == "step 1: mailed <EMAIL>"
+
+
+def test_a_verdict_is_masked_when_first_read_and_once():
+    masked: list[str] = []
+    mask = builtin()
+
+    def counting(text: str) -> str:
+        masked.append(text)
+        return mask(text)
+
+    ring = VerdictRing(QueryConfig(), counting)
+    for n in range(1, 4):
+        ring.verdict(_verdict(n, fired=True, reason=f"step 1: mailed jane{n}@example.com"))
+    assert masked == []  # deciding a run pays nothing for the API
+    first = ring.runs_of(f"{2:032x}")
+    assert first[0]["fired"][0]["reason"] == "step 1: mailed <EMAIL>" and "step 1: mailed jane2@example.com" in masked
+    calls = len(masked)
+    assert ring.runs_of(f"{2:032x}") == first and _all(ring)[1] is first[0]
+    assert len(masked) == 3 * calls  # each record built once: the two not read before, just now

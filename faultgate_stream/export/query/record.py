@@ -1,8 +1,8 @@
 """``RunVerdict`` -> the verdict API's JSON object, every reason, agent name and scenario
 key masked.
 
-Masking happens here, once per verdict, before the record is kept: the ring holds only
-what may be served, so no request can reach a raw reason. The steps a fired check points at
+Masking happens here, once per verdict, when a reader first asks for it: a request can
+reach a verdict only as its record, so never a raw reason. The steps a fired check points at
 are given as span ids (its own, or its early findings') and as the step numbers its reason
 names (``verdict/pointers.py``); live, only the verdict is kept, not the run's steps.
 """
@@ -50,9 +50,11 @@ def record(v: RunVerdict, redact: Redact) -> dict[str, Any]:
     return out
 
 
-def size_of(rec: dict[str, Any]) -> int:
-    """Approximate bytes a record holds: its text, plus what a dict and list per part cost.
-    (An estimate, as the amendment store's: exact sizes would cost a walk of every object.)"""
-    text = sum(len(r["reason"]) + len(r["check"]) + 300 for part in ("fired", "undecided", "early")
-               for r in rec[part])
-    return 1_200 + text + len(rec["agent"]) + len(rec["scenario"]) + sum(len(c) + 60 for c in rec["passed"])
+def size_of(v: RunVerdict) -> int:
+    """Approximate bytes a run's entry holds, as a verdict or as its record: its text, plus
+    what a dict and list per result cost, plus the span ids the verdict carries. (An
+    estimate, as the amendment store's: exact sizes would cost a walk of every object.)"""
+    results = sum(len(r.reason) + len(r.check) + (300 if r.fired or r.undecided else 60) for r in v.results)
+    early = sum(len(f.reason) + len(f.check) + 300 for f in v.early)
+    return 1_200 + results + early + len(v.agent) + len(v.scenario) + 80 * len(v.released_span_ids)
+

@@ -1,16 +1,21 @@
-"""The verdict API's store: the latest verdicts, masked, in a bounded ring. A ``VerdictConsumer``
-beside the other sinks.
+"""The verdict API's store: the latest verdicts in a bounded ring, served masked. A
+``VerdictConsumer`` beside the other sinks.
 
 Contract
 --------
-* ``verdict(v)`` keeps the run's masked record (``record.record``) as its newest entry; an
-  amended verdict (same run id, a later revision) replaces the run's earlier record, so
-  each run is there once, as it now stands. It never waits on a reader for longer than a
-  dict operation, and never raises for a reader.
-* Bounded by count (``query.max_verdicts``) and by estimated bytes (``query.max_bytes``):
-  the oldest records go first, each counted by the bound that made room.
-* Readers (the API, on the metrics endpoint's event loop) get copies of the matching
-  records' references, newest first; records are never changed once kept.
+* ``verdict(v)`` keeps the run's verdict as its newest entry; an amended verdict (same run
+  id, a later revision) replaces the run's earlier one, so each run is there once, as it
+  now stands. It never waits on a reader for longer than a dict operation, and never
+  raises for a reader.
+* A verdict becomes its masked record (``record.record``) when a reader first asks for it,
+  and the record is kept in its place: every run is decided, few are ever asked about, and
+  building a record (masking every reason, formatting times) was a fifth of the service's
+  CPU a run when it was done for each (``bench/hot_path.py --profile``). Nothing reaches a
+  reader but a record.
+* Bounded by count (``query.max_verdicts``) and by estimated bytes (``query.max_bytes``,
+  ``record.size_of``): the oldest go first, each counted by the bound that made room.
+* Readers (the API, on the metrics endpoint's event loop) get the matching records, newest
+  first; a record is never changed once built.
 
 Threads: verdicts arrive on the completion scan's thread (and the judge stage's, for
 amendments); requests are answered on the metrics host's loop. One lock guards the map.
@@ -38,7 +43,8 @@ class VerdictRing:
         self.max_bytes = config.max_bytes
         self._redact = redact
         self._lock = threading.Lock()
-        self._records: OrderedDict[str, tuple[dict[str, Any], int]] = OrderedDict()  # run id -> (record, bytes)
+        # run id -> [verdict, or its record once a reader asked; estimated bytes; trace id]
+        self._records: OrderedDict[str, list[Any]] = OrderedDict()
         self._by_trace: dict[str, list[str]] = {}  # trace id -> its kept runs' ids, oldest first
         self.bytes = 0
         self.evicted = {MAX_VERDICTS: 0, MAX_BYTES: 0}
@@ -54,16 +60,15 @@ class VerdictRing:
     def verdict(self, v: RunVerdict) -> None:
         if v.setup_only:
             return
-        rec = record(v, self._redact)  # masked before the lock: the slow part, and a reader never waits on it
-        size = size_of(rec)
-        run_id = rec["run_id"]
+        size = size_of(v)
+        run_id = str(v.key)
         with self._lock:
             old = self._records.pop(run_id, None)
             if old is not None:
                 self.bytes -= old[1]
             else:
-                self._by_trace.setdefault(rec["trace_id"], []).append(run_id)
-            self._records[run_id] = (rec, size)
+                self._by_trace.setdefault(v.key.trace_id, []).append(run_id)
+            self._records[run_id] = [v, size, v.key.trace_id]
             self.bytes += size
             while len(self._records) > self.max_verdicts:
                 self._evict(MAX_VERDICTS)
@@ -71,12 +76,12 @@ class VerdictRing:
                 self._evict(MAX_BYTES)
 
     def _evict(self, reason: str) -> None:
-        run_id, (rec, size) = self._records.popitem(last=False)
+        run_id, (_, size, trace_id) = self._records.popitem(last=False)
         self.bytes -= size
-        runs = self._by_trace[rec["trace_id"]]
+        runs = self._by_trace[trace_id]
         runs.remove(run_id)
         if not runs:
-            del self._by_trace[rec["trace_id"]]
+            del self._by_trace[trace_id]
         self.evicted[reason] += 1
 
     # -- readers -----------------------------------------------------------------------
@@ -84,9 +89,9 @@ class VerdictRing:
     def newest(self, keep: Callable[[dict[str, Any]], bool], limit: int) -> tuple[list[dict[str, Any]], int]:
         """Up to ``limit`` records that ``keep`` accepts, newest first, and how many matched in all."""
         with self._lock:
-            records = [r for r, _ in self._records.values()]
+            entries = list(self._records.values())
         out, matched = [], 0
-        for r in reversed(records):
+        for r in map(self._record, reversed(entries)):
             if keep(r):
                 matched += 1
                 if len(out) < limit:
@@ -96,7 +101,17 @@ class VerdictRing:
     def runs_of(self, trace_id: str) -> list[dict[str, Any]]:
         """The kept records of a trace's runs (a trace can hold several), oldest first."""
         with self._lock:
-            return [self._records[run_id][0] for run_id in self._by_trace.get(trace_id, ())]
+            entries = [self._records[run_id] for run_id in self._by_trace.get(trace_id, ())]
+        return [self._record(e) for e in entries]
+
+    def _record(self, entry: list[Any]) -> dict[str, Any]:
+        """The entry's record, built (outside the lock) the first time it is read. Two readers
+        at once may both build it: the same record, and the last one stays."""
+        kept = entry[0]
+        if isinstance(kept, dict):
+            return kept
+        entry[0] = rec = record(kept, self._redact)
+        return rec
 
 
 class RingMetrics(Collector):
