@@ -54,7 +54,8 @@ def size_of(v: RunVerdict) -> int:
     """Approximate bytes a run's entry holds, as a verdict or as its record: its text, plus
     what a dict and list per result cost, plus the span ids the verdict carries. (An
     estimate, as the amendment store's: exact sizes would cost a walk of every object.)"""
-    results = sum(len(r.reason) + len(r.check) + (300 if r.fired or r.undecided else 60) for r in v.results)
-    early = sum(len(f.reason) + len(f.check) + 300 for f in v.early)
-    return 1_200 + results + early + len(v.agent) + len(v.scenario) + 80 * len(v.released_span_ids)
-
+    text = sum([len(r.reason) + len(r.check) for r in v.results])
+    if v.early:
+        text += sum([len(f.reason) + len(f.check) for f in v.early])
+    return (1_200 + 300 * (len(v.results) + len(v.early)) + text + len(v.agent) + len(v.scenario)
+            + 80 * len(v.released_span_ids))
