@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use faultgate_core::checks::{abstention, context_overflow, repeated_call, search_loop, unrecovered_tool_error};
 use faultgate_core::checks::{Arrival, Judged};
 use faultgate_core::pyfmt::strs::{lower_contains, lower_equals};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
@@ -66,34 +67,67 @@ fn context_overflow_finish(py: Python<'_>, run: Bound<'_, PyAny>, outcomes: PyRe
     guarded(|| outcomes.of(py, &judged(&run, |r, f, d| context_overflow::finish(&Judged::with(r, f, d)).or_raise())?))
 }
 
-/// What the observing checks read of a Python record, borrowed from its strings for the
-/// length of `f`.
-pub fn with_arrival<T>(span: &Bound<'_, PyTuple>, f: impl FnOnce(&Arrival<'_>) -> PyResult<T>) -> PyResult<T> {
+/// Which parts of an `Arrival` a check reads: the others are left empty. Every arriving span
+/// is read by each observing check, and taking every part for each (two error.type lookups,
+/// a list of finish reasons and of arguments per span) cost more than the checks' own work
+/// (`bench/hot_path.py --profile`).
+#[derive(Clone, Copy)]
+pub enum Reads {
+    /// finish reasons, status message, error.type (context_overflow)
+    Signals,
+    /// the tool's and each call's arguments (the policy's deny patterns)
+    Arguments,
+}
+
+/// What an observing check reads of a Python record (`reads`), borrowed from its strings
+/// for the length of `f`; the span id and name always.
+pub fn with_arrival<T>(span: &Bound<'_, PyTuple>, reads: Reads,
+                       f: impl FnOnce(&Arrival<'_>) -> PyResult<T>) -> PyResult<T> {
+    let py = span.py();
     let item = |i: usize| span.get_item(i);
-    let reasons: Vec<Bound<'_, PyAny>> = item(field::FINISH_REASONS)?.try_iter()?.collect::<PyResult<_>>()?;
+    let mut reasons: Vec<Bound<'_, PyAny>> = Vec::new();
     let mut args: Vec<Bound<'_, PyAny>> = Vec::new();
-    let tool = item(field::TOOL)?;
-    if !tool.is_none() {
-        args.push(tool.downcast::<PyTuple>()?.get_item(1)?);
+    let mut error_type = None;
+    let mut message = None;
+    match reads {
+        Reads::Arguments => {
+            let tool = item(field::TOOL)?;
+            if !tool.is_none() {
+                args.push(tool.downcast::<PyTuple>()?.get_item(1)?);
+            }
+            let calls = item(field::CALLS)?;
+            if calls.len()? > 0 {
+                for c in calls.try_iter()? {
+                    args.push(c?.downcast::<PyTuple>()?.get_item(2)?);
+                }
+            }
+        }
+        Reads::Signals => {
+            let finish = item(field::FINISH_REASONS)?;
+            if finish.len()? > 0 {
+                reasons = finish.try_iter()?.collect::<PyResult<_>>()?;
+            }
+            let attrs = item(field::ATTRS)?;
+            let found = match attrs.downcast::<PyDict>() {
+                Ok(d) => d.get_item(intern!(py, "error.type"))?,
+                Err(_) if attrs.len()? == 0 => None,
+                Err(_) => Some(attrs.call_method1(intern!(py, "get"), (intern!(py, "error.type"),))?),
+            };
+            error_type = match found {
+                Some(v) if !v.is_none() && v.is_truthy()? => Some(Cow::Owned(value_of(&v, 0)?.py_str().into_owned())),
+                _ => None,
+            };
+            message = Some(item(field::STATUS_MESSAGE)?);
+        }
     }
-    for c in item(field::CALLS)?.try_iter()? {
-        args.push(c?.downcast::<PyTuple>()?.get_item(2)?);
-    }
-    let attrs = item(field::ATTRS)?;
-    let error_type = match attrs.downcast::<PyDict>() {
-        Ok(d) => d.get_item("error.type")?,
-        Err(_) if attrs.len()? == 0 => None,
-        Err(_) => Some(attrs.call_method1("get", ("error.type",))?),
-    };
-    let error_type = match error_type {
-        Some(v) if !v.is_none() && v.is_truthy()? => Some(Cow::Owned(value_of(&v, 0)?.py_str().into_owned())),
-        _ => None,
-    };
-    let (span_id, name, message) = (item(field::SPAN_ID)?, item(field::NAME)?, item(field::STATUS_MESSAGE)?);
+    let (span_id, name) = (item(field::SPAN_ID)?, item(field::NAME)?);
     let a = Arrival {
         span_id: text_of(span_id.downcast::<PyString>()?)?,
         name: text_of(name.downcast::<PyString>()?)?,
-        status_message: text_of(message.downcast::<PyString>()?)?,
+        status_message: match &message {
+            Some(m) => text_of(m.downcast::<PyString>()?)?,
+            None => Cow::Borrowed(&[][..]),
+        },
         finish_reasons: reasons.iter().map(|r| text_of(r.downcast::<PyString>()?)).collect::<PyResult<_>>()?,
         error_type,
         arguments: args.iter().map(|a| text_of(a.downcast::<PyString>()?)).collect::<PyResult<_>>()?,
@@ -105,7 +139,7 @@ pub fn with_arrival<T>(span: &Bound<'_, PyTuple>, f: impl FnOnce(&Arrival<'_>) -
 #[pyfunction]
 fn context_overflow_observe<'py>(py: Python<'py>, _state: Bound<'py, PyAny>, span: Bound<'py, PyTuple>)
                                  -> PyResult<Option<Bound<'py, PyString>>> {
-    guarded(|| with_arrival(&span, |a| context_overflow::observe(a).map(|r| py_text(py, &r)).transpose()))
+    guarded(|| with_arrival(&span, Reads::Signals, |a| context_overflow::observe(a).map(|r| py_text(py, &r)).transpose()))
 }
 
 // ------------------------------------------------ a batch's spans, one trace's stretch at a time
@@ -165,7 +199,7 @@ pub fn observe_stretch<'py>(spans: &Bound<'py, PyAny>, lo: usize, hi: usize,
 fn context_overflow_observe_spans<'py>(py: Python<'py>, _state: Bound<'py, PyAny>, spans: Bound<'py, PyAny>,
                                        lo: usize, hi: usize) -> PyResult<Option<(usize, Bound<'py, PyString>)>> {
     guarded(|| observe_stretch(&spans, lo, hi, |span| {
-        with_arrival(span, |a| context_overflow::observe(a).map(|r| py_text(py, &r)).transpose())
+        with_arrival(span, Reads::Signals, |a| context_overflow::observe(a).map(|r| py_text(py, &r)).transpose())
     }))
 }
 

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
 use super::outcome::Outcomes;
-use super::{guarded, observe_stretch, with_arrival};
+use super::{guarded, observe_stretch, with_arrival, Reads};
 use crate::convert::{foreign, py_text, text_of};
 use crate::run::judged;
 
@@ -80,7 +80,7 @@ fn raised(e: Error) -> PyErr {
 pub fn deny_only_observe<'py>(py: Python<'py>, state: Bound<'py, DenyMemo>, span: Bound<'py, PyTuple>)
                               -> PyResult<Option<Bound<'py, PyString>>> {
     guarded(|| {
-        with_arrival(&span, |a| core::observe(&state.get().memo, a).map_err(raised)?.map(|r| py_text(py, &r)).transpose())
+        with_arrival(&span, Reads::Arguments, |a| core::observe(&state.get().memo, a).map_err(raised)?.map(|r| py_text(py, &r)).transpose())
     })
 }
 
@@ -89,7 +89,7 @@ pub fn deny_only_observe<'py>(py: Python<'py>, state: Bound<'py, DenyMemo>, span
 pub fn deny_only_observe_spans<'py>(py: Python<'py>, state: Bound<'py, DenyMemo>, spans: Bound<'py, PyAny>,
                                     lo: usize, hi: usize) -> PyResult<Option<(usize, Bound<'py, PyString>)>> {
     guarded(|| observe_stretch(&spans, lo, hi, |span| {
-        with_arrival(span, |a| core::observe(&state.get().memo, a).map_err(raised)?.map(|r| py_text(py, &r)).transpose())
+        with_arrival(span, Reads::Arguments, |a| core::observe(&state.get().memo, a).map_err(raised)?.map(|r| py_text(py, &r)).transpose())
     }))
 }
 
