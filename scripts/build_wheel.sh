@@ -109,19 +109,29 @@ else
   mkdir -p "$build_dir"
   (cd "$stage" && tar -c .) | tar -x -C "$build_dir"
   export CARGO_TARGET_DIR="$CACHE_ROOT/wheel/target"
-  # cargo decides what to compile again by the sources' file times, and a fresh clone's (CI's)
-  # are all new: when the crate's files are those of the last build here, their times are
-  # set back, so a change to the Python alone compiles no Rust in a fresh clone either.
-  rust_key=$( (cd "$build_dir" && find "$crate_root" -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum)
-  if [ "$(cat "$CARGO_TARGET_DIR/.last-sources" 2>/dev/null)" = "$rust_key" ]; then
-    find "$build_dir/$crate_root" -type f -exec touch -d @946684800 {} +
-  fi
+  # cargo decides what to compile again by comparing the sources' file times with its last
+  # build's, and a fresh clone's (CI's) are all new, while another tree's may be older than
+  # that build. So every file of the crate that is the same as in the last build here (path
+  # and digest, .last-sources) gets a time long past, and every other file the time now:
+  # a change to the Python alone compiles no Rust in a fresh clone, and a tree whose Rust
+  # differs from the last build's is compiled again even when its files are older (a wheel
+  # once shipped another worktree's compiled module).
+  (cd "$build_dir" && find "$crate_root" -type f | LC_ALL=C sort | xargs sha256sum) >"$work/sources"
+  last="$CARGO_TARGET_DIR/.last-sources"
+  [ -f "$last" ] || : >"$last"
+  while read -r digest path; do
+    if grep -qxF "$digest  $path" "$last"; then
+      touch -d @946684800 "$build_dir/$path"
+    else
+      touch "$build_dir/$path"
+    fi
+  done <"$work/sources"
   build() {
     (cd "$build_dir" && PATH="$tools/bin:$PATH" maturin build --release --zig --compatibility manylinux_2_17 \
       --interpreter "$tools/bin/python" --out "$work/out")
   }
   run_step "building the wheel (maturin with zig, $how, abi3 manylinux_2_17)" "$work/maturin.log" build
-  echo "$rust_key" >"$CARGO_TARGET_DIR/.last-sources"
+  cp "$work/sources" "$CARGO_TARGET_DIR/.last-sources"
   built=$(ls "$work"/out/*.whl)
   cp "$built" "$dir/.partial"
   mv "$dir/.partial" "$dir/$(basename "$built")"  # in place only once complete
