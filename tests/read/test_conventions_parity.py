@@ -242,6 +242,8 @@ VOCABULARY = st.sampled_from(["ai.toolCall.name", "ai.toolCall.args", "ai.respon
                               "ai.response.finishReason", "acme.function_call.arguments", "ai.prompt.tools",
                               "http.response.status_code", "acme.Éoutput", "ÉTool.name", "usage.tokens", "llm",
                               "langfuse.observation.output", "mlflow.spanOutputs", "braintrust.output"])
+UNREAD_KEYS = st.sampled_from(["langfuse.observation.output", "mlflow.spanOutputs", "braintrust.output",
+                               "acme.Éoutput", "ai.toolCall.name", "x.ToolCall.Args", "mcp.tool", "ai.model.id"])
 attribute_keys = st.one_of(st.sampled_from(sorted(oracle.READ_NAMES)), INDEXED, FLATTENED, VOCABULARY,
                            st.sampled_from(sorted(VERCEL)),
                            st.sampled_from(["gen_ai.usage.input_tokens", "faultgate.termination", "service.version",
@@ -282,6 +284,11 @@ def attributes(draw):
         out["gen_ai.input.messages"] = json.dumps(draw(responses_in), default=repr)
     if draw(st.integers(0, 3)) == 0:
         out["gen_ai.output.messages"] = json.dumps(draw(answers_out), default=repr)
+    # unread work in a key of its own now and then, as a convention no reader knows writes it:
+    # among the other keys drawn, an output key with text in it came up in fewer than one
+    # span in 400, and the count below (test_generated_spans_meet_every_convention) missed it
+    if draw(st.integers(0, 5)) == 0:
+        out[draw(UNREAD_KEYS)] = draw(st.text(min_size=1, max_size=8).filter(str.strip))
     for _ in range(draw(st.integers(0, 9))):
         k = draw(attribute_keys)
         out[k] = draw(KIND_VALUES[k]) if k in KIND_VALUES and draw(st.booleans()) else draw(payloads)
