@@ -20,6 +20,7 @@ from faultgate_stream.checks.config import BindingConfig
 from faultgate_stream.cli import ports as port_check
 from faultgate_stream.config import ConfigError, ServiceConfig, load
 from faultgate_stream.cli.terminal import clip, run_labels
+from faultgate_stream.cli.wait import until_set
 from faultgate_stream.model.verdict import CLEAN, FAILED, UNDECIDED, EarlyFinding, RunVerdict
 
 # The bundled examples: inside the package when it was installed from its wheel
@@ -164,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        stop.wait()
+        until_set(stop)
     service.shutdown()
     return 0 if printer.count == expected else 1
 

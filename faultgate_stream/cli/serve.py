@@ -60,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from faultgate_stream.cli import heap, ports
+    from faultgate_stream.cli.wait import until_set
     from faultgate_stream.service import Service, configure_logging
 
     try:
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     heap.settle()
     service.assembler.between_scans(heap.Gaps())  # the collector's pauses go between scans
-    stop.wait()
+    until_set(stop)  # not stop.wait(): a signal another thread took would never wake it
     # A shutdown that outlives its grace is a bug to find: every thread's stack goes to
     # stderr before a supervisor's SIGKILL can come (the process carries on meanwhile).
     faulthandler.dump_traceback_later(config.shutdown_grace + SHUTDOWN_STACKS_AFTER, exit=False)

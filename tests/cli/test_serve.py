@@ -1,11 +1,14 @@
 """``serve`` as an operator runs it: a process, a config file, JSON logs, SIGTERM."""
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 from faultgate_stream.cli.replay import GrpcSender, replay
@@ -26,14 +29,21 @@ def _serve(tmp_path, config: str) -> subprocess.Popen:
 
 
 def _lines_until(proc: subprocess.Popen, event: str, timeout: float = 30) -> list[dict]:
+    # a service that never writes the line must not hold the test (and the suite) in
+    # readline() for ever: past the timeout it is killed, and readline() sees the end
     lines, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(json.loads(line))
-        if lines[-1].get("event") == event:
-            return lines
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(json.loads(line))
+            if lines[-1].get("event") == event:
+                return lines
+    finally:
+        killer.cancel()
     raise AssertionError(f"no {event!r} log line; got {lines} / {proc.stderr.read() if proc.poll() is not None else ''}")
 
 
@@ -58,6 +68,49 @@ def test_sigterm_completes_runs_in_flight_as_shutdown_and_exits_0(tmp_path):
     assert len(verdicts) == 5 and {v["completion"] for v in verdicts} == {"shutdown"}
     assert sum(v["verdict"] == "failed" for v in verdicts) == 2
     assert lines[-1]["runs_completed_at_shutdown"] == 5
+
+
+def _tgkill(pid: int, tid: int, sig: int) -> None:
+    """A signal to one thread of another process (Linux's tgkill; Python has none of its own)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(234, pid, tid, sig) != 0:  # SYS_tgkill on x86-64
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+
+def _asleep(pid: int, for_s: float = 1.0, timeout: float = 20) -> None:
+    """Until the process's main thread has slept on a lock for ``for_s`` on end (it waits
+    for a stop once started)."""
+    since, deadline = None, time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/task/{pid}/wchan") as f:
+            sleeping = "futex" in f.read()
+        now = time.monotonic()
+        since = (since or now) if sleeping else None
+        if since is not None and now - since >= for_s:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the main thread of {pid} never slept for {for_s} s")
+
+
+def test_a_sigterm_the_kernel_hands_to_another_thread_still_stops_the_service(tmp_path):
+    # A process-directed signal goes to any thread that does not block it, often one of
+    # gRPC's; Python runs the handler on the main thread only when that thread runs, and a
+    # main thread asleep in Event.wait() never did: the service went on for minutes (a full
+    # test run hung in the test above). Here the signal is sent to a thread that is not the
+    # main one, on purpose.
+    grpc_port, metrics_port = _free_port(), _free_port()
+    proc = _serve(tmp_path, f"receive: {{grpc_endpoint: '127.0.0.1:{grpc_port}', http_endpoint: ''}}\n"
+                            f"metrics: {{endpoint: '127.0.0.1:{metrics_port}'}}\n")
+    try:
+        _lines_until(proc, "started")
+        _asleep(proc.pid)  # sent earlier, the main thread is still running and handles it
+        others = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid]
+        assert others, "the service runs no thread besides its main one"
+        _tgkill(proc.pid, others[-1], signal.SIGTERM)
+        lines = _lines_until(proc, "stopped", timeout=20)
+        assert proc.wait(timeout=30) == 0 and lines[-1]["event"] == "stopped"
+    finally:
+        proc.kill()
 
 
 def test_a_bad_config_fails_the_start_with_exit_2_naming_the_key(tmp_path):
