@@ -209,14 +209,22 @@ def check_result(name: str, severity: Severity, kind: str, res: Any, evaluator: 
     if type(res) is not api.Result:
         raise GarbageResult(f"returned {type(res).__name__}, not a Result (use api.fired, api.passed or "
                             f"api.undecided)")
-    measures = tuple(res.measures.items())
-    if res.outcome == "fired":
-        return CheckResult(name, True, res.confidence, res.reason, res.severity or severity, kind, "", False,
-                           measures, evaluator, res.span_ids)
-    if res.outcome == "passed":
-        return CheckResult(name, False, res.confidence, res.reason, severity, kind, "", False, measures,
-                           evaluator, res.span_ids)
-    return CheckResult(name, False, 0.0, res.reason, severity, kind, "", True, measures, evaluator, res.span_ids)
+    m = res.measures
+    measures = tuple(m.items()) if m else ()
+    # built as the tuple it is (every field given, in order): no NamedTuple ``__new__`` frame
+    outcome = res.outcome
+    if outcome == "passed":
+        return _new_tuple(CheckResult, (name, False, res.confidence, res.reason, severity, kind, "", False, measures,
+                                        evaluator, res.span_ids))
+    if outcome == "fired":
+        return _new_tuple(CheckResult, (name, True, res.confidence, res.reason, res.severity or severity, kind, "",
+                                        False, measures, evaluator, res.span_ids))
+    return _new_tuple(CheckResult, (name, False, 0.0, res.reason, severity, kind, "", True, measures, evaluator,
+                                    res.span_ids))
+
+
+_new_tuple = tuple.__new__
+assert len(CheckResult._fields) == 11, "check_result gives every field of CheckResult"
 
 
 def api_result(r: CheckResult) -> api.Result:

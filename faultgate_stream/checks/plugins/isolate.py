@@ -223,10 +223,13 @@ class Isolation:
             return
         self._put(_Observe(check, state, spans))
 
-    def complete(self, v: RunVerdict, done: Callable[[RunVerdict], None]) -> None:
+    def complete(self, v: RunVerdict, done: Callable[[RunVerdict], None],
+                 jobs: list[tuple[str, int, CheckResult]] | None = None) -> None:
         """Put the plug-ins' results in ``v`` and hand it to ``done``, on this stage's thread,
-        after everything handed over before it."""
-        jobs = pending_jobs(v)
+        after everything handed over before it. ``jobs``: where its placeholders are, when
+        the caller knows (``pending_jobs``' answer); else they are looked for."""
+        if jobs is None:
+            jobs = pending_jobs(v)
         if len(self._q) >= self.max_queue and jobs:
             self.queue_full["verdict"] += 1
             done(_fill(v, jobs, [_undecided(r, "the plug-in queue was full (checks.isolation.max_queue)")
