@@ -36,6 +36,7 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -49,7 +50,7 @@ from faultgate_stream.assemble.assembler import Assembler  # noqa: E402
 from faultgate_stream.checks import api  # noqa: E402
 from faultgate_stream.checks.loop import Loop  # noqa: E402
 from faultgate_stream.checks.plugins.check import Origin  # noqa: E402
-from faultgate_stream.checks.plugins.isolate import _Complete  # noqa: E402
+from faultgate_stream.checks.plugins.isolate import _Call, _Complete  # noqa: E402
 from faultgate_stream.checks.plugins.load import build  # noqa: E402
 from faultgate_stream.checks.rules.check import rule_checks  # noqa: E402
 from faultgate_stream.checks.rules.load import load_rules  # noqa: E402
@@ -102,7 +103,8 @@ def cpu_us_per_span(checks: list, reqs: list[list], inline: bool = False) -> flo
     evaluator = Evaluator(checks, sink)
     if inline:  # the isolation stage's work done as each run is handed over, on this thread
         stage = evaluator.isolation
-        stage._put = lambda item: (stage._complete if type(item) is _Complete else stage._observe)(item, stage._gen)
+        call = _Call(stage._gen, threading.get_ident())  # the worker's record of its calls
+        stage._put = lambda item: (stage._complete if type(item) is _Complete else stage._observe)(item, call)
     assembler = Assembler(evaluator, ManualClock(), OFFLINE_LIMITS)
     t0 = time.process_time()
     for r in reqs:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
 _FIRST = itemgetter(0)
+_IN_RESULTS = repeat("results")  # the field of every placeholder of a verdict without bindings
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -314,8 +316,7 @@ class Evaluator:
         places = memo[1]
         if places is None or v.setup_only:
             return None
-        results = v.results
-        return [("results", i, results[i]) for i in places]
+        return list(zip(_IN_RESULTS, places, map(v.results.__getitem__, places)))  # in C
 
     def _decided(self, st: _TraceState, run: Run, v: RunVerdict) -> None:
         """Keep (for amendments) and publish a run's verdict."""

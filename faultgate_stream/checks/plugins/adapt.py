@@ -61,7 +61,11 @@ class Views:
         return v
 
     def run(self, run: Run) -> api.RunView:
-        return api.RunView(_Facts(run, self))
+        facts = _new(_Facts)  # what ``_Facts(run, self)`` and ``RunView(facts)`` make, without their frames
+        facts._run, facts._views, facts._spans, facts._kept = run, self, None, {}
+        view = _new(api.RunView)
+        _put(view, "_facts", facts)
+        return view
 
     def facts(self, run: Run) -> _Facts:
         """A run's facts, to share between the views of several checks (``view``)."""
@@ -72,6 +76,10 @@ class Views:
         """A view of its own for each check over shared facts: setting an attribute of one
         view the hard way (``object.__setattr__``) changes no other check's."""
         return api.RunView(facts)
+
+
+_new = object.__new__
+_put = object.__setattr__
 
 
 class _Facts:
