@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
 from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -301,7 +302,8 @@ class Evaluator:
                 self.isolation.complete(v, lambda final: self._decided(st, run, final))
                 return
         if self.isolation is not None:  # plug-ins: their results come from their own thread
-            self.isolation.complete(v, lambda final: self._decided(st, run, final), self._placed(st.ruleset, v))
+            # ``partial``: called in C, where a lambda was one more Python frame a run
+            self.isolation.complete(v, partial(self._decided, st, run), self._placed(st.ruleset, v))
             return
         self._decided(st, run, v)
 
