@@ -423,6 +423,8 @@ class Isolation:
 
     def _finish(self, placeholder: CheckResult, views: dict | None, call: _Call) -> CheckResult:
         pend: Pending = placeholder.reason  # type: ignore[assignment]
+        if type(pend) is not Pending:  # not a placeholder (the check's finish failed): it stands
+            return placeholder
         check, run = pend.check, pend.run
         state = pend.state
         if type(state) is not PluginState:
