@@ -8,6 +8,7 @@ ends when the plug-ins' thread has answered every run.
 
     .venv/bin/python bench/checks_cost.py [--rounds 7] [--requests 40]
     .venv/bin/python bench/checks_cost.py --instructions [--configs default,plugin,rules]
+    .venv/bin/python bench/checks_cost.py --bytecodes plugin-inline
 
 The workload is ``bench/live.py``'s (``build_template``): requests of 32 runs of 16 spans,
 read once into records, then fed request by request through the assembler and evaluator
@@ -32,12 +33,15 @@ time is what the second thread adds.
 from __future__ import annotations
 
 import argparse
+import collections
 import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -49,7 +53,7 @@ from faultgate_stream.assemble.assembler import Assembler  # noqa: E402
 from faultgate_stream.checks import api  # noqa: E402
 from faultgate_stream.checks.loop import Loop  # noqa: E402
 from faultgate_stream.checks.plugins.check import Origin  # noqa: E402
-from faultgate_stream.checks.plugins.isolate import _Complete  # noqa: E402
+from faultgate_stream.checks.plugins.isolate import _Call, _Complete  # noqa: E402
 from faultgate_stream.checks.plugins.load import build  # noqa: E402
 from faultgate_stream.checks.rules.check import rule_checks  # noqa: E402
 from faultgate_stream.checks.rules.load import load_rules  # noqa: E402
@@ -102,7 +106,8 @@ def cpu_us_per_span(checks: list, reqs: list[list], inline: bool = False) -> flo
     evaluator = Evaluator(checks, sink)
     if inline:  # the isolation stage's work done as each run is handed over, on this thread
         stage = evaluator.isolation
-        stage._put = lambda item: (stage._complete if type(item) is _Complete else stage._observe)(item, stage._gen)
+        call = _Call(stage._gen, threading.get_ident())  # the worker's record of its calls
+        stage._put = lambda item: (stage._complete if type(item) is _Complete else stage._observe)(item, call)
     assembler = Assembler(evaluator, ManualClock(), OFFLINE_LIMITS)
     t0 = time.process_time()
     for r in reqs:
@@ -131,6 +136,42 @@ def instructions(names: list[str]) -> int:
     return 0
 
 
+def bytecodes(name: str, requests_: int = 3) -> int:
+    """Bytecodes a run ``name`` runs beyond ``default``, by function (a ``sys.settrace``
+    opcode count on every thread; exact for ``plugin-inline``): where the plug-in path's
+    Python goes, in seconds rather than callgrind's minutes."""
+    spans = template_spans()
+    made = configs(WindowStore(), "")
+
+    def count(config: str, first: int) -> collections.Counter:
+        cpu_us_per_span(made[config](), requests(spans, 1, first + 10_000), config == "plugin-inline")  # warm
+        counts: collections.Counter = collections.Counter()
+
+        def tracer(frame: Any, event: str, arg: Any) -> Any:
+            frame.f_trace_opcodes = True
+            if event == "opcode":
+                counts[f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}"] += 1
+            return tracer
+
+        sys.settrace(tracer)
+        threading.settrace(tracer)
+        try:
+            cpu_us_per_span(made[config](), requests(spans, requests_, first), config == "plugin-inline")
+        finally:
+            sys.settrace(None)
+            threading.settrace(None)
+        return counts
+
+    runs = requests_ * len(spans) // SPANS_PER_RUN
+    added = count(name, 0)
+    added.subtract(count("default", 1_000))
+    for where, n in sorted(added.items(), key=lambda kv: -abs(kv[1])):
+        if abs(n) >= runs // 2:
+            print(f"{n / runs:8.1f}  {where}")
+    print(f"RESULT {name}_bytecodes_per_run={sum(added.values()) / runs:.0f}")
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=7)
@@ -138,10 +179,13 @@ def main() -> int:
     p.add_argument("--instructions", action="store_true", help="instructions a span by callgrind (load-proof)")
     p.add_argument("--configs", default="default,plugin-inline,rules,plugin",
                    help="--instructions: these configurations")
+    p.add_argument("--bytecodes", metavar="CONFIG", help="bytecodes a run CONFIG adds to default, by function")
     p.add_argument("--only", help=argparse.SUPPRESS)  # one configuration once (what --instructions counts)
     args = p.parse_args()
     if args.instructions:
         return instructions(args.configs.split(","))
+    if args.bytecodes:
+        return bytecodes(args.bytecodes)
     spans = template_spans()
     store = WindowStore()  # one for every round: keys stay full, the hot case
     rules_file = Path(tempfile.mkdtemp()) / "rules.yaml"

@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -274,16 +276,11 @@ class Result(_ReadOnly):
     def __init__(self, outcome: str, reason: str, severity: Severity | str | None = None,
                  measures: Mapping[str, float] | None = None, span_ids: Iterable[str] = (),
                  confidence: float = 1.0) -> None:
-        put = object.__setattr__
         if (severity is None and not measures and span_ids == () and confidence == 1.0 and type(reason) is str
                 and outcome in _OUTCOMES):  # what ``passed()`` and most results give: nothing to check
-            put(self, "outcome", outcome)
-            put(self, "reason", reason)
-            put(self, "severity", None)
-            put(self, "measures", EMPTY)
-            put(self, "span_ids", ())
-            put(self, "confidence", 1.0)
+            _set_all(map(_put, repeat(self), _FIELDS, (outcome, reason, None, EMPTY, (), 1.0)))
             return
+        put = object.__setattr__
         if outcome not in _OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(_OUTCOMES)}, not {outcome!r}")
         if type(reason) is not str and not isinstance(reason, str):
@@ -322,6 +319,14 @@ class Result(_ReadOnly):
     __hash__ = None  # type: ignore[assignment]
 
 
+# A result's slots set in C, in ``Result.__slots__``' order: six ``object.__setattr__``
+# calls made from Python were most of what the usual result cost a plug-in's run.
+_FIELDS = Result.__slots__
+_put = object.__setattr__
+_new = object.__new__
+_set_all = deque(maxlen=0).extend
+
+
 def fired(reason: str, *, severity: Severity | str | None = None, measures: Mapping[str, float] | None = None,
           span_ids: Iterable[str] = (), confidence: float = 1.0) -> Result:
     """The check found its failure mode. ``reason`` names steps and values (it is masked
@@ -333,6 +338,10 @@ def fired(reason: str, *, severity: Severity | str | None = None, measures: Mapp
 def passed(reason: str = "", *, measures: Mapping[str, float] | None = None, span_ids: Iterable[str] = (),
            confidence: float = 1.0) -> Result:
     """The check looked and found nothing."""
+    if measures is None and span_ids == () and confidence == 1.0 and type(reason) is str:
+        r = _new(Result)  # what most checks return, with nothing to check: no __init__ frame
+        _set_all(map(_put, repeat(r), _FIELDS, ("passed", reason, None, EMPTY, (), 1.0)))
+        return r
     return Result("passed", reason, None, measures, span_ids, confidence)
 
 

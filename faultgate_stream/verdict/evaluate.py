@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import partial
+from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,7 @@ from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
 _FIRST = itemgetter(0)
+_IN_RESULTS = repeat("results")  # the field of every placeholder of a verdict without bindings
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -83,6 +86,7 @@ class Evaluator:
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
         self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None]] | None = None
+        self._placed_memo: tuple[Ruleset | None, tuple[int, ...] | None] = (None, None)
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
         self._internal = telemetry["faultgate_internal_errors"] if telemetry is not None else None
         self.decided = decided
@@ -294,10 +298,27 @@ class Evaluator:
             v = self._verdict(st, run)
         except Exception as e:
             v = self._undecided(st, run, e)
+            if self.isolation is not None:  # no placeholder in it: the stage finds none
+                self.isolation.complete(v, lambda final: self._decided(st, run, final))
+                return
         if self.isolation is not None:  # plug-ins: their results come from their own thread
-            self.isolation.complete(v, lambda final: self._decided(st, run, final))
+            # ``partial``: called in C, where a lambda was one more Python frame a run
+            self.isolation.complete(v, partial(self._decided, st, run), self._placed(st.ruleset, v))
             return
         self._decided(st, run, v)
+
+    def _placed(self, rs: Ruleset, v: RunVerdict) -> list[tuple[str, int, CheckResult]] | None:
+        """Where ``_verdict`` put the plug-ins' placeholders in ``v``, as the isolation stage
+        takes them (``pending_jobs``): without bindings, at the plug-ins' places among the
+        ruleset's checks, worked out once per ruleset; None (the stage looks) otherwise."""
+        memo = self._placed_memo
+        if memo[0] is not rs:
+            places = None if rs.bindings else tuple(i for i, c in enumerate(rs.checks) if c.isolated)
+            memo = self._placed_memo = (rs, places)
+        places = memo[1]
+        if places is None or v.setup_only:
+            return None
+        return list(zip(_IN_RESULTS, places, map(v.results.__getitem__, places)))  # in C
 
     def _decided(self, st: _TraceState, run: Run, v: RunVerdict) -> None:
         """Keep (for amendments) and publish a run's verdict."""

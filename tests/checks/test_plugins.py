@@ -108,6 +108,23 @@ def test_a_plugin_that_raises_or_returns_garbage_is_undecided_and_counted(hostil
     assert telemetry["faultgate_check_errors"].labels(checks[0].name)._value.get() == 1
 
 
+def test_a_run_whose_placeholder_could_not_be_made_is_still_decided_with_the_other_plugins_results():
+    # the evaluator hands the stage the plug-ins' places in the verdict; where one holds the
+    # evaluator's own undecided result instead of a placeholder, the stage leaves it as it is
+    checks = load_all([HOSTILE + "StepCount", HOSTILE + "Raises"])
+
+    def fails(state, run):
+        raise MemoryError
+
+    checks[1].finish = fails  # the engine's side of the plug-in (its placeholder), not the plug-in
+    verdicts, _, stage = _evaluate(checks, _spans())
+    [v] = verdicts
+    good, failed = v.results
+    assert good.fired and good.reason == "5 steps > 3"
+    assert failed.undecided and "the check failed on this run (MemoryError" in failed.reason
+    assert stage.drain(0)  # nothing left in hand
+
+
 @pytest.mark.parametrize("hostile", ["Spins", "Allocates"])
 def test_a_plugin_past_its_cpu_budget_is_stopped_and_undecided(hostile):
     checks = load_all([HOSTILE + hostile, HOSTILE + "StepCount"])

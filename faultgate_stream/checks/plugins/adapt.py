@@ -61,7 +61,11 @@ class Views:
         return v
 
     def run(self, run: Run) -> api.RunView:
-        return api.RunView(_Facts(run, self))
+        facts = _new(_Facts)  # what ``_Facts(run, self)`` and ``RunView(facts)`` make, without their frames
+        facts._run, facts._views, facts._spans, facts._kept = run, self, None, {}
+        view = _new(api.RunView)
+        _put(view, "_facts", facts)
+        return view
 
     def facts(self, run: Run) -> _Facts:
         """A run's facts, to share between the views of several checks (``view``)."""
@@ -72,6 +76,10 @@ class Views:
         """A view of its own for each check over shared facts: setting an attribute of one
         view the hard way (``object.__setattr__``) changes no other check's."""
         return api.RunView(facts)
+
+
+_new = object.__new__
+_put = object.__setattr__
 
 
 class _Facts:
@@ -209,14 +217,22 @@ def check_result(name: str, severity: Severity, kind: str, res: Any, evaluator: 
     if type(res) is not api.Result:
         raise GarbageResult(f"returned {type(res).__name__}, not a Result (use api.fired, api.passed or "
                             f"api.undecided)")
-    measures = tuple(res.measures.items())
-    if res.outcome == "fired":
-        return CheckResult(name, True, res.confidence, res.reason, res.severity or severity, kind, "", False,
-                           measures, evaluator, res.span_ids)
-    if res.outcome == "passed":
-        return CheckResult(name, False, res.confidence, res.reason, severity, kind, "", False, measures,
-                           evaluator, res.span_ids)
-    return CheckResult(name, False, 0.0, res.reason, severity, kind, "", True, measures, evaluator, res.span_ids)
+    m = res.measures
+    measures = tuple(m.items()) if m else ()
+    # built as the tuple it is (every field given, in order): no NamedTuple ``__new__`` frame
+    outcome = res.outcome
+    if outcome == "passed":
+        return _new_tuple(CheckResult, (name, False, res.confidence, res.reason, severity, kind, "", False, measures,
+                                        evaluator, res.span_ids))
+    if outcome == "fired":
+        return _new_tuple(CheckResult, (name, True, res.confidence, res.reason, res.severity or severity, kind, "",
+                                        False, measures, evaluator, res.span_ids))
+    return _new_tuple(CheckResult, (name, False, 0.0, res.reason, severity, kind, "", True, measures, evaluator,
+                                    res.span_ids))
+
+
+_new_tuple = tuple.__new__
+assert len(CheckResult._fields) == 11, "check_result gives every field of CheckResult"
 
 
 def api_result(r: CheckResult) -> api.Result:

@@ -99,7 +99,12 @@ class PluginCheck(Check):
     def finish(self, state: Any, run: Run) -> CheckResult:
         reason = Pending()
         reason.check, reason.state, reason.run = self, state, run
-        return CheckResult(self.name, False, 0.0, reason, self.severity, KIND, "", True, (), self.evaluator)
+        # as the tuple it is, every field given (no NamedTuple ``__new__`` frame: one a run)
+        return _new_tuple(CheckResult, (self.name, False, 0.0, reason, self.severity, KIND, "", True, (),
+                                        self.evaluator, ()))
+
+
+_new_tuple = tuple.__new__
 
 
 class ObservingPluginCheck(PluginCheck):

@@ -95,16 +95,23 @@ class _Abandoned(BaseException):
 
 
 class _Call:
+    """The call in progress on one worker thread, as the watchdog sees it. One per worker,
+    set afresh for each of its calls (``_call``; a record per call was a fifth of a run's
+    Python): a thread given up on makes no further call, its record goes to ``_stuck`` as it
+    is, and the thread that takes the work on has a record of its own."""
+
     __slots__ = ("check", "state", "wall0", "cpu_seen", "budget_ns", "interrupted", "gen", "ident", "done", "gc0")
 
-    def __init__(self, check: PluginCheck, state: PluginState, budget_ns: int, gen: int, ident: int,
-                 gc0: int) -> None:
-        self.check, self.state, self.budget_ns, self.gen, self.ident = check, state, budget_ns, gen, ident
-        self.gc0 = gc0  # the plug-in thread's collection time so far, when the call began
-        self.wall0 = time.perf_counter_ns()
+    def __init__(self, gen: int, ident: int) -> None:
+        self.gen, self.ident = gen, ident  # the worker's
+        self.check: Any = None
+        self.state: Any = None
+        self.budget_ns = 0
+        self.gc0 = 0  # the plug-in thread's collection time so far, when the call began
+        self.wall0 = 0
         self.cpu_seen = -1  # the thread's CPU clock at the watchdog's first look
         self.interrupted = False
-        self.done = False  # the call returned (set under the lock)
+        self.done = True  # the call returned (set under the lock)
 
 
 class _Observe:
@@ -223,10 +230,13 @@ class Isolation:
             return
         self._put(_Observe(check, state, spans))
 
-    def complete(self, v: RunVerdict, done: Callable[[RunVerdict], None]) -> None:
+    def complete(self, v: RunVerdict, done: Callable[[RunVerdict], None],
+                 jobs: list[tuple[str, int, CheckResult]] | None = None) -> None:
         """Put the plug-ins' results in ``v`` and hand it to ``done``, on this stage's thread,
-        after everything handed over before it."""
-        jobs = pending_jobs(v)
+        after everything handed over before it. ``jobs``: where its placeholders are, when
+        the caller knows (``pending_jobs``' answer); else they are looked for."""
+        if jobs is None:
+            jobs = pending_jobs(v)
         if len(self._q) >= self.max_queue and jobs:
             self.queue_full["verdict"] += 1
             done(_fill(v, jobs, [_undecided(r, "the plug-in queue was full (checks.isolation.max_queue)")
@@ -299,6 +309,7 @@ class Isolation:
 
     def _work(self, gen: int) -> None:
         self._worker_ident = threading.get_ident()
+        call = _Call(gen, self._worker_ident)
         self._cpu_mark = time.thread_time_ns()
         self._wall_since_mark = 0
         q = self._q
@@ -331,9 +342,9 @@ class Isolation:
                     self._item = item
                 try:
                     if type(item) is _Complete:
-                        self._complete(item, gen)
+                        self._complete(item, call)
                     else:
-                        self._observe(item, gen)
+                        self._observe(item, call)
                 except Overrun:
                     # a look that landed outside a call (none should): the item goes on from
                     # where it stopped, never lost
@@ -357,7 +368,7 @@ class Isolation:
                 with self._lock:
                     self._abandoned = max(0, self._abandoned - 1) if self._abandoned else 0
 
-    def _observe(self, item: _Observe, gen: int) -> None:
+    def _observe(self, item: _Observe, call: _Call) -> None:
         check, state = item.check, item.state
         while item.pos < len(item.spans):
             rec = item.spans[item.pos]
@@ -369,12 +380,12 @@ class Isolation:
                 continue
             if not state.started:
                 if check.starts:
-                    ok, inner = self._call(check, state, check.plugin.start, (), gen)
+                    ok, inner = self._call(check, state, check.plugin.start, (), call)
                     if not ok:
                         continue
                     state.inner = inner
                 state.started = True
-            ok, res = self._call(check, state, check.plugin.observe, (state.inner, check.views.span(rec)), gen)
+            ok, res = self._call(check, state, check.plugin.observe, (state.inner, check.views.span(rec)), call)
             if not ok or res is None:
                 continue
             try:
@@ -392,14 +403,14 @@ class Isolation:
                     self._early.pop(next(iter(self._early)))
                 self._early_out(f)
 
-    def _complete(self, item: _Complete, gen: int) -> None:
+    def _complete(self, item: _Complete, call: _Call) -> None:
         # facts shared by the plug-ins of a run that see the same attributes; one plug-in's
         # (the usual case) need no table
         jobs, out = item.jobs, item.out
         views: dict[tuple[int, frozenset], Any] | None = {} if len(jobs) > 1 else None
         while item.pos < len(jobs):
             k = item.pos
-            out[k] = self._finish(jobs[k][2], views, gen)
+            out[k] = self._finish(jobs[k][2], views, call)
             item.pos = k + 1
         v = item.verdict
         early: tuple = ()
@@ -410,8 +421,10 @@ class Isolation:
                 early = tuple(f for f in found if f.span_id in members)
         item.done(_fill(v, jobs, out, early))
 
-    def _finish(self, placeholder: CheckResult, views: dict | None, gen: int) -> CheckResult:
+    def _finish(self, placeholder: CheckResult, views: dict | None, call: _Call) -> CheckResult:
         pend: Pending = placeholder.reason  # type: ignore[assignment]
+        if type(pend) is not Pending:  # not a placeholder (the check's finish failed): it stands
+            return placeholder
         check, run = pend.check, pend.run
         state = pend.state
         if type(state) is not PluginState:
@@ -431,12 +444,12 @@ class Isolation:
             view = check.views.view(facts)
         if not state.started:
             if check.starts:
-                ok, inner = self._call(check, state, check.plugin.start, (), gen)
+                ok, inner = self._call(check, state, check.plugin.start, (), call)
                 if not ok:
                     return self._failed(placeholder, check, state, inner)
                 state.inner = inner
             state.started = True
-        ok, res = self._call(check, state, check.plugin.finish, (state.inner, view), gen)
+        ok, res = self._call(check, state, check.plugin.finish, (state.inner, view), call)
         self.cpu_ns[check.name] += state.cpu_ns
         if not ok:
             return self._failed(placeholder, check, state, res)
@@ -492,10 +505,14 @@ class Isolation:
         if self._log is not None:
             self._log.warning("plugin_failed", check=check.name, evaluator=check.evaluator, error=what)
 
-    def _call(self, check: PluginCheck, state: PluginState, fn: Callable, args: tuple, gen: int) -> tuple[bool, Any]:
+    def _call(self, check: PluginCheck, state: PluginState, fn: Callable, args: tuple, call: _Call) -> tuple[bool, Any]:
         """(True, what ``fn(*args)`` returned) or (False, what it raised), its CPU added to
-        ``state.cpu_ns``. Counts a raise."""
-        call = _Call(check, state, self.budget_ns - state.cpu_ns, gen, self._worker_ident, self._gc_ns)
+        ``state.cpu_ns``. Counts a raise. ``call``: the worker's record, set here for this
+        call (no one looks at it until it is ``_current``, under the lock)."""
+        gen = call.gen
+        call.check, call.state, call.budget_ns, call.gc0 = check, state, self.budget_ns - state.cpu_ns, self._gc_ns
+        call.cpu_seen, call.interrupted, call.done = -1, False, False
+        call.wall0 = time.perf_counter_ns()
         try:
             with self._lock:  # against close() and the watchdog, which act on a call in progress
                 if self._gen != gen:
