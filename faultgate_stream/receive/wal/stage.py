@@ -2,8 +2,9 @@
 
 For each request a receiver decoded: its bytes, as received, are appended to the log, handed
 on while the sync that makes them durable runs (``segments``: group commit), and acknowledged
-only once it has; so once the sender hears "accepted" the request is on disk. A request the stages after refuse (a full assembler, say) is
-voided in the log, so that no restart replays what was never acknowledged.
+only once it has; so once the sender hears "accepted" the request is on disk. A request the
+stages after refuse (a full assembler, say) is voided in the log, so that no restart replays
+what was never acknowledged.
 
 What is finished is the Kafka source's rule, with the same accounting
 (``receive/kafka/offsets.py``): a request is finished once every run it brought spans to is
@@ -112,8 +113,8 @@ class WriteAheadLog:
         request whose acknowledgement is lost (a crash now, or a refusal when the sync
         fails: the sender retries, and the assembler drops the spans it already holds as
         duplicates); the tracker still takes the request only after its wait, so no
-        checkpoint covers it before it is on disk. Waiting first left the core idle while
-        every request in flight waited for the disk (bench/README.md)."""
+        checkpoint covers it before it is on disk. Waiting first put a sync's latency in
+        front of every request's work, and a thread's wake-up between them."""
         seq, ticket = self.log.append(body, kind)   # CapacityError: full, or a failing disk
         traces: tuple[str, ...] = ()
         try:
