@@ -240,9 +240,9 @@ class _Taken:
         return len(spans)
 
 
-def test_a_request_is_handed_on_while_its_sync_runs_and_acknowledged_only_once_durable(tmp_path):
-    """Group commit overlapped with the work: the spans go on at once, and the call returns
-    (the sender's acknowledgement) only after the sync covering the request's record. The
+def test_a_request_goes_on_and_is_acknowledged_only_once_its_record_is_durable(tmp_path):
+    """Group commit: the call waits for the sync that covers the request's record, and only
+    then are its spans handed on and the call returns (the sender's acknowledgement). The
     log runs without its sync thread here, so the test decides when the disk has synced."""
     t = Telemetry()
     taken = _Taken()
@@ -253,14 +253,14 @@ def test_a_request_is_handed_on_while_its_sync_runs_and_acknowledged_only_once_d
     returned: list[object] = []
     caller = threading.Thread(target=lambda: returned.append(wal.consume(decoded.spans, request)), daemon=True)
     caller.start()
-    assert taken.event.wait(10), "the spans were not handed on before the sync"
-    assert taken.spans == decoded.spans
     caller.join(0.5)
     assert caller.is_alive() and returned == [], "acknowledged before its record was durable"
+    assert not taken.event.is_set(), "handed on before its record was durable"
     assert wal.pending_requests == 0   # nor given to the tracker: no checkpoint can cover it yet
     assert wal.log.sync()
     caller.join(10)
     assert returned == [len(decoded.spans)]
+    assert taken.spans == decoded.spans
     assert wal.pending_requests == 1
     wal.log.close()
     assert [len(b) for b in _logged(tmp_path / "wal")] == [len(request.body)]

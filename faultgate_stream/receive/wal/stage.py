@@ -1,10 +1,9 @@
 """The write-ahead log as a stage: in front of the span path, behind the OTLP receivers.
 
-For each request a receiver decoded: its bytes, as received, are appended to the log, handed
-on while the sync that makes them durable runs (``segments``: group commit), and acknowledged
-only once it has; so once the sender hears "accepted" the request is on disk. A request the
-stages after refuse (a full assembler, say) is voided in the log, so that no restart replays
-what was never acknowledged.
+For each request a receiver decoded: its bytes, as received, are appended to the log and
+made durable (``segments``), and only then handed on; so once the sender hears "accepted"
+the request is on disk. A request the stages after refuse (a full assembler, say) is
+voided in the log, so that no restart replays what was never acknowledged.
 
 What is finished is the Kafka source's rule, with the same accounting
 (``receive/kafka/offsets.py``): a request is finished once every run it brought spans to is
@@ -107,20 +106,13 @@ class WriteAheadLog:
         return self._logged(body, kind, contents, lambda: self._contents.consume_contents(contents, request))
 
     def _logged(self, body: bytes, kind: int, records: list[SpanRecord], hand_on: Callable[[], object]) -> object:
-        """Log ``body``, hand it on (``hand_on``) while the sync that covers it runs, and
-        return (acknowledge) only once it is durable. Handing on first costs no guarantee:
-        what the stages after do with spans not yet durable is what they do with any
-        request whose acknowledgement is lost (a crash now, or a refusal when the sync
-        fails: the sender retries, and the assembler drops the spans it already holds as
-        duplicates); the tracker still takes the request only after its wait, so no
-        checkpoint covers it before it is on disk. Waiting first put a sync's latency in
-        front of every request's work, and a thread's wake-up between them."""
+        """Log ``body``, wait until it is durable, then hand it on (``hand_on``)."""
         seq, ticket = self.log.append(body, kind)   # CapacityError: full, or a failing disk
         traces: tuple[str, ...] = ()
         try:
+            self.log.wait(ticket)
             result = hand_on()
             traces = tuple({s.trace_id for s in records})
-            self.log.wait(ticket)
             return result
         except BaseException:
             # never acknowledged: a restart must not replay it (if this record is lost, the
