@@ -21,8 +21,8 @@ from faultgate_stream.config import ServiceConfig
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.threads import Threads
 from faultgate_stream.receive import decode
-from faultgate_stream.receive.kafka.replay import ReplayLedger
 from faultgate_stream.receive.config import ReceiveConfig
+from faultgate_stream.receive.kafka.replay import ReplayLedger
 from faultgate_stream.receive.wal.config import DurabilityConfig, WalConfig
 from faultgate_stream.receive.wal.segments import SegmentLog
 from faultgate_stream.receive.wal.stage import WriteAheadLog
