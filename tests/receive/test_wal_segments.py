@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 import uuid
+import zlib
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from faultgate_stream.model.errors import CapacityError, InputError
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.receive.wal.config import WalConfig
-from faultgate_stream.receive.wal.segments import CHECKPOINT, HEADER, MAGIC, VOID, Checkpoint, SegmentLog
+from faultgate_stream.receive.wal.segments import CHECKPOINT, HEAD, HEADER, MAGIC, REQUEST, VOID, Checkpoint, SegmentLog
 
 MiB = 1024 * 1024
 
@@ -76,6 +77,36 @@ def test_a_checkpoint_covers_what_finished_out_of_order_and_the_last_one_stands(
     rec = again.open()
     assert [e.seq for e in rec.requests] == [seqs[2], seqs[4], seqs[6], seqs[7]]
     assert [again.read(e) for e in rec.requests] == [b"request 2", b"request 4", b"request 6", b"request 7"]
+    again.close()
+
+
+def test_a_record_on_disk_is_laid_out_with_zlibs_crc32_so_logs_written_before_read_back(tmp_path):
+    """The checksums are computed by the compiled core (``_native.wal_checksum``), the
+    format is zlib's CRC-32 as before: a record checked here with the standard library's
+    zlib, and a log written by hand with it replayed, payloads of many sizes."""
+    log, _ = _log(tmp_path / "written", fsync="always")
+    log.open()
+    payload = os.urandom(300_000)
+    seq, _ = log.append(payload)
+    log.close()
+    data = sorted((tmp_path / "written").glob("*.wal"))[0].read_bytes()[len(MAGIC):]
+    length, got_seq, kind, payload_crc, head_crc = HEADER.unpack(data[:HEADER.size])
+    assert (length, got_seq, kind) == (len(payload), seq, REQUEST)
+    assert payload_crc == zlib.crc32(payload) and head_crc == zlib.crc32(data[:HEAD.size])
+    assert data[HEADER.size:] == payload
+
+    by_hand = tmp_path / "by-hand"
+    by_hand.mkdir()
+    payloads = [os.urandom(n) for n in (0, 1, 15, 16, 17, 63, 64, 65, 4096, 70_001)]
+    records = []
+    for i, p in enumerate(payloads, start=1):
+        head = HEAD.pack(len(p), i, REQUEST, zlib.crc32(p))
+        records.append(head + zlib.crc32(head).to_bytes(4, "little") + p)
+    (by_hand / f"{1:020d}.wal").write_bytes(MAGIC + b"".join(records))
+    again, t = _log(by_hand)
+    rec = again.open()
+    assert [again.read(e) for e in rec.requests] == payloads
+    assert rec.cut_bytes == 0 and _value(t, "faultgate_wal_cut_tails") == 0
     again.close()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,9 +19,13 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from faultgate_stream.config import ServiceConfig
 from faultgate_stream.model.telemetry import Telemetry
+from faultgate_stream.model.threads import Threads
+from faultgate_stream.receive import decode
 from faultgate_stream.receive.config import ReceiveConfig
+from faultgate_stream.receive.kafka.replay import ReplayLedger
 from faultgate_stream.receive.wal.config import DurabilityConfig, WalConfig
 from faultgate_stream.receive.wal.segments import SegmentLog
+from faultgate_stream.receive.wal.stage import WriteAheadLog
 from tests.e2e.downstream import agent_run_request
 from tests.live_service import make_config
 from tests.peers import eventually, free_port
@@ -218,3 +223,44 @@ def test_otlp_json_logs_and_traces_are_logged_as_sent_and_replayed(live_service,
     assert second.sample("faultgate_receiver_accepted_log_records_total", transport="wal") == records
     assert second.sample("faultgate_receiver_accepted_spans_total", transport="wal") == spans
     assert second.sample("faultgate_log_contents_total", outcome="joined") > 0
+
+
+class _Taken:
+    """The stage after the log, reduced to what this test asks of it: when spans came.
+    (The ordering under test is the log stage's own, whatever the next stage does with
+    the spans; the real assembler behind it is what the tests above run.)"""
+
+    def __init__(self) -> None:
+        self.spans: list = []
+        self.event = threading.Event()
+
+    def consume(self, spans, request=None):
+        self.spans += spans
+        self.event.set()
+        return len(spans)
+
+
+def test_a_request_goes_on_and_is_acknowledged_only_once_its_record_is_durable(tmp_path):
+    """Group commit: the call waits for the sync that covers the request's record, and only
+    then are its spans handed on and the call returns (the sender's acknowledgement). The
+    log runs without its sync thread here, so the test decides when the disk has synced."""
+    t = Telemetry()
+    taken = _Taken()
+    wal = WriteAheadLog(WalConfig(dir=str(tmp_path / "wal")), taken, progress=None, telemetry=t,  # type: ignore[arg-type]
+                        replays=ReplayLedger(t["faultgate_wal_replayed_verdicts"]), threads=Threads(t))
+    wal.log.open()
+    request, decoded = decode.Reader().protobuf(agent_run_request(7).SerializeToString())
+    returned: list[object] = []
+    caller = threading.Thread(target=lambda: returned.append(wal.consume(decoded.spans, request)), daemon=True)
+    caller.start()
+    caller.join(0.5)
+    assert caller.is_alive() and returned == [], "acknowledged before its record was durable"
+    assert not taken.event.is_set(), "handed on before its record was durable"
+    assert wal.pending_requests == 0   # nor given to the tracker: no checkpoint can cover it yet
+    assert wal.log.sync()
+    caller.join(10)
+    assert returned == [len(decoded.spans)]
+    assert taken.spans == decoded.spans
+    assert wal.pending_requests == 1
+    wal.log.close()
+    assert [len(b) for b in _logged(tmp_path / "wal")] == [len(request.body)]

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// The core's top-level modules in pipeline order (lib.rs's).
-const ORDER: [&str; 9] = ["error", "pyfmt", "model", "wire", "read", "assemble", "run", "checks", "testing"];
+const ORDER: [&str; 10] = ["error", "pyfmt", "model", "wire", "wal", "read", "assemble", "run", "checks", "testing"];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("a source folder") {

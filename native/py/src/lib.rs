@@ -3,7 +3,8 @@
 //! pipeline (DESIGN.md): `read/` decodes OTLP protobuf and OTLP/JSON into records;
 //! `assemble/` keeps the assembler's traces in flight; `run/` computes a completed run's
 //! facts; `checks/` holds the default rule checks and the signals they share; `export/`
-//! forwards a received request's bytes less its held roots; `convert.rs` and `records.rs`
+//! forwards a received request's bytes less its held roots; `receive.rs` checksums the
+//! write-ahead log's records; `convert.rs` and `records.rs`
 //! turn the core's values and records into Python's; `types.rs` holds the record classes the
 //! package hands over. Each folder registers its own functions and
 //! classes here; `python/` holds the binding's dealings with the interpreter itself. What
@@ -16,6 +17,7 @@ mod convert;
 mod export;
 mod python;
 mod read;
+mod receive;
 mod records;
 mod run;
 mod types;
@@ -30,6 +32,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(types::use_types, m)?)?;
     python::register(m)?;
+    receive::register(m)?;
     read::register(m)?;
     assemble::register(m)?;
     run::register(m)?;
