@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -72,8 +73,9 @@ def test_sigterm_completes_runs_in_flight_as_shutdown_and_exits_0(tmp_path):
 
 def _tgkill(pid: int, tid: int, sig: int) -> None:
     """A signal to one thread of another process (Linux's tgkill; Python has none of its own)."""
+    number = {"x86_64": 234, "aarch64": 131}[platform.machine()]  # SYS_tgkill
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(234, pid, tid, sig) != 0:  # SYS_tgkill on x86-64
+    if libc.syscall(number, pid, tid, sig) != 0:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
