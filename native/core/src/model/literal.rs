@@ -139,6 +139,18 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// After an item of a dict or set: `Some(true)` at `close` (a trailing comma allowed),
+    /// `Some(false)` when a comma says another item follows, None when neither does.
+    fn item_end(&mut self, close: u8) -> Option<bool> {
+        if self.eat(close) {
+            return Some(true);
+        }
+        if !self.eat(b',') {
+            return None;
+        }
+        Some(self.eat(close))
+    }
+
     fn list(&mut self) -> Option<Value<'static>> {
         self.open()?;
         let (items, _) = self.items(b']')?;
@@ -164,16 +176,7 @@ impl<'a> Parser<'a> {
             let mut items: Vec<(Value<'static>, Value<'static>)> = Vec::new();
             let v = self.expr()?;
             put(&mut items, first, v)?;
-            loop {
-                if self.eat(b'}') {
-                    break;
-                }
-                if !self.eat(b',') {
-                    return None;
-                }
-                if self.eat(b'}') {
-                    break;
-                }
+            while !self.item_end(b'}')? {
                 let k = self.expr()?;
                 if !self.eat(b':') {
                     return None;
@@ -185,16 +188,7 @@ impl<'a> Parser<'a> {
             return Some(Value::Dict(items));
         }
         let mut items = vec![first];
-        loop {
-            if self.eat(b'}') {
-                break;
-            }
-            if !self.eat(b',') {
-                return None;
-            }
-            if self.eat(b'}') {
-                break;
-            }
+        while !self.item_end(b'}')? {
             items.push(self.expr()?);
         }
         self.depth -= 1;
@@ -594,12 +588,15 @@ mod tests {
         assert_eq!(eval("['\\u00e9\\U0001F600\\x41\\101\\n']").unwrap(), "['é😀AA\\n']");
         assert_eq!(eval("[\n 1, # one\n 2]").unwrap(), "[1, 2]");
         assert_eq!(eval("{1, 2, 1}").unwrap(), "{1, 2}");
+        assert_eq!(eval("{'a': 1,}").unwrap(), "{'a': 1}");
+        assert_eq!(eval("{1, 2,}").unwrap(), "{1, 2}");
     }
 
     #[test]
     fn what_literal_eval_refuses_is_none() {
         for bad in ["nan", "[inf]", "f'x'", "[1, 2", "{'a'}x", "[x]", "01", "1__0", "[{}: 1]", "{[1]: 2}", "1j",
-                    "'a' b'b'", "'\\N{DASH}'", "[1,,]", "print(1)"] {
+                    "'a' b'b'", "'\\N{DASH}'", "[1,,]", "print(1)",
+                    "{'a': 1 'b': 2}", "{'a': 1,,}", "{1 2}", "{1,,}", "{'a': 1, 'b'}"] {
             assert_eq!(eval(bad), None, "{bad}");
         }
         let deep = "[".repeat(201) + &"]".repeat(201);
