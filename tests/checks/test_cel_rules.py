@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from faultgate_stream.checks.rules.check import rule_checks
 from faultgate_stream.checks.rules.load import load_rules
@@ -13,6 +14,7 @@ from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import read_file
 from faultgate_stream.testing import agent, tool, trace_id
 from tests.conftest import ROOT
+from tests.model.native_inputs import ARGS, span_records
 
 EXAMPLE_RULES = ROOT / "examples" / "plugins" / "rules.yaml"
 RETAIL = ROOT / "examples" / "traces" / "retail_gaps.json"
@@ -201,3 +203,98 @@ def test_beside_unread_work_a_span_rules_finding_stands_and_a_pass_or_a_run_rule
     assert by["no_refund"].undecided and "not read as a tool call" in by["no_refund"].reason  # the refund it did not
     [v] = check_spans([spans[:2] + spans[3:]], checks)
     assert {r.check: r for r in v.results}["sql_drop"].undecided  # no DROP seen, one call unread
+
+
+# ------------------------------------------------------------------ the compiled evaluator
+
+def _typed(v):
+    """``v`` with every value's type beside it: ``True``, ``1`` and ``1.0`` are three values
+    to CEL; NaN equal to itself."""
+    if isinstance(v, dict):
+        return ("map", sorted((k, _typed(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return ("list", [_typed(x) for x in v])
+    if isinstance(v, float) and v != v:
+        return ("float", "nan")
+    return (type(v).__name__, v)
+
+
+SPAN_ATTRIBUTES = ["error.type", "gen_ai.usage.input_tokens", "faultgate.termination", "gen_ai.agent.name", "absent"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(span_records("s"))
+def test_a_spans_map_built_in_rust_holds_what_the_python_map_holds(rec):
+    """The evaluator builds a span's map from the record itself (native/py/src/checks/
+    rules.rs): field by field, the values and types of adapt.py's ``PlainSpans``."""
+    from faultgate_stream._native import SpanRules
+    from faultgate_stream.checks.plugins.adapt import SPAN_FIELDS, PlainSpans, plain, plain_args
+
+    native = SpanRules(["true"], [], [None], [[]], SPAN_ATTRIBUTES, plain_args)
+    # as CEL takes it: times past 64 bits as doubles
+    want = plain(PlainSpans(frozenset(), frozenset(SPAN_ATTRIBUTES))(rec))
+    assert _typed(native.map_of(rec, [])) == _typed(want)
+    for name in SPAN_FIELDS:  # a field alone: what a rule naming only it is given
+        assert _typed(native.map_of(rec, [name])) == _typed({name: want[name]})
+
+
+@pytest.mark.parametrize("arguments", ARGS + ['{"a": ' + "[" * 300 + "]" * 300 + "}", '{"a": Infinity}',
+                                              '{"a": -0.0, "b": 1E2, "c": 18446744073709551615}'])
+def test_arguments_the_rust_reader_and_pythons_json_read_alike(arguments):
+    from faultgate_stream._native import SpanRules
+    from faultgate_stream.checks.plugins.adapt import plain_args
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rec = SpanRecord("t", "s", None, "execute_tool x", 1, tool=ToolExecution("x", arguments, ""))
+    native = SpanRules(["true"], [], [None], [["args"]], [], plain_args)
+    assert _typed(native.map_of(rec, ["args"])) == _typed({"args": plain_args(arguments)})
+
+
+@pytest.mark.parametrize("when, fires", [
+    ("span.args.limit > 100", True),                 # a double against an int: by value
+    ("span.args.n == 100.0", True),
+    ("span.args.n == 100", True),
+    ('span.args.q.matches("^DROP")', True),          # literal: compiled once
+    ('span.args.q.matches(span.args.p)', True),      # read from the data: compiled per call
+    ('matches(span.args.q, "table$")', True),        # the global form, the crate's own
+    ('"limit" in span.args && !("x" in span.args)', True),
+    ('has(span.args.limit) && !has(span.args.x)', True),
+    ('span.args.tags.filter(t, t.startsWith("a")).size() == 2', True),
+    ('span.args.tags.exists(t, t == "b") && span.args.tags.all(t, size(t) == 1)', True),
+    ('string(span.args.n) == "100"', True),
+    ('int(span.args.limit) == 100', True),
+    ('span.args.q.contains("TAB") && span.args.q.endsWith("table") && span.args.q.size() == 13', False),
+    ('span.tool == "t" && span.status == "ok" && span.is_tool && !span.is_agent', True),
+])
+def test_the_evaluator_gives_what_cel_says(tmp_path, when, fires):
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    args = json.dumps({"limit": 100.5, "n": 100, "q": "DROP my table", "p": "my", "tags": ["a", "b", "a"]})
+    rec = SpanRecord("t", "s", None, "execute_tool t", 1, 2, status_code=1, tool=ToolExecution("t", args, "ok"))
+    [c] = rule_checks(load_rules(_file(tmp_path, [{"name": "r", "when": when}])))
+    [v] = check_spans([[rec]], [c])
+    [r] = v.results
+    assert (r.fired, r.undecided) == (fires, False), r.reason
+
+
+@pytest.mark.parametrize("when, error", [
+    ("span.args.amount > 500", "no such key: amount"),
+    ('span.args.q > 1', "found no matching overload for '_>_' applied to '(string, int)'"),
+    ('span.args.q.matches(span.args.bad)', "'(' not a valid regex: error: unclosed group"),
+])
+def test_a_rule_that_fails_on_every_span_is_undecided_naming_the_error(tmp_path, when, error):
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rec = SpanRecord("t", "s", None, "execute_tool t", 1, 2,
+                     tool=ToolExecution("t", json.dumps({"q": "x", "bad": "("}), "ok"))
+    [c] = rule_checks(load_rules(_file(tmp_path, [{"name": "r", "when": when}])))
+    [v] = check_spans([[rec]], [c])
+    [r] = v.results
+    assert r.undecided and error in r.reason and "'execute_tool t' (s)" in r.reason, r.reason
+
+
+def test_a_pattern_re2_takes_and_the_evaluator_cannot_run_refuses_the_file_naming_rule_and_cause(tmp_path):
+    # a backreference-free RE2 class the regex crate spells otherwise: \C (any byte)
+    with pytest.raises(InputError) as e:
+        load_rules(_file(tmp_path, [{"name": "x", "when": 'span.name.matches("a\\\\Cb")'}]))
+    assert "rules[0] (x): the evaluator cannot run the pattern" in str(e.value)

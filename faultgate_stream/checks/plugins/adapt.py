@@ -315,7 +315,9 @@ def _json_int(text: str) -> int | float:
 _ARGS_JSON = json.JSONDecoder(parse_int=_json_int)
 
 
-def _plain_args(text: str) -> dict:
+def plain_args(text: str) -> dict:
+    """A tool call's arguments as a map: the JSON object's, else empty. (The rules'
+    evaluator reads them in Rust, and asks this for the texts serde_json refuses.)"""
     if not text:
         return {}
     try:
@@ -342,7 +344,7 @@ SPAN_FIELDS: dict[str, Any] = {
     "status_message": lambda s: s.status_message,
     "tool": lambda s: s.tool.name if s.tool is not None else "",
     "arguments": lambda s: s.tool.arguments if s.tool is not None else "",
-    "args": lambda s: _plain_args(s.tool.arguments) if s.tool is not None else {},
+    "args": lambda s: plain_args(s.tool.arguments) if s.tool is not None else {},
     "result": lambda s: s.tool.result if s.tool is not None else "",
     "call_id": lambda s: s.tool.call_id if s.tool is not None else "",
     "prompt": lambda s: s.prompt,
@@ -420,7 +422,7 @@ _STEP_PLAIN: dict[str, Any] = {
     "index": lambda st: st.index,
     "tool": lambda st: st.tool,
     "arguments": lambda st: st.arguments,
-    "args": lambda st: _plain_args(st.arguments),
+    "args": lambda st: plain_args(st.arguments),
     "result": lambda st: st.result,
     "ok": lambda st: st.ok,
     "status": lambda st: "ok" if st.ok else "error",

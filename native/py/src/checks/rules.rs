@@ -1,0 +1,433 @@
+//! A rules file's rules for Python (checks/rules/check.py): the core's evaluator
+//! (native/core/src/checks/rules.rs) over a batch's span records, every span in one call,
+//! its map built here straight from the record with the fields the rules name; and over a
+//! run's map, which Python builds once a run (adapt.py's `PlainRun`).
+//!
+//! A span's map holds the values adapt.py's `PlainSpans` gives (tests/checks/
+//! test_cel_rules.py compares them on many records): what a field reads is `SPAN_FIELDS`'.
+
+use std::sync::Arc;
+
+use faultgate_core::checks::rules::{args_value, empty_map, map, text, Outcome, Rules};
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+
+use super::guarded;
+use crate::convert::text_of;
+use crate::records::field;
+
+type CelValue = cel::Value;
+
+/// `SPAN_FIELDS` (checks/plugins/adapt.py), in its order: a field's bit is its place here.
+const SPAN_FIELDS: [&str; 23] = [
+    "trace_id", "span_id", "parent_id", "name", "operation", "start_ns", "end_ns", "duration_ms", "status",
+    "status_message", "tool", "arguments", "args", "result", "call_id", "prompt", "answer", "error_type", "model",
+    "input_tokens", "output_tokens", "is_tool", "is_agent",
+];
+const ATTRIBUTES: u32 = 1 << SPAN_FIELDS.len();
+const ALL: u32 = (ATTRIBUTES << 1) - 1;
+
+fn compiled(sources: Vec<String>, patterns: Vec<String>) -> PyResult<Rules> {
+    let s: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let p: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    Rules::compile(&s, &p).map_err(|(i, cause)| PyValueError::new_err((i, cause)))
+}
+
+fn outcome_pair(o: Outcome) -> (bool, String) {
+    match o {
+        Outcome::Matched => (true, String::new()),
+        Outcome::NotMatched => (false, String::new()),
+        Outcome::Failed(why) => (false, why),
+    }
+}
+
+/// A file's span rules: `SpanRules(sources, patterns, tools, fields, attributes, plain_args)`,
+/// per rule its source as engine.py runs it, its tools (None: every span) and the fields it
+/// names (empty: all); the attributes any names; `plain_args`, adapt.py's reading of
+/// arguments, for the texts serde_json and Python's json may read differently.
+#[pyclass(frozen, module = "faultgate_stream._native")]
+pub struct SpanRules {
+    rules: Rules,
+    tools: Vec<Option<Vec<String>>>,
+    fields: Vec<u32>,
+    attributes: Vec<Py<PyString>>,
+    plain_args: Py<PyAny>,
+}
+
+#[pymethods]
+impl SpanRules {
+    #[new]
+    fn new(py: Python<'_>, sources: Vec<String>, patterns: Vec<String>, tools: Vec<Option<Vec<String>>>,
+           fields: Vec<Vec<String>>, attributes: Vec<String>, plain_args: Py<PyAny>) -> PyResult<Self> {
+        let rules = compiled(sources, patterns)?;
+        if tools.len() != rules.len() || fields.len() != rules.len() {
+            return Err(PyValueError::new_err("one tools and one fields entry per rule"));
+        }
+        let fields = fields.iter().map(|names| {
+            if names.is_empty() {
+                return ALL;
+            }
+            names.iter().fold(0, |m, n| {
+                m | match SPAN_FIELDS.iter().position(|f| f == n) {
+                    Some(i) => 1 << i,
+                    None if n == "attributes" => ATTRIBUTES,
+                    None => 0,
+                }
+            })
+        }).collect();
+        let attributes = attributes.iter().map(|a| PyString::new(py, a).unbind()).collect();
+        Ok(SpanRules { rules, tools, fields, attributes, plain_args })
+    }
+
+    /// Every rule over every span of `spans` (a list or tuple of records): per rule, the
+    /// positions it matched, ascending, and (position, error) where it failed.
+    fn evaluate<'py>(&self, py: Python<'py>, spans: Bound<'py, PyAny>)
+                     -> PyResult<(Vec<Vec<usize>>, Vec<Vec<(usize, String)>>)> {
+        guarded(|| {
+            let n = self.rules.len();
+            let mut fired = vec![Vec::new(); n];
+            let mut errors = vec![Vec::new(); n];
+            let mut which = Vec::with_capacity(n);
+            let items = seq(&spans)?;
+            for (pos, s) in items.iter().enumerate() {
+                let s = s.downcast::<PyTuple>()?;
+                let tool = s.get_item(field::TOOL)?;
+                let tool = if tool.is_none() { None } else { Some(tool.downcast_into::<PyTuple>()?) };
+                let name = match &tool {
+                    Some(t) => Some(t.get_item(0)?.downcast_into::<PyString>()?),
+                    None => None,
+                };
+                let name_text = match &name {
+                    Some(n) => Some(text_of(n)?),
+                    None => None,
+                };
+                which.clear();
+                let mut wanted = 0u32;
+                for (i, tools) in self.tools.iter().enumerate() {
+                    let applies = match tools {
+                        None => true,
+                        Some(ts) => {
+                            let t = name_text.as_deref().unwrap_or(b"");
+                            ts.iter().any(|x| x.as_bytes() == t)
+                        }
+                    };
+                    if applies {
+                        which.push(i);
+                        wanted |= self.fields[i];
+                    }
+                }
+                if which.is_empty() {
+                    continue;
+                }
+                let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted)?;
+                let bound = self.rules.bind("span", value);
+                for &i in &which {
+                    match bound.evaluate(i) {
+                        Outcome::Matched => fired[i].push(pos),
+                        Outcome::NotMatched => {}
+                        Outcome::Failed(why) => errors[i].push((pos, why)),
+                    }
+                }
+            }
+            Ok((fired, errors))
+        })
+    }
+
+    /// `span`'s map as the rules would see it with `fields` (empty: all), in Python: for
+    /// comparing with adapt.py's `PlainSpans` (the tests).
+    fn map_of<'py>(&self, py: Python<'py>, span: Bound<'py, PyTuple>, fields: Vec<String>)
+                     -> PyResult<Bound<'py, PyAny>> {
+        let wanted = if fields.is_empty() {
+            ALL
+        } else {
+            fields.iter().fold(0, |m, n| m | SPAN_FIELDS.iter().position(|f| f == n).map_or(
+                if n == "attributes" { ATTRIBUTES } else { 0 }, |i| 1 << i))
+        };
+        let tool = span.get_item(field::TOOL)?;
+        let tool = if tool.is_none() { None } else { Some(tool.downcast_into::<PyTuple>()?) };
+        let name = match &tool {
+            Some(t) => Some(t.get_item(0)?.downcast_into::<PyString>()?),
+            None => None,
+        };
+        let v = self.span_map(py, &span, tool.as_ref(), name.as_ref(), wanted)?;
+        to_python(py, &v)
+    }
+}
+
+impl SpanRules {
+    fn span_map<'py>(&self, py: Python<'py>, s: &Bound<'py, PyTuple>, tool: Option<&Bound<'py, PyTuple>>,
+                     name: Option<&Bound<'py, PyString>>, wanted: u32) -> PyResult<CelValue> {
+        let mut out: Vec<(String, CelValue)> = Vec::with_capacity(wanted.count_ones() as usize);
+        let str_at = |i: usize| -> PyResult<CelValue> { string(&s.get_item(i)?) };
+        let tool_str = |i: usize| -> PyResult<CelValue> {
+            match tool {
+                Some(t) => string(&t.get_item(i)?),
+                None => Ok(text("")),
+            }
+        };
+        let mut attrs: Option<Bound<'py, PyAny>> = None;
+        let mut attr = |key: &str| -> PyResult<Option<Bound<'py, PyAny>>> {
+            if attrs.is_none() {
+                attrs = Some(s.get_item(field::ATTRS)?);
+            }
+            get(attrs.as_ref().unwrap_or_else(|| unreachable!()), &PyString::new(py, key))
+        };
+        for (bit, f) in SPAN_FIELDS.iter().enumerate() {
+            if wanted & (1 << bit) == 0 {
+                continue;
+            }
+            let v = match *f {
+                "trace_id" => str_at(field::TRACE_ID)?,
+                "span_id" => str_at(field::SPAN_ID)?,
+                "name" => str_at(field::NAME)?,
+                "status_message" => str_at(field::STATUS_MESSAGE)?,
+                "prompt" => str_at(field::PROMPT)?,
+                "answer" => str_at(field::ANSWER)?,
+                "parent_id" | "operation" => {
+                    let o = s.get_item(if *f == "parent_id" { field::PARENT_ID } else { field::OPERATION })?;
+                    if o.is_truthy()? { string(&o)? } else { text("") }
+                }
+                "start_ns" => int(&s.get_item(field::START_NS)?)?,
+                "end_ns" => int(&s.get_item(field::END_NS)?)?,
+                "duration_ms" => {
+                    let (start, end) = (s.get_item(field::START_NS)?, s.get_item(field::END_NS)?);
+                    if end.is_truthy()? && start.is_truthy()? {
+                        let d = end.sub(&start)?;
+                        CelValue::Float(d.extract::<f64>()? / 1e6)
+                    } else {
+                        CelValue::Null
+                    }
+                }
+                "status" => CelValue::String(Arc::new(match s.get_item(field::STATUS_CODE)?.extract::<i64>() {
+                    Ok(1) => "ok",
+                    Ok(2) => "error",
+                    _ => "unset",
+                }.to_owned())),
+                "tool" => match name {
+                    Some(n) => string(n.as_any())?,
+                    None => text(""),
+                },
+                "arguments" => tool_str(1)?,
+                "result" => tool_str(2)?,
+                "call_id" => tool_str(3)?,
+                "args" => match tool {
+                    None => empty_map(),
+                    Some(t) => {
+                        let a = t.get_item(1)?;
+                        let parsed = match a.downcast::<PyString>() {
+                            Ok(text) => match text.to_str() {
+                                Ok(t) => args_value(t),
+                                Err(_) => None,
+                            },
+                            Err(_) => None,
+                        };
+                        match parsed {
+                            Some(v) => v,
+                            None => plain(&self.plain_args.bind(py).call1((a,))?, 0)?,
+                        }
+                    }
+                },
+                "error_type" => match attr("error.type")? {
+                    Some(v) if v.is_truthy()? => CelValue::String(Arc::new(v.str()?.to_string_lossy().into_owned())),
+                    _ => text(""),
+                },
+                "model" => {
+                    let mut got = text("");
+                    for k in ["gen_ai.response.model", "gen_ai.request.model"] {
+                        if let Some(v) = attr(k)? {
+                            if v.is_truthy()? {
+                                got = CelValue::String(Arc::new(v.str()?.to_string_lossy().into_owned()));
+                                break;
+                            }
+                        }
+                    }
+                    got
+                }
+                "input_tokens" => count(attr("gen_ai.usage.input_tokens")?)?,
+                "output_tokens" => count(attr("gen_ai.usage.output_tokens")?)?,
+                "is_tool" => CelValue::Bool(tool.is_some()),
+                "is_agent" => {
+                    let o = s.get_item(field::OPERATION)?;
+                    CelValue::Bool(o.downcast::<PyString>().is_ok_and(|t| t.to_str().is_ok_and(|t| t == "invoke_agent")))
+                }
+                _ => continue,
+            };
+            out.push(((*f).to_owned(), v));
+        }
+        if wanted & ATTRIBUTES != 0 && !self.attributes.is_empty() {
+            let mut kept = Vec::new();
+            for k in &self.attributes {
+                if let Some(v) = attr(k.bind(py).to_str()?)? {
+                    kept.push((k.bind(py).to_str()?.to_owned(), plain(&v, 0)?));
+                }
+            }
+            out.push(("attributes".to_owned(), map(kept)));
+        } else if wanted & ATTRIBUTES != 0 {
+            out.push(("attributes".to_owned(), empty_map()));
+        }
+        Ok(map(out))
+    }
+}
+
+/// A mapping's value at `key` when it has the key (its value may be None), else None.
+fn get<'py>(m: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match m.downcast::<PyDict>() {
+        Ok(d) => d.get_item(key),
+        Err(_) if m.len()? == 0 => Ok(None),
+        Err(_) if m.contains(key)? => Ok(Some(m.get_item(key)?)),
+        Err(_) => Ok(None),
+    }
+}
+
+/// api.py's `_count`: a number that is a whole count, else null.
+fn count(v: Option<Bound<'_, PyAny>>) -> PyResult<CelValue> {
+    let Some(v) = v else { return Ok(CelValue::Null) };
+    if v.is_instance_of::<PyBool>() {
+        return Ok(CelValue::Null);
+    }
+    if v.is_instance_of::<PyInt>() {
+        return int(&v);
+    }
+    if v.is_instance_of::<PyFloat>() {
+        let f: f64 = v.extract()?;
+        if f.is_finite() && f.fract() == 0.0 {
+            return int(&v.call_method0(intern!(v.py(), "__int__"))?);
+        }
+    }
+    Ok(CelValue::Null)
+}
+
+fn string(o: &Bound<'_, PyAny>) -> PyResult<CelValue> {
+    match o.downcast::<PyString>() {
+        Ok(s) => Ok(CelValue::String(Arc::new(s.to_string_lossy().into_owned()))),
+        Err(_) => Ok(CelValue::String(Arc::new(o.str()?.to_string_lossy().into_owned()))),
+    }
+}
+
+/// A Python int as CEL's: 64 bits, else a double (adapt.py's `plain`).
+fn int(o: &Bound<'_, PyAny>) -> PyResult<CelValue> {
+    match o.extract::<i64>() {
+        Ok(i) => Ok(CelValue::Int(i)),
+        Err(_) => Ok(CelValue::Float(o.extract::<f64>().unwrap_or(f64::INFINITY * sign(o)))),
+    }
+}
+
+fn sign(o: &Bound<'_, PyAny>) -> f64 {
+    if o.lt(0).unwrap_or(false) { -1.0 } else { 1.0 }
+}
+
+/// Past this depth a value is not walked further (Python's own recursion limit is lower).
+const MAX_DEPTH: u32 = 1000;
+
+/// adapt.py's `plain`: a Python value as CEL takes it.
+fn plain(v: &Bound<'_, PyAny>, depth: u32) -> PyResult<CelValue> {
+    if v.is_none() {
+        return Ok(CelValue::Null);
+    }
+    if let Ok(b) = v.downcast::<PyBool>() {
+        return Ok(CelValue::Bool(b.is_true()));
+    }
+    if v.is_instance_of::<PyString>() {
+        return string(v);
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(CelValue::Float(v.extract()?));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return int(v);
+    }
+    if depth > MAX_DEPTH {
+        return string(v);
+    }
+    if let Ok(d) = v.downcast::<PyDict>() {
+        let mut out = Vec::with_capacity(d.len());
+        for (k, x) in d.iter() {
+            out.push((k.str()?.to_string_lossy().into_owned(), plain(&x, depth + 1)?));
+        }
+        return Ok(map(out));
+    }
+    if let Ok(l) = v.downcast::<PyList>() {
+        return Ok(CelValue::List(Arc::new(l.iter().map(|x| plain(&x, depth + 1)).collect::<PyResult<_>>()?)));
+    }
+    if let Ok(t) = v.downcast::<PyTuple>() {
+        return Ok(CelValue::List(Arc::new(t.iter().map(|x| plain(&x, depth + 1)).collect::<PyResult<_>>()?)));
+    }
+    if v.get_type().name()?.to_str()? == "mappingproxy" {
+        let m = v.downcast::<PyMapping>()?;
+        let mut out = Vec::new();
+        for item in m.items()?.iter() {
+            let (k, x): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+            out.push((k.str()?.to_string_lossy().into_owned(), plain(&x, depth + 1)?));
+        }
+        return Ok(map(out));
+    }
+    string(v)
+}
+
+/// A CEL value as Python's (for the tests' comparisons with adapt.py's maps).
+fn to_python<'py>(py: Python<'py>, v: &CelValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        CelValue::Null => py.None().into_bound(py),
+        CelValue::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        CelValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        CelValue::UInt(u) => u.into_pyobject(py)?.into_any(),
+        CelValue::Float(f) => f.into_pyobject(py)?.into_any(),
+        CelValue::String(s) => PyString::new(py, s).into_any(),
+        CelValue::List(l) => PyList::new(py, l.iter().map(|x| to_python(py, x)).collect::<PyResult<Vec<_>>>()?)?
+            .into_any(),
+        CelValue::Map(m) => {
+            let d = PyDict::new(py);
+            for (k, x) in m.map.iter() {
+                let key = match k {
+                    cel::objects::Key::String(s) => PyString::new(py, s).into_any(),
+                    cel::objects::Key::Int(i) => i.into_pyobject(py)?.into_any(),
+                    cel::objects::Key::Uint(u) => u.into_pyobject(py)?.into_any(),
+                    cel::objects::Key::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+                };
+                d.set_item(key, to_python(py, x)?)?;
+            }
+            d.into_any()
+        }
+        other => PyString::new(py, &format!("{other:?}")).into_any(),
+    })
+}
+
+fn seq<'py>(spans: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if let Ok(l) = spans.downcast::<PyList>() {
+        return Ok(l.iter().collect());
+    }
+    if let Ok(t) = spans.downcast::<PyTuple>() {
+        return Ok(t.iter().collect());
+    }
+    spans.try_iter()?.collect()
+}
+
+/// A file's run rules: `RunRules(sources, patterns)`; `evaluate(run_map)` gives (matched,
+/// error) per rule, the map (adapt.py's `PlainRun`'s) converted once.
+#[pyclass(frozen, module = "faultgate_stream._native")]
+pub struct RunRules {
+    rules: Rules,
+}
+
+#[pymethods]
+impl RunRules {
+    #[new]
+    fn new(sources: Vec<String>, patterns: Vec<String>) -> PyResult<Self> {
+        Ok(RunRules { rules: compiled(sources, patterns)? })
+    }
+
+    fn evaluate(&self, run: Bound<'_, PyAny>) -> PyResult<Vec<(bool, String)>> {
+        guarded(|| {
+            let bound = self.rules.bind("run", plain(&run, 0)?);
+            Ok((0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))).collect())
+        })
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SpanRules>()?;
+    m.add_class::<RunRules>()?;
+    Ok(())
+}
