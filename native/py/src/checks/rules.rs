@@ -6,9 +6,8 @@
 //! A span's map holds the values adapt.py's `PlainSpans` gives (tests/checks/
 //! test_cel_rules.py compares them on many records): what a field reads is `SPAN_FIELDS`'.
 
-use std::sync::Arc;
-
-use faultgate_core::checks::rules::{args_value, empty_map, map, text, Outcome, Rules};
+use faultgate_core::checks::rules::{args_value, boolean, double, empty_map, int as cel_int, list, map, null, text,
+                                     value_of, Outcome, Rules, Val};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -18,7 +17,6 @@ use super::guarded;
 use crate::convert::text_of;
 use crate::records::field;
 
-type CelValue = cel::Value;
 
 /// `SPAN_FIELDS` (checks/plugins/adapt.py), in its order: a field's bit is its place here.
 const SPAN_FIELDS: [&str; 23] = [
@@ -152,16 +150,16 @@ impl SpanRules {
             None => None,
         };
         let v = self.span_map(py, &span, tool.as_ref(), name.as_ref(), wanted)?;
-        to_python(py, &v)
+        to_python(py, &value_of(&v).ok_or_else(|| PyValueError::new_err("a value with no Value"))?)
     }
 }
 
 impl SpanRules {
     fn span_map<'py>(&self, py: Python<'py>, s: &Bound<'py, PyTuple>, tool: Option<&Bound<'py, PyTuple>>,
-                     name: Option<&Bound<'py, PyString>>, wanted: u32) -> PyResult<CelValue> {
-        let mut out: Vec<(String, CelValue)> = Vec::with_capacity(wanted.count_ones() as usize);
-        let str_at = |i: usize| -> PyResult<CelValue> { string(&s.get_item(i)?) };
-        let tool_str = |i: usize| -> PyResult<CelValue> {
+                     name: Option<&Bound<'py, PyString>>, wanted: u32) -> PyResult<Val> {
+        let mut out: Vec<(String, Val)> = Vec::with_capacity(wanted.count_ones() as usize);
+        let str_at = |i: usize| -> PyResult<Val> { string(&s.get_item(i)?) };
+        let tool_str = |i: usize| -> PyResult<Val> {
             match tool {
                 Some(t) => string(&t.get_item(i)?),
                 None => Ok(text("")),
@@ -195,16 +193,16 @@ impl SpanRules {
                     let (start, end) = (s.get_item(field::START_NS)?, s.get_item(field::END_NS)?);
                     if end.is_truthy()? && start.is_truthy()? {
                         let d = end.sub(&start)?;
-                        CelValue::Float(d.extract::<f64>()? / 1e6)
+                        double(d.extract::<f64>()? / 1e6)
                     } else {
-                        CelValue::Null
+                        null()
                     }
                 }
-                "status" => CelValue::String(Arc::new(match s.get_item(field::STATUS_CODE)?.extract::<i64>() {
+                "status" => text(match s.get_item(field::STATUS_CODE)?.extract::<i64>() {
                     Ok(1) => "ok",
                     Ok(2) => "error",
                     _ => "unset",
-                }.to_owned())),
+                }),
                 "tool" => match name {
                     Some(n) => string(n.as_any())?,
                     None => text(""),
@@ -230,7 +228,7 @@ impl SpanRules {
                     }
                 },
                 "error_type" => match attr("error.type")? {
-                    Some(v) if v.is_truthy()? => CelValue::String(Arc::new(v.str()?.to_string_lossy().into_owned())),
+                    Some(v) if v.is_truthy()? => text(v.str()?.to_string_lossy()),
                     _ => text(""),
                 },
                 "model" => {
@@ -238,7 +236,7 @@ impl SpanRules {
                     for k in ["gen_ai.response.model", "gen_ai.request.model"] {
                         if let Some(v) = attr(k)? {
                             if v.is_truthy()? {
-                                got = CelValue::String(Arc::new(v.str()?.to_string_lossy().into_owned()));
+                                got = text(v.str()?.to_string_lossy());
                                 break;
                             }
                         }
@@ -247,10 +245,10 @@ impl SpanRules {
                 }
                 "input_tokens" => count(attr("gen_ai.usage.input_tokens")?)?,
                 "output_tokens" => count(attr("gen_ai.usage.output_tokens")?)?,
-                "is_tool" => CelValue::Bool(tool.is_some()),
+                "is_tool" => boolean(tool.is_some()),
                 "is_agent" => {
                     let o = s.get_item(field::OPERATION)?;
-                    CelValue::Bool(o.downcast::<PyString>().is_ok_and(|t| t.to_str().is_ok_and(|t| t == "invoke_agent")))
+                    boolean(o.downcast::<PyString>().is_ok_and(|t| t.to_str().is_ok_and(|t| t == "invoke_agent")))
                 }
                 _ => continue,
             };
@@ -282,10 +280,10 @@ fn get<'py>(m: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> PyResult<Optio
 }
 
 /// api.py's `_count`: a number that is a whole count, else null.
-fn count(v: Option<Bound<'_, PyAny>>) -> PyResult<CelValue> {
-    let Some(v) = v else { return Ok(CelValue::Null) };
+fn count(v: Option<Bound<'_, PyAny>>) -> PyResult<Val> {
+    let Some(v) = v else { return Ok(null()) };
     if v.is_instance_of::<PyBool>() {
-        return Ok(CelValue::Null);
+        return Ok(null());
     }
     if v.is_instance_of::<PyInt>() {
         return int(&v);
@@ -296,21 +294,21 @@ fn count(v: Option<Bound<'_, PyAny>>) -> PyResult<CelValue> {
             return int(&v.call_method0(intern!(v.py(), "__int__"))?);
         }
     }
-    Ok(CelValue::Null)
+    Ok(null())
 }
 
-fn string(o: &Bound<'_, PyAny>) -> PyResult<CelValue> {
+fn string(o: &Bound<'_, PyAny>) -> PyResult<Val> {
     match o.downcast::<PyString>() {
-        Ok(s) => Ok(CelValue::String(Arc::new(s.to_string_lossy().into_owned()))),
-        Err(_) => Ok(CelValue::String(Arc::new(o.str()?.to_string_lossy().into_owned()))),
+        Ok(s) => Ok(text(s.to_string_lossy())),
+        Err(_) => Ok(text(o.str()?.to_string_lossy())),
     }
 }
 
 /// A Python int as CEL's: 64 bits, else a double (adapt.py's `plain`).
-fn int(o: &Bound<'_, PyAny>) -> PyResult<CelValue> {
+fn int(o: &Bound<'_, PyAny>) -> PyResult<Val> {
     match o.extract::<i64>() {
-        Ok(i) => Ok(CelValue::Int(i)),
-        Err(_) => Ok(CelValue::Float(o.extract::<f64>().unwrap_or(f64::INFINITY * sign(o)))),
+        Ok(i) => Ok(cel_int(i)),
+        Err(_) => Ok(double(o.extract::<f64>().unwrap_or(f64::INFINITY * sign(o)))),
     }
 }
 
@@ -322,18 +320,18 @@ fn sign(o: &Bound<'_, PyAny>) -> f64 {
 const MAX_DEPTH: u32 = 1000;
 
 /// adapt.py's `plain`: a Python value as CEL takes it.
-fn plain(v: &Bound<'_, PyAny>, depth: u32) -> PyResult<CelValue> {
+fn plain(v: &Bound<'_, PyAny>, depth: u32) -> PyResult<Val> {
     if v.is_none() {
-        return Ok(CelValue::Null);
+        return Ok(null());
     }
     if let Ok(b) = v.downcast::<PyBool>() {
-        return Ok(CelValue::Bool(b.is_true()));
+        return Ok(boolean(b.is_true()));
     }
     if v.is_instance_of::<PyString>() {
         return string(v);
     }
     if v.is_instance_of::<PyFloat>() {
-        return Ok(CelValue::Float(v.extract()?));
+        return Ok(double(v.extract()?));
     }
     if v.is_instance_of::<PyInt>() {
         return int(v);
@@ -349,10 +347,10 @@ fn plain(v: &Bound<'_, PyAny>, depth: u32) -> PyResult<CelValue> {
         return Ok(map(out));
     }
     if let Ok(l) = v.downcast::<PyList>() {
-        return Ok(CelValue::List(Arc::new(l.iter().map(|x| plain(&x, depth + 1)).collect::<PyResult<_>>()?)));
+        return Ok(list(l.iter().map(|x| plain(&x, depth + 1)).collect::<PyResult<_>>()?));
     }
     if let Ok(t) = v.downcast::<PyTuple>() {
-        return Ok(CelValue::List(Arc::new(t.iter().map(|x| plain(&x, depth + 1)).collect::<PyResult<_>>()?)));
+        return Ok(list(t.iter().map(|x| plain(&x, depth + 1)).collect::<PyResult<_>>()?));
     }
     if v.get_type().name()?.to_str()? == "mappingproxy" {
         let m = v.downcast::<PyMapping>()?;
@@ -367,17 +365,17 @@ fn plain(v: &Bound<'_, PyAny>, depth: u32) -> PyResult<CelValue> {
 }
 
 /// A CEL value as Python's (for the tests' comparisons with adapt.py's maps).
-fn to_python<'py>(py: Python<'py>, v: &CelValue) -> PyResult<Bound<'py, PyAny>> {
+fn to_python<'py>(py: Python<'py>, v: &cel::Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
-        CelValue::Null => py.None().into_bound(py),
-        CelValue::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        CelValue::Int(i) => i.into_pyobject(py)?.into_any(),
-        CelValue::UInt(u) => u.into_pyobject(py)?.into_any(),
-        CelValue::Float(f) => f.into_pyobject(py)?.into_any(),
-        CelValue::String(s) => PyString::new(py, s).into_any(),
-        CelValue::List(l) => PyList::new(py, l.iter().map(|x| to_python(py, x)).collect::<PyResult<Vec<_>>>()?)?
+        cel::Value::Null => py.None().into_bound(py),
+        cel::Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        cel::Value::Int(i) => i.into_pyobject(py)?.into_any(),
+        cel::Value::UInt(u) => u.into_pyobject(py)?.into_any(),
+        cel::Value::Float(f) => f.into_pyobject(py)?.into_any(),
+        cel::Value::String(s) => PyString::new(py, s).into_any(),
+        cel::Value::List(l) => PyList::new(py, l.iter().map(|x| to_python(py, x)).collect::<PyResult<Vec<_>>>()?)?
             .into_any(),
-        CelValue::Map(m) => {
+        cel::Value::Map(m) => {
             let d = PyDict::new(py);
             for (k, x) in m.map.iter() {
                 let key = match k {
