@@ -15,6 +15,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, P
 
 use super::guarded;
 use crate::convert::text_of;
+use rustc_hash::FxHashMap;
 use crate::records::field;
 
 
@@ -88,6 +89,10 @@ impl SpanRules {
             let mut fired = vec![Vec::new(); n];
             let mut errors = vec![Vec::new(); n];
             let mut which = Vec::with_capacity(n);
+            // per distinct map (by its sources' key) where its outcomes start in `outcomes`
+            let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
+            let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
+            let mut key: Vec<u8> = Vec::new();
             let items = seq(&spans)?;
             for (pos, s) in items.iter().enumerate() {
                 let s = s.downcast::<PyTuple>()?;
@@ -119,13 +124,40 @@ impl SpanRules {
                 if which.is_empty() {
                     continue;
                 }
-                let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted)?;
-                let bound = self.rules.bind("span", value);
-                for &i in &which {
-                    match bound.evaluate(i) {
-                        Outcome::Matched => fired[i].push(pos),
+                // spans alike in what their map is made of have equal maps: evaluated once
+                let key = if wanted & !KEYED == 0 {
+                    key.clear();
+                    match name_text.as_deref() {  // the tool's name (none: a byte no text holds)
+                        Some(t) => {
+                            key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                            key.extend_from_slice(t);
+                        }
+                        None => key.push(0xff),
+                    }
+                    if source_key(s, tool.as_ref(), wanted, &mut key)? { Some(key.as_slice()) } else { None }
+                } else {
+                    None
+                };
+                let at = match key.and_then(|k| seen.get(k)) {
+                    Some(&at) => at,
+                    None => {
+                        let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted)?;
+                        let bound = self.rules.bind("span", value);
+                        let at = outcomes.len();
+                        outcomes.extend(which.iter().map(|&i| (i, bound.evaluate(i))));
+                        outcomes.push((usize::MAX, Outcome::NotMatched)); // the end of this map's
+                        if let Some(k) = key {
+                            seen.insert(k.to_vec(), at);
+                        }
+                        at
+                    }
+                };
+                for (i, o) in &outcomes[at..] {
+                    match o {
+                        _ if *i == usize::MAX => break,
+                        Outcome::Matched => fired[*i].push(pos),
                         Outcome::NotMatched => {}
-                        Outcome::Failed(why) => errors[i].push((pos, why)),
+                        Outcome::Failed(why) => errors[*i].push((pos, why.clone())),
                     }
                 }
             }
@@ -267,6 +299,89 @@ impl SpanRules {
         }
         Ok(map(out))
     }
+}
+
+/// The fields read from the record's own items, not from its attributes: two spans alike
+/// in what these are made of have equal maps.
+const KEYED: u32 = !(ATTRIBUTES | bit("error_type") | bit("model") | bit("input_tokens") | bit("output_tokens"));
+
+const fn bit(name: &str) -> u32 {
+    let mut i = 0;
+    while i < SPAN_FIELDS.len() {
+        if eq(SPAN_FIELDS[i].as_bytes(), name.as_bytes()) {
+            return 1 << i;
+        }
+        i += 1;
+    }
+    panic!("no such span field")
+}
+
+const fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// What the `wanted` fields of `s`'s map are made of, appended to `key` (each item length-
+/// prefixed): false when one is not what a record holds (the map is then built unkeyed).
+fn source_key(s: &Bound<'_, PyTuple>, tool: Option<&Bound<'_, PyTuple>>, wanted: u32, key: &mut Vec<u8>)
+              -> PyResult<bool> {
+    let put = |o: &Bound<'_, PyAny>, key: &mut Vec<u8>| -> PyResult<bool> {
+        if o.is_none() {
+            key.push(0);
+        } else if let Ok(t) = o.downcast::<PyString>() {
+            let t = text_of(t)?;
+            key.push(1);
+            key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+            key.extend_from_slice(&t);
+        } else if let Ok(i) = o.extract::<i64>() {
+            key.push(2);
+            key.extend_from_slice(&i.to_le_bytes());
+        } else {
+            return Ok(false);
+        }
+        Ok(true)
+    };
+    // the record's items each field is made of, as adapt.py's `_SPAN_SOURCES` lists them
+    const ITEMS: [(u32, &[usize]); 12] = [
+        (bit("trace_id"), &[field::TRACE_ID]), (bit("span_id"), &[field::SPAN_ID]),
+        (bit("parent_id"), &[field::PARENT_ID]), (bit("name"), &[field::NAME]),
+        (bit("operation") | bit("is_agent"), &[field::OPERATION]), (bit("start_ns"), &[field::START_NS]),
+        (bit("end_ns"), &[field::END_NS]), (bit("duration_ms"), &[field::START_NS, field::END_NS]),
+        (bit("status"), &[field::STATUS_CODE]), (bit("status_message"), &[field::STATUS_MESSAGE]),
+        (bit("prompt"), &[field::PROMPT]), (bit("answer"), &[field::ANSWER]),
+    ];
+    // the tool's name is the key's first item; its arguments, result and call id
+    const TOOL_ITEMS: [(u32, usize); 3] = [(bit("arguments") | bit("args"), 1), (bit("result"), 2), (bit("call_id"), 3)];
+    for (bits, items) in ITEMS {
+        if wanted & bits != 0 {
+            key.push(b'|');
+            for &i in items {
+                if !put(&s.get_item(i)?, key)? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    for (bits, i) in TOOL_ITEMS {
+        if wanted & bits != 0 {
+            key.push(b'|');
+            if let Some(t) = tool {
+                if !put(&t.get_item(i)?, key)? {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// A mapping's value at `key` when it has the key (its value may be None), else None.
