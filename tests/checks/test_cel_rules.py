@@ -6,6 +6,7 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from faultgate_stream.checks.rules.check import rule_checks
 from faultgate_stream.checks.rules.load import load_rules
@@ -14,7 +15,7 @@ from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import read_file
 from faultgate_stream.testing import agent, tool, trace_id
 from tests.conftest import ROOT
-from tests.model.native_inputs import ARGS, span_records
+from tests.model.native_inputs import ARGS, both, runs, span_records
 
 EXAMPLE_RULES = ROOT / "examples" / "plugins" / "rules.yaml"
 RETAIL = ROOT / "examples" / "traces" / "retail_gaps.json"
@@ -298,3 +299,22 @@ def test_a_pattern_re2_takes_and_the_evaluator_cannot_run_refuses_the_file_namin
     with pytest.raises(InputError) as e:
         load_rules(_file(tmp_path, [{"name": "x", "when": 'span.name.matches("a\\\\Cb")'}]))
     assert "rules[0] (x): the evaluator cannot run the pattern" in str(e.value)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.sampled_from([["index", "tool", "arguments", "args", "result", "ok", "status", "span_id", "call_id",
+                                 "start_ns", "arguments_captured", "result_captured"], ["ok"], []]))
+def test_a_runs_steps_and_calls_built_in_rust_hold_what_the_python_map_holds(run, step_fields):
+    """The evaluator builds a run's steps and calls from its steps (native/py/src/checks/
+    rules.rs): the values and types of adapt.py's ``PlainRun``."""
+    from faultgate_stream._native import RunRules
+    from faultgate_stream.checks.plugins.adapt import PlainRun, PlainSpans, plain
+
+    r, _ = both(*run)
+    fields = frozenset({"steps", "calls", *step_fields})
+    native = RunRules(["true"], [], step_fields, True)
+    want = plain(PlainRun(fields, PlainSpans(fields, frozenset()))(r))
+    assert _typed(native.map_of(r.steps, None)) == _typed(want)
+    # and the fields Python builds, beside them
+    rest = PlainRun(frozenset({"agent", "answer"}), PlainSpans(frozenset(), frozenset()))(r)
+    assert _typed(native.map_of(r.steps, rest)) == _typed({**want, **plain(rest)})

@@ -417,8 +417,9 @@ def _arguments_text(s: SpanRecord) -> str:
     return s.tool.arguments if s.tool is not None else ""
 
 
-# A step's fields read straight off the engine's step (``Step``), with no view built.
-_STEP_PLAIN: dict[str, Any] = {
+# A step's fields read straight off the engine's step (``Step``), with no view built (the
+# rules' evaluator builds these in Rust: native/py/src/checks/rules.rs).
+STEP_PLAIN: dict[str, Any] = {
     "index": lambda st: st.index,
     "tool": lambda st: st.tool,
     "arguments": lambda st: st.arguments,
@@ -481,8 +482,8 @@ def _steps_builder(wanted: list[str]) -> Any:
             return lambda run: [{only: v} for v in map(get, run.steps)]
         names, get = tuple(wanted), operator.attrgetter(*wanted)
         return lambda run: [dict(zip(names, v)) for v in map(get, run.steps)]
-    if all(f in _STEP_PLAIN for f in wanted):
-        getters = [(f, _STEP_PLAIN[f]) for f in wanted]
+    if all(f in STEP_PLAIN for f in wanted):
+        getters = [(f, STEP_PLAIN[f]) for f in wanted]
         return lambda run: [{f: get(st) for f, get in getters} for st in run.steps]
     # end, model, tokens: the view's, which looks at the spans
     return lambda run: [{f: plain(getattr(s, f)) for f in wanted} for s in _Facts(run, _VIEWS).steps()]

@@ -19,9 +19,9 @@ from bisect import bisect_left
 from typing import Any
 
 from faultgate_stream.checks.base import Check
-from faultgate_stream.checks.plugins.adapt import PlainRun, PlainSpans, plain_args
+from faultgate_stream.checks.plugins.adapt import RUN_FIELDS, STEP_FIELDS, STEP_PLAIN, PlainRun, PlainSpans, plain_args
 from faultgate_stream.checks.rules.load import Rule, RulesFile
-from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
@@ -100,8 +100,10 @@ class SpanRules:
 
 
 class RunRules:
-    """A file's run rules, evaluated together on a run: its map built once (``PlainRun``)
-    and every rule evaluated on it in one native call."""
+    """A file's run rules, evaluated together on a run in one native call. The run's steps
+    and calls are built into its map there, from the run's steps, when the rules read no
+    step field that needs the spans (``end_ns``, ``model`` ...); the other fields they name
+    are built once a run in Python (``PlainRun``) and converted."""
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         from faultgate_stream._native import RunRules as Native
@@ -112,17 +114,25 @@ class RunRules:
         for r in rules:
             fields |= r.fields
         self.fields = frozenset() if everything else frozenset(fields)
-        self.spans = PlainSpans(frozenset() if everything else frozenset(fields),
-                                frozenset().union(*(r.attributes for r in rules)))
-        self.plain = PlainRun(self.fields, self.spans)
-        self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}))
+        spans = PlainSpans(self.fields, frozenset().union(*(r.attributes for r in rules)))
+        steps = [f for f in STEP_FIELDS if f in self.fields]
+        native_steps = not everything and "steps" in self.fields and all(f in STEP_PLAIN for f in steps)
+        native_calls = not everything and "calls" in self.fields
+        rest = self.fields - {"steps"} if native_steps else self.fields
+        rest = rest - {"calls"} if native_calls else rest
+        # ``PlainRun`` of no fields would build them all: nothing left for Python is None
+        self.plain = PlainRun(rest, spans) if everything or rest & set(RUN_FIELDS) else None
+        self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}),
+                             steps if native_steps else None, native_calls,
+                             (MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT))
         self.key = ("rules.run", id(self))
 
     def on(self, run: Run) -> list[tuple[bool, str]]:
         """(matched, error) per rule, worked out once per run."""
         got = run.derived.get(self.key)
         if got is None:
-            got = run.derived[self.key] = self.native.evaluate(self.plain(run))
+            plain = self.plain
+            got = run.derived[self.key] = self.native.evaluate(run.steps, plain(run) if plain is not None else None)
         return got
 
 

@@ -517,25 +517,141 @@ fn seq<'py>(spans: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     spans.try_iter()?.collect()
 }
 
-/// A file's run rules: `RunRules(sources, patterns)`; `evaluate(run_map)` gives (matched,
-/// error) per rule, the map (adapt.py's `PlainRun`'s) converted once.
+/// A file's run rules: `RunRules(sources, patterns, steps, calls)`. `evaluate(steps, rest)`
+/// gives (matched, error) per rule on the run's map: `rest` (adapt.py's `PlainRun` of the
+/// fields built in Python, or None) converted, with `steps` and `calls` built here from the
+/// run's steps (`Step` records) when `steps` names their fields (None: Python built them)
+/// and `calls` is true. `map_of(steps, rest)` is that map in Python (the tests').
 #[pyclass(frozen, module = "faultgate_stream._native")]
 pub struct RunRules {
     rules: Rules,
+    /// the step fields to build, by `STEP_FIELDS` bit
+    steps: Option<u32>,
+    calls: bool,
+    /// MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT
+    missing: (i64, i64),
+}
+
+/// The step fields built here: those read off a `Step` record alone (adapt.py's `_STEP_PLAIN`).
+const STEP_FIELDS: [&str; 12] = [
+    "index", "tool", "arguments", "args", "result", "ok", "status", "span_id", "call_id", "start_ns",
+    "arguments_captured", "result_captured",
+];
+
+/// `Step`'s items (model/records.py), by place.
+mod step {
+    pub const INDEX: usize = 0;
+    pub const TOOL: usize = 1;
+    pub const ARGUMENTS: usize = 2;
+    pub const RESULT: usize = 3;
+    pub const SPAN_ID: usize = 4;
+    pub const CALL_ID: usize = 5;
+    pub const START_NS: usize = 6;
+    pub const OK: usize = 7;
+    pub const MISSING: usize = 8;
 }
 
 #[pymethods]
 impl RunRules {
     #[new]
-    fn new(sources: Vec<String>, patterns: Vec<String>) -> PyResult<Self> {
-        Ok(RunRules { rules: compiled(sources, patterns)? })
+    #[pyo3(signature = (sources, patterns, steps=None, calls=false, missing=(8, 16)))]
+    fn new(sources: Vec<String>, patterns: Vec<String>, steps: Option<Vec<String>>, calls: bool,
+           missing: (i64, i64)) -> PyResult<Self> {
+        let steps = match steps {
+            None => None,
+            Some(names) => Some(names.iter().try_fold(0u32, |m, n| match STEP_FIELDS.iter().position(|f| f == n) {
+                Some(i) => Ok(m | 1 << i),
+                None => Err(PyValueError::new_err(format!("a step field built in Python: {n}"))),
+            })?),
+        };
+        Ok(RunRules { rules: compiled(sources, patterns)?, steps, calls, missing })
     }
 
-    fn evaluate(&self, run: Bound<'_, PyAny>) -> PyResult<Vec<(bool, String)>> {
+    fn evaluate(&self, py: Python<'_>, steps: Bound<'_, PyAny>, rest: Bound<'_, PyAny>)
+                -> PyResult<Vec<(bool, String)>> {
         guarded(|| {
-            let bound = self.rules.bind("run", plain(&run, 0)?);
+            let bound = self.rules.bind("run", self.run_map(py, &steps, &rest)?);
             Ok((0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))).collect())
         })
+    }
+
+    fn map_of<'py>(&self, py: Python<'py>, steps: Bound<'py, PyAny>, rest: Bound<'py, PyAny>)
+                   -> PyResult<Bound<'py, PyAny>> {
+        let v = self.run_map(py, &steps, &rest)?;
+        to_python(py, &value_of(&v).ok_or_else(|| PyValueError::new_err("a value with no Value"))?)
+    }
+}
+
+impl RunRules {
+    fn run_map(&self, py: Python<'_>, steps: &Bound<'_, PyAny>, rest: &Bound<'_, PyAny>) -> PyResult<Val> {
+        let mut out: Vec<(String, Val)> = Vec::new();
+        if !rest.is_none() {
+            for (k, v) in rest.downcast::<PyDict>()?.iter() {
+                out.push((k.str()?.to_string_lossy().into_owned(), plain(&v, 0)?));
+            }
+        }
+        if self.steps.is_none() && !self.calls {
+            return Ok(map(out));
+        }
+        let items = seq(steps)?;
+        if let Some(wanted) = self.steps {
+            let mut list_ = Vec::with_capacity(items.len());
+            for st in &items {
+                list_.push(self.step_map(py, st.downcast::<PyTuple>()?, wanted)?);
+            }
+            out.push(("steps".to_owned(), list(list_)));
+        }
+        if self.calls {
+            let mut counts: Vec<(String, i64)> = Vec::new();
+            for st in &items {
+                let tool = st.downcast::<PyTuple>()?.get_item(step::TOOL)?;
+                let tool = tool.str()?;
+                let tool = tool.to_string_lossy();
+                match counts.iter_mut().find(|(t, _)| *t == tool) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((tool.into_owned(), 1)),
+                }
+            }
+            out.push(("calls".to_owned(), map(counts.into_iter().map(|(t, n)| (t, cel_int(n))))));
+        }
+        Ok(map(out))
+    }
+
+    /// adapt.py's `_STEP_PLAIN`, field by field.
+    fn step_map(&self, py: Python<'_>, st: &Bound<'_, PyTuple>, wanted: u32) -> PyResult<Val> {
+        let mut out = Vec::with_capacity(wanted.count_ones() as usize);
+        for (b, f) in STEP_FIELDS.iter().enumerate() {
+            if wanted & (1 << b) == 0 {
+                continue;
+            }
+            let v = match *f {
+                "index" => int(&st.get_item(step::INDEX)?)?,
+                "tool" => plain(&st.get_item(step::TOOL)?, 0)?,
+                "arguments" => plain(&st.get_item(step::ARGUMENTS)?, 0)?,
+                "args" => {
+                    let a = st.get_item(step::ARGUMENTS)?;
+                    let parsed = a.downcast::<PyString>().ok().and_then(|t| t.to_str().ok()).and_then(args_value);
+                    match parsed {
+                        Some(v) => v,
+                        None => plain(&py.import("faultgate_stream.checks.plugins.adapt")?
+                            .getattr("plain_args")?.call1((a,))?, 0)?,
+                    }
+                }
+                "result" => plain(&st.get_item(step::RESULT)?, 0)?,
+                "ok" => plain(&st.get_item(step::OK)?, 0)?,
+                "status" => text(if st.get_item(step::OK)?.is_truthy()? { "ok" } else { "error" }),
+                "span_id" => plain(&st.get_item(step::SPAN_ID)?, 0)?,
+                "call_id" => plain(&st.get_item(step::CALL_ID)?, 0)?,
+                "start_ns" => plain(&st.get_item(step::START_NS)?, 0)?,
+                "arguments_captured" | "result_captured" => {
+                    let flag = if *f == "arguments_captured" { self.missing.0 } else { self.missing.1 };
+                    boolean(st.get_item(step::MISSING)?.extract::<i64>()? & flag == 0)
+                }
+                _ => continue,
+            };
+            out.push(((*f).to_owned(), v));
+        }
+        Ok(map(out))
     }
 }
 
