@@ -137,12 +137,14 @@ class RunRules:
 
 
 class _SpanState:
-    __slots__ = ("seen", "fired", "error")
+    """What a span rule saw of a trace: the span ids, the spans it matched and its first
+    error (none until set: most rules match nothing)."""
+
+    fired: tuple[SpanRecord, ...] = ()
+    error: tuple[SpanRecord, str] | None = None
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
-        self.fired: list[SpanRecord] = []
-        self.error: tuple[SpanRecord, str] | None = None
 
 
 class _RuleCheck(Check):
@@ -161,6 +163,9 @@ class _RuleCheck(Check):
         self.source = file.path
         self._i = index
         self._together = together
+        # the result most runs get, built once (a result is immutable)
+        self._passed = CheckResult(self.name, False, 1.0, "no span matched" if rule.level == "span" else "not matched",
+                                   self.severity, KIND)
 
 
 class SpanRuleCheck(_RuleCheck):
@@ -177,19 +182,25 @@ class SpanRuleCheck(_RuleCheck):
         return first[1] if first else None
 
     def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
-        f = self._together.found(spans, lo, hi, self._i)
         state.seen.update(map(_span_id, spans[lo:hi]))
+        together = self._together
+        b = together._batch
+        if b is not None and b.holds(spans) and not b.fired[self._i] and not b.errors[self._i]:
+            return None  # the batch was evaluated, and this rule found nothing in it
+        f = together.found(spans, lo, hi, self._i)
         if f.error is not None and state.error is None:
             state.error = f.error
         if not f.fired:
             return None
-        state.fired += f.fired
+        state.fired = [*state.fired, *f.fired]
         first = f.fired[0]
         return spans.index(first, lo, hi), self._where(self.rule.reason, [first])
 
     def finish(self, state: _SpanState | None, run: Run) -> CheckResult:
         state = state or _SpanState()
         members = run.span_ids
+        if not state.fired and state.error is None and state.seen and members <= state.seen:
+            return self._passed  # live, the usual case: every span seen as it arrived, none matched
         if not state.seen:
             todo: Any = run.spans
         elif members <= state.seen:  # live: every span was looked at as it arrived
@@ -218,7 +229,7 @@ class SpanRuleCheck(_RuleCheck):
             return CheckResult(self.name, False, 0.0, f"undecided: the rule could not be evaluated on span "
                                f"{s.name!r} ({s.span_id}): {why}", self.severity, KIND, undecided=True,
                                span_ids=(s.span_id,))
-        return CheckResult(self.name, False, 1.0, "no span matched", self.severity, KIND)
+        return self._passed
 
     @staticmethod
     def _where(reason: str, spans: list[SpanRecord]) -> str:
@@ -237,7 +248,7 @@ class RunRuleCheck(_RuleCheck):
         if error:
             return CheckResult(self.name, False, 0.0, f"undecided: the rule could not be evaluated on the run: "
                                f"{error}", self.severity, KIND, undecided=True)
-        return CheckResult(self.name, False, 1.0, "not matched", self.severity, KIND)
+        return self._passed
 
 
 def rule_checks(file: RulesFile) -> list[Check]:
