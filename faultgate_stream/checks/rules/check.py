@@ -47,7 +47,7 @@ _NOTHING = _Found()  # shared, never changed: most rules find nothing on most st
 class _Batch:
     """What each rule found on one list of spans, by position in it."""
 
-    __slots__ = ("spans", "n", "first", "last", "fired", "errors")
+    __slots__ = ("spans", "n", "first", "last", "fired", "errors", "quiet")
 
     def __init__(self, spans: Any, fired: list[list[int]], errors: list[list[tuple[int, str]]]) -> None:
         self.spans = spans  # held: its id cannot be another list's while this is kept
@@ -56,6 +56,7 @@ class _Batch:
         self.last = spans[-1] if spans else None
         self.fired = fired  # per rule, positions, ascending
         self.errors = errors
+        self.quiet = [not f and not e for f, e in zip(fired, errors)]  # per rule: it found nothing
 
     def holds(self, spans: Any) -> bool:
         return (self.spans is spans and self.n == len(spans)
@@ -185,7 +186,7 @@ class SpanRuleCheck(_RuleCheck):
         state.seen.update(map(_span_id, spans[lo:hi]))
         together = self._together
         b = together._batch
-        if b is not None and b.holds(spans) and not b.fired[self._i] and not b.errors[self._i]:
+        if b is not None and b.spans is spans and b.quiet[self._i] and b.n == len(spans) and spans[0] is b.first:
             return None  # the batch was evaluated, and this rule found nothing in it
         f = together.found(spans, lo, hi, self._i)
         if f.error is not None and state.error is None:
