@@ -207,6 +207,18 @@ pub fn map(entries: impl IntoIterator<Item = (String, Val)>) -> Val {
     Box::new(CelMap::from(m))
 }
 
+/// A map of keys known when compiling (a record's field names): borrowed, so the map and
+/// each copy the evaluator makes of it (a comprehension copies every element) allocate none.
+pub fn fields(entries: impl IntoIterator<Item = (&'static str, Val)>) -> Val {
+    let m: HashMap<CelMapKey<'static>, Val> = entries.into_iter().map(|(k, v)| (CelMapKey::from(k), v)).collect();
+    Box::new(CelMap::from(m))
+}
+
+/// A string known when compiling, borrowed.
+pub fn constant(s: &'static str) -> Val {
+    Box::new(CelString::from(s))
+}
+
 pub fn empty_map() -> Val {
     Box::new(CelMap::from(HashMap::new()))
 }

@@ -6,7 +6,7 @@
 //! A span's map holds the values adapt.py's `PlainSpans` gives (tests/checks/
 //! test_cel_rules.py compares them on many records): what a field reads is `SPAN_FIELDS`'.
 
-use faultgate_core::checks::rules::{args_value, boolean, double, empty_map, int as cel_int, list, map, null, text,
+use faultgate_core::checks::rules::{args_value, boolean, constant, double, empty_map, fields, int as cel_int, list, map, null, text,
                                      value_of, Outcome, Rules, Val};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
@@ -189,7 +189,7 @@ impl SpanRules {
 impl SpanRules {
     fn span_map<'py>(&self, py: Python<'py>, s: &Bound<'py, PyTuple>, tool: Option<&Bound<'py, PyTuple>>,
                      name: Option<&Bound<'py, PyString>>, wanted: u32) -> PyResult<Val> {
-        let mut out: Vec<(String, Val)> = Vec::with_capacity(wanted.count_ones() as usize);
+        let mut out: Vec<(&'static str, Val)> = Vec::with_capacity(wanted.count_ones() as usize);
         let str_at = |i: usize| -> PyResult<Val> { string(&s.get_item(i)?) };
         let tool_str = |i: usize| -> PyResult<Val> {
             match tool {
@@ -230,14 +230,14 @@ impl SpanRules {
                         null()
                     }
                 }
-                "status" => text(match s.get_item(field::STATUS_CODE)?.extract::<i64>() {
+                "status" => constant(match s.get_item(field::STATUS_CODE)?.extract::<i64>() {
                     Ok(1) => "ok",
                     Ok(2) => "error",
                     _ => "unset",
                 }),
                 "tool" => match name {
                     Some(n) => string(n.as_any())?,
-                    None => text(""),
+                    None => constant(""),
                 },
                 "arguments" => tool_str(1)?,
                 "result" => tool_str(2)?,
@@ -284,7 +284,7 @@ impl SpanRules {
                 }
                 _ => continue,
             };
-            out.push(((*f).to_owned(), v));
+            out.push((*f, v));
         }
         if wanted & ATTRIBUTES != 0 && !self.attributes.is_empty() {
             let mut kept = Vec::new();
@@ -293,11 +293,11 @@ impl SpanRules {
                     kept.push((k.bind(py).to_str()?.to_owned(), plain(&v, 0)?));
                 }
             }
-            out.push(("attributes".to_owned(), map(kept)));
+            out.push(("attributes", map(kept)));
         } else if wanted & ATTRIBUTES != 0 {
-            out.push(("attributes".to_owned(), empty_map()));
+            out.push(("attributes", empty_map()));
         }
-        Ok(map(out))
+        Ok(fields(out))
     }
 }
 
@@ -639,7 +639,7 @@ impl RunRules {
                 }
                 "result" => plain(&st.get_item(step::RESULT)?, 0)?,
                 "ok" => plain(&st.get_item(step::OK)?, 0)?,
-                "status" => text(if st.get_item(step::OK)?.is_truthy()? { "ok" } else { "error" }),
+                "status" => constant(if st.get_item(step::OK)?.is_truthy()? { "ok" } else { "error" }),
                 "span_id" => plain(&st.get_item(step::SPAN_ID)?, 0)?,
                 "call_id" => plain(&st.get_item(step::CALL_ID)?, 0)?,
                 "start_ns" => plain(&st.get_item(step::START_NS)?, 0)?,
@@ -649,9 +649,9 @@ impl RunRules {
                 }
                 _ => continue,
             };
-            out.push(((*f).to_owned(), v));
+            out.push((*f, v));
         }
-        Ok(map(out))
+        Ok(fields(out))
     }
 }
 
