@@ -318,3 +318,23 @@ def test_a_runs_steps_and_calls_built_in_rust_hold_what_the_python_map_holds(run
     # and the fields Python builds, beside them
     rest = PlainRun(frozenset({"agent", "answer"}), PlainSpans(frozenset(), frozenset()))(r)
     assert _typed(native.map_of(r.steps, rest)) == _typed({**want, **plain(rest)})
+
+
+def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_not(tmp_path):
+    """A rule's outcome is kept a batch by what the fields it reads are made of (native/py/
+    src/checks/rules.rs): spans differing only in a field it does not read share it, a span
+    differing in one it reads is evaluated anew."""
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rules = [{"name": "failed", "when": 'span.status == "error"', "reason": "f"},
+             {"name": "big", "tools": ["t"], "when": "span.args.n > 5", "reason": "b"}]
+    checks = rule_checks(load_rules(_file(tmp_path, rules)))
+    batch = []
+    for i, (n, status) in enumerate([(1, 1), (9, 1), (1, 2), (1, 1), (9, 2), ("x", 1)]):
+        batch.append(SpanRecord(f"{i:032x}", f"{i:016x}", None, "execute_tool t", 1, 2, status_code=status,
+                                tool=ToolExecution("t", json.dumps({"n": n}), "ok")))
+    verdicts = {v.key.trace_id: {r.check: r for r in v.results} for v in check_spans([batch], checks)}
+    got = [(verdicts[s.trace_id]["failed"].fired, verdicts[s.trace_id]["big"].fired,
+            verdicts[s.trace_id]["big"].undecided) for s in batch]
+    assert got == [(False, False, False), (False, True, False), (True, False, False), (False, False, False),
+                   (True, True, False), (False, False, True)]

@@ -89,9 +89,10 @@ impl SpanRules {
             let mut fired = vec![Vec::new(); n];
             let mut errors = vec![Vec::new(); n];
             let mut which = Vec::with_capacity(n);
-            // per distinct map (by its sources' key) where its outcomes start in `outcomes`
-            let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
-            let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
+            // a rule's outcome on spans alike in what the fields it reads are made of (its
+            // key: the rule, the tool, those fields' sources), worked out once a batch
+            let mut seen: FxHashMap<Vec<u8>, Outcome> = FxHashMap::default();
+            let mut missed: Vec<(usize, Option<Vec<u8>>)> = Vec::with_capacity(n);
             let mut key: Vec<u8> = Vec::new();
             let items = seq(&spans)?;
             for (pos, s) in items.iter().enumerate() {
@@ -107,7 +108,6 @@ impl SpanRules {
                     None => None,
                 };
                 which.clear();
-                let mut wanted = 0u32;
                 for (i, tools) in self.tools.iter().enumerate() {
                     let applies = match tools {
                         None => true,
@@ -118,46 +118,45 @@ impl SpanRules {
                     };
                     if applies {
                         which.push(i);
-                        wanted |= self.fields[i];
                     }
                 }
-                if which.is_empty() {
+                missed.clear();
+                let mut wanted = 0u32;
+                for &i in &which {
+                    let mut k = None;
+                    if self.fields[i] & !KEYED == 0 {
+                        key.clear();
+                        key.extend_from_slice(&(i as u64).to_le_bytes());
+                        match name_text.as_deref() {  // the tool's name (none: a byte no text holds)
+                            Some(t) => {
+                                key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                                key.extend_from_slice(t);
+                            }
+                            None => key.push(0xff),
+                        }
+                        if source_key(s, tool.as_ref(), self.fields[i], &mut key)? {
+                            if let Some(o) = seen.get(key.as_slice()) {
+                                record(&mut fired, &mut errors, i, pos, o);
+                                continue;
+                            }
+                            k = Some(key.clone());
+                        }
+                    }
+                    missed.push((i, k));
+                    wanted |= self.fields[i];
+                }
+                if missed.is_empty() {
                     continue;
                 }
-                // spans alike in what their map is made of have equal maps: evaluated once
-                let key = if wanted & !KEYED == 0 {
-                    key.clear();
-                    match name_text.as_deref() {  // the tool's name (none: a byte no text holds)
-                        Some(t) => {
-                            key.extend_from_slice(&(t.len() as u64).to_le_bytes());
-                            key.extend_from_slice(t);
+                let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted)?;
+                let bound = self.rules.bind("span", value);
+                for (i, k) in missed.drain(..) {
+                    let o = bound.evaluate(i);
+                    record(&mut fired, &mut errors, i, pos, &o);
+                    if let Some(k) = k {
+                        if seen.len() < MAX_KEYS {
+                            seen.insert(k, o);
                         }
-                        None => key.push(0xff),
-                    }
-                    if source_key(s, tool.as_ref(), wanted, &mut key)? { Some(key.as_slice()) } else { None }
-                } else {
-                    None
-                };
-                let at = match key.and_then(|k| seen.get(k)) {
-                    Some(&at) => at,
-                    None => {
-                        let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted)?;
-                        let bound = self.rules.bind("span", value);
-                        let at = outcomes.len();
-                        outcomes.extend(which.iter().map(|&i| (i, bound.evaluate(i))));
-                        outcomes.push((usize::MAX, Outcome::NotMatched)); // the end of this map's
-                        if let Some(k) = key {
-                            seen.insert(k.to_vec(), at);
-                        }
-                        at
-                    }
-                };
-                for (i, o) in &outcomes[at..] {
-                    match o {
-                        _ if *i == usize::MAX => break,
-                        Outcome::Matched => fired[*i].push(pos),
-                        Outcome::NotMatched => {}
-                        Outcome::Failed(why) => errors[*i].push((pos, why.clone())),
                     }
                 }
             }
@@ -298,6 +297,17 @@ impl SpanRules {
             out.push(("attributes", empty_map()));
         }
         Ok(fields(out))
+    }
+}
+
+/// Outcomes a batch keeps by key (a batch is bounded already; this bounds the keys' bytes).
+const MAX_KEYS: usize = 4096;
+
+fn record(fired: &mut [Vec<usize>], errors: &mut [Vec<(usize, String)>], rule: usize, pos: usize, o: &Outcome) {
+    match o {
+        Outcome::Matched => fired[rule].push(pos),
+        Outcome::NotMatched => {}
+        Outcome::Failed(why) => errors[rule].push((pos, why.clone())),
     }
 }
 
