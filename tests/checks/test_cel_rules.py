@@ -338,3 +338,33 @@ def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_n
             verdicts[s.trace_id]["big"].undecided) for s in batch]
     assert got == [(False, False, False), (False, True, False), (True, False, False), (False, False, False),
                    (True, True, False), (False, False, True)]
+
+
+RUN_VALUES = {"n": 100, "d": 100.5, "s": "Hello", "u": "\u00fcn\u00ef", "l": [1, 2, 3], "m": {"a": 1}, "b": True, "z": None}
+# Expressions cel-cpp type-checks (the load): the evaluator must give what cel-cpp gives,
+# true, false or an error (whose text is the evaluator's own).
+AGREED = [
+    'run.d > 100', 'run.n == 100.0', 'run.n < 100.5', 'run.n == 100u', 'run.s.size() == 5', 'run.u.size() == 3',
+    'run.s.startsWith("He") && run.s.endsWith("lo") && run.s.contains("ll")', 'run.s.matches("^H")',
+    'has(run.m.a)', 'has(run.m.x)', 'run.m.x == 1', 'run.z == null', 'run.l.exists(x, x > 2)', 'run.l.all(x, x > 0)',
+    'run.l.exists_one(x, x == 2)', 'run.l.map(x, x * 2)[2] == 6', 'run.l.filter(x, x > 1).size() == 2',
+    'int(run.d) == 100', 'double(run.n) == 100.0', 'string(run.n) == "100"', 'string(run.d) == "100.5"',
+    'run.n / 0 == 1', 'run.n % 7 == 2', '9223372036854775807 + run.n > 0', 'run.s + "x" == "Hellox"',
+    'size(run.l) == 3', '"a" in run.m', '2 in run.l', 'run.l[5] == 1', 'type(run.n) == int', 'type(run.d) == double',
+    'timestamp("2024-01-01T00:00:00Z").getHours("Europe/Paris") == 1', 'duration("1h") > duration("30m")',
+    'run.n > "a"', 'run.l.size() > 2 ? true : false', 'uint(run.n) == 100u', 'run.n == run.d - 0.5',
+    'bytes("a") == b"a"', 'dyn(run.n) == 100', 'run.missing == 1', '!run.b || run.n > 1', 'run.z.x == 1',
+]
+
+
+@pytest.mark.parametrize("when", AGREED)
+def test_the_evaluator_agrees_with_cel_cpp_on_what_cel_cpp_type_checks(when):
+    from cel_expr_python import cel
+
+    from faultgate_stream._native import RunRules
+
+    t = cel.Type
+    v = cel.NewEnv(variables={"run": t.Map(t.STRING, t.DYN)}).compile(when).eval(data={"run": RUN_VALUES})
+    want = "error" if v.type() == t.ERROR else v.plain_value()
+    [(matched, error)] = RunRules([when], []).evaluate((), RUN_VALUES)
+    assert ("error" if error else matched) == want, error

@@ -136,6 +136,18 @@ impl Bound<'_> {
     }
 }
 
+/// A scalar as CEL writes it (the crate's own errors print Rust's `Int(5)`).
+fn shown(v: &Value) -> String {
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::UInt(u) => format!("{u}u"),
+        Value::Float(f) => f.to_string(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Bool(b) => b.to_string(),
+        other => kind(other),
+    }
+}
+
 fn kind(v: &Value) -> String {
     format!("{}", v.type_of())
 }
@@ -149,6 +161,10 @@ fn describe(e: &ExecutionError) -> String {
         ExecutionError::UnsupportedBinaryOperator(op, a, b) => {
             format!("no operator '{op}' for {} and {}", kind(a), kind(b))
         }
+        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        ExecutionError::Overflow(op, _, _) => format!("integer overflow in '{op}'"),
+        ExecutionError::IndexOutOfBounds(i) => format!("index {} out of bounds", shown(i)),
         other => other.to_string(),
     };
     first_line(&text)
@@ -333,6 +349,15 @@ mod tests {
     fn an_expression_that_is_not_true_or_false_fails_saying_what_it_gave() {
         assert_eq!(one("span.n", span(vec![("n", int(3))])),
                    Outcome::Failed("the expression gave int, not true or false".into()));
+    }
+
+    #[test]
+    fn arithmetic_errors_say_what_went_wrong_without_rusts_debug_print() {
+        let s = || span(vec![("n", int(100)), ("l", list(vec![int(1)]))]);
+        assert_eq!(one("span.n / 0 == 1", s()), Outcome::Failed("division by zero".into()));
+        assert_eq!(one("span.n % 0 == 1", s()), Outcome::Failed("modulus by zero".into()));
+        assert_eq!(one("span.l[5] == 1", s()), Outcome::Failed("index 5 out of bounds".into()));
+        assert_eq!(one("9223372036854775807 + span.n > 0", s()), Outcome::Failed("integer overflow in 'add'".into()));
     }
 
     #[test]
