@@ -124,7 +124,7 @@ impl SpanRules {
                 let mut wanted = 0u32;
                 for &i in &which {
                     let mut k = None;
-                    if self.fields[i] & !KEYED == 0 {
+                    if self.fields[i] & !KEYED == 0 && self.fields[i] & UNIQUE == 0 {
                         key.clear();
                         key.extend_from_slice(&(i as u64).to_le_bytes());
                         match name_text.as_deref() {  // the tool's name (none: a byte no text holds)
@@ -314,6 +314,9 @@ fn record(fired: &mut [Vec<usize>], errors: &mut [Vec<(usize, String)>], rule: u
 /// The fields read from the record's own items, not from its attributes: two spans alike
 /// in what these are made of have equal maps.
 const KEYED: u32 = !(ATTRIBUTES | bit("error_type") | bit("model") | bit("input_tokens") | bit("output_tokens"));
+
+/// Fields no two spans share (a key of them is never met again): not worth keying.
+const UNIQUE: u32 = bit("span_id") | bit("start_ns") | bit("end_ns") | bit("duration_ms");
 
 const fn bit(name: &str) -> u32 {
     let mut i = 0;
