@@ -141,7 +141,9 @@ def bytecodes(name: str, requests_: int = 3) -> int:
     opcode count on every thread; exact for ``plugin-inline``): where the plug-in path's
     Python goes, in seconds rather than callgrind's minutes."""
     spans = template_spans()
-    made = configs(WindowStore(), "")
+    rules_file = Path(tempfile.mkdtemp()) / "rules.yaml"
+    rules_file.write_text(FIVE_RULES)
+    made = configs(WindowStore(), str(rules_file))
 
     def count(config: str, first: int) -> collections.Counter:
         cpu_us_per_span(made[config](), requests(spans, 1, first + 10_000), config == "plugin-inline")  # warm

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from faultgate_stream.checks.rules.check import rule_checks
 from faultgate_stream.checks.rules.load import load_rules
@@ -13,6 +15,7 @@ from faultgate_stream.pipeline import check_spans
 from faultgate_stream.read.files import read_file
 from faultgate_stream.testing import agent, tool, trace_id
 from tests.conftest import ROOT
+from tests.model.native_inputs import ARGS, both, runs, span_records
 
 EXAMPLE_RULES = ROOT / "examples" / "plugins" / "rules.yaml"
 RETAIL = ROOT / "examples" / "traces" / "retail_gaps.json"
@@ -201,3 +204,167 @@ def test_beside_unread_work_a_span_rules_finding_stands_and_a_pass_or_a_run_rule
     assert by["no_refund"].undecided and "not read as a tool call" in by["no_refund"].reason  # the refund it did not
     [v] = check_spans([spans[:2] + spans[3:]], checks)
     assert {r.check: r for r in v.results}["sql_drop"].undecided  # no DROP seen, one call unread
+
+
+# ------------------------------------------------------------------ the compiled evaluator
+
+def _typed(v):
+    """``v`` with every value's type beside it: ``True``, ``1`` and ``1.0`` are three values
+    to CEL; NaN equal to itself."""
+    if isinstance(v, dict):
+        return ("map", sorted((k, _typed(x)) for k, x in v.items()))
+    if isinstance(v, list):
+        return ("list", [_typed(x) for x in v])
+    if isinstance(v, float) and v != v:
+        return ("float", "nan")
+    return (type(v).__name__, v)
+
+
+SPAN_ATTRIBUTES = ["error.type", "gen_ai.usage.input_tokens", "faultgate.termination", "gen_ai.agent.name", "absent"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(span_records("s"))
+def test_a_spans_map_built_in_rust_holds_what_the_python_map_holds(rec):
+    """The evaluator builds a span's map from the record itself (native/py/src/checks/
+    rules.rs): field by field, the values and types of adapt.py's ``PlainSpans``."""
+    from faultgate_stream._native import SpanRules
+    from faultgate_stream.checks.plugins.adapt import SPAN_FIELDS, PlainSpans, plain, plain_args
+
+    native = SpanRules(["true"], [], [None], [[]], SPAN_ATTRIBUTES, plain_args)
+    # as CEL takes it: times past 64 bits as doubles
+    want = plain(PlainSpans(frozenset(), frozenset(SPAN_ATTRIBUTES))(rec))
+    assert _typed(native.map_of(rec, [])) == _typed(want)
+    for name in SPAN_FIELDS:  # a field alone: what a rule naming only it is given
+        assert _typed(native.map_of(rec, [name])) == _typed({name: want[name]})
+
+
+@pytest.mark.parametrize("arguments", ARGS + ['{"a": ' + "[" * 300 + "]" * 300 + "}", '{"a": Infinity}',
+                                              '{"a": -0.0, "b": 1E2, "c": 18446744073709551615}'])
+def test_arguments_the_rust_reader_and_pythons_json_read_alike(arguments):
+    from faultgate_stream._native import SpanRules
+    from faultgate_stream.checks.plugins.adapt import plain_args
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rec = SpanRecord("t", "s", None, "execute_tool x", 1, tool=ToolExecution("x", arguments, ""))
+    native = SpanRules(["true"], [], [None], [["args"]], [], plain_args)
+    assert _typed(native.map_of(rec, ["args"])) == _typed({"args": plain_args(arguments)})
+
+
+@pytest.mark.parametrize("when, fires", [
+    ("span.args.limit > 100", True),                 # a double against an int: by value
+    ("span.args.n == 100.0", True),
+    ("span.args.n == 100", True),
+    ('span.args.q.matches("^DROP")', True),          # literal: compiled once
+    ('span.args.q.matches(span.args.p)', True),      # read from the data: compiled per call
+    ('matches(span.args.q, "table$")', True),        # the global form, the crate's own
+    ('"limit" in span.args && !("x" in span.args)', True),
+    ('has(span.args.limit) && !has(span.args.x)', True),
+    ('span.args.tags.filter(t, t.startsWith("a")).size() == 2', True),
+    ('span.args.tags.exists(t, t == "b") && span.args.tags.all(t, size(t) == 1)', True),
+    ('string(span.args.n) == "100"', True),
+    ('int(span.args.limit) == 100', True),
+    ('span.args.q.contains("TAB") && span.args.q.endsWith("table") && span.args.q.size() == 13', False),
+    ('span.tool == "t" && span.status == "ok" && span.is_tool && !span.is_agent', True),
+])
+def test_the_evaluator_gives_what_cel_says(tmp_path, when, fires):
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    args = json.dumps({"limit": 100.5, "n": 100, "q": "DROP my table", "p": "my", "tags": ["a", "b", "a"]})
+    rec = SpanRecord("t", "s", None, "execute_tool t", 1, 2, status_code=1, tool=ToolExecution("t", args, "ok"))
+    [c] = rule_checks(load_rules(_file(tmp_path, [{"name": "r", "when": when}])))
+    [v] = check_spans([[rec]], [c])
+    [r] = v.results
+    assert (r.fired, r.undecided) == (fires, False), r.reason
+
+
+@pytest.mark.parametrize("when, error", [
+    ("span.args.amount > 500", "no such key: amount"),
+    ('span.args.q > 1', "found no matching overload for '_>_' applied to '(string, int)'"),
+    ('span.args.q.matches(span.args.bad)', "'(' not a valid regex: error: unclosed group"),
+])
+def test_a_rule_that_fails_on_every_span_is_undecided_naming_the_error(tmp_path, when, error):
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rec = SpanRecord("t", "s", None, "execute_tool t", 1, 2,
+                     tool=ToolExecution("t", json.dumps({"q": "x", "bad": "("}), "ok"))
+    [c] = rule_checks(load_rules(_file(tmp_path, [{"name": "r", "when": when}])))
+    [v] = check_spans([[rec]], [c])
+    [r] = v.results
+    assert r.undecided and error in r.reason and "'execute_tool t' (s)" in r.reason, r.reason
+
+
+def test_a_pattern_re2_takes_and_the_evaluator_cannot_run_refuses_the_file_naming_rule_and_cause(tmp_path):
+    # a backreference-free RE2 class the regex crate spells otherwise: \C (any byte)
+    with pytest.raises(InputError) as e:
+        load_rules(_file(tmp_path, [{"name": "x", "when": 'span.name.matches("a\\\\Cb")'}]))
+    assert "rules[0] (x): the evaluator cannot run the pattern" in str(e.value)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.sampled_from([["index", "tool", "arguments", "args", "result", "ok", "status", "span_id", "call_id",
+                                 "start_ns", "arguments_captured", "result_captured"], ["ok"], []]))
+def test_a_runs_steps_and_calls_built_in_rust_hold_what_the_python_map_holds(run, step_fields):
+    """The evaluator builds a run's steps and calls from its steps (native/py/src/checks/
+    rules.rs): the values and types of adapt.py's ``PlainRun``."""
+    from faultgate_stream._native import RunRules
+    from faultgate_stream.checks.plugins.adapt import PlainRun, PlainSpans, plain
+
+    r, _ = both(*run)
+    fields = frozenset({"steps", "calls", *step_fields})
+    native = RunRules(["true"], [], step_fields, True)
+    want = plain(PlainRun(fields, PlainSpans(fields, frozenset()))(r))
+    assert _typed(native.map_of(r.steps, None)) == _typed(want)
+    # and the fields Python builds, beside them
+    rest = PlainRun(frozenset({"agent", "answer"}), PlainSpans(frozenset(), frozenset()))(r)
+    assert _typed(native.map_of(r.steps, rest)) == _typed({**want, **plain(rest)})
+
+
+def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_not(tmp_path):
+    """A rule's outcome is kept a batch by what the fields it reads are made of (native/py/
+    src/checks/rules.rs): spans differing only in a field it does not read share it, a span
+    differing in one it reads is evaluated anew."""
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rules = [{"name": "failed", "when": 'span.status == "error"', "reason": "f"},
+             {"name": "big", "tools": ["t"], "when": "span.args.n > 5", "reason": "b"}]
+    checks = rule_checks(load_rules(_file(tmp_path, rules)))
+    batch = []
+    for i, (n, status) in enumerate([(1, 1), (9, 1), (1, 2), (1, 1), (9, 2), ("x", 1)]):
+        batch.append(SpanRecord(f"{i:032x}", f"{i:016x}", None, "execute_tool t", 1, 2, status_code=status,
+                                tool=ToolExecution("t", json.dumps({"n": n}), "ok")))
+    verdicts = {v.key.trace_id: {r.check: r for r in v.results} for v in check_spans([batch], checks)}
+    got = [(verdicts[s.trace_id]["failed"].fired, verdicts[s.trace_id]["big"].fired,
+            verdicts[s.trace_id]["big"].undecided) for s in batch]
+    assert got == [(False, False, False), (False, True, False), (True, False, False), (False, False, False),
+                   (True, True, False), (False, False, True)]
+
+
+RUN_VALUES = {"n": 100, "d": 100.5, "s": "Hello", "u": "\u00fcn\u00ef", "l": [1, 2, 3], "m": {"a": 1}, "b": True, "z": None}
+# Expressions cel-cpp type-checks (the load): the evaluator must give what cel-cpp gives,
+# true, false or an error (whose text is the evaluator's own).
+AGREED = [
+    'run.d > 100', 'run.n == 100.0', 'run.n < 100.5', 'run.n == 100u', 'run.s.size() == 5', 'run.u.size() == 3',
+    'run.s.startsWith("He") && run.s.endsWith("lo") && run.s.contains("ll")', 'run.s.matches("^H")',
+    'has(run.m.a)', 'has(run.m.x)', 'run.m.x == 1', 'run.z == null', 'run.l.exists(x, x > 2)', 'run.l.all(x, x > 0)',
+    'run.l.exists_one(x, x == 2)', 'run.l.map(x, x * 2)[2] == 6', 'run.l.filter(x, x > 1).size() == 2',
+    'int(run.d) == 100', 'double(run.n) == 100.0', 'string(run.n) == "100"', 'string(run.d) == "100.5"',
+    'run.n / 0 == 1', 'run.n % 7 == 2', '9223372036854775807 + run.n > 0', 'run.s + "x" == "Hellox"',
+    'size(run.l) == 3', '"a" in run.m', '2 in run.l', 'run.l[5] == 1', 'type(run.n) == int', 'type(run.d) == double',
+    'timestamp("2024-01-01T00:00:00Z").getHours("Europe/Paris") == 1', 'duration("1h") > duration("30m")',
+    'run.n > "a"', 'run.l.size() > 2 ? true : false', 'uint(run.n) == 100u', 'run.n == run.d - 0.5',
+    'bytes("a") == b"a"', 'dyn(run.n) == 100', 'run.missing == 1', '!run.b || run.n > 1', 'run.z.x == 1',
+]
+
+
+@pytest.mark.parametrize("when", AGREED)
+def test_the_evaluator_agrees_with_cel_cpp_on_what_cel_cpp_type_checks(when):
+    from cel_expr_python import cel
+
+    from faultgate_stream._native import RunRules
+
+    t = cel.Type
+    v = cel.NewEnv(variables={"run": t.Map(t.STRING, t.DYN)}).compile(when).eval(data={"run": RUN_VALUES})
+    want = "error" if v.type() == t.ERROR else v.plain_value()
+    [(matched, error)] = RunRules([when], []).evaluate((), RUN_VALUES)
+    assert ("error" if error else matched) == want, error

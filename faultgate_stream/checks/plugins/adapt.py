@@ -315,7 +315,9 @@ def _json_int(text: str) -> int | float:
 _ARGS_JSON = json.JSONDecoder(parse_int=_json_int)
 
 
-def _plain_args(text: str) -> dict:
+def plain_args(text: str) -> dict:
+    """A tool call's arguments as a map: the JSON object's, else empty. (The rules'
+    evaluator reads them in Rust, and asks this for the texts serde_json refuses.)"""
     if not text:
         return {}
     try:
@@ -342,7 +344,7 @@ SPAN_FIELDS: dict[str, Any] = {
     "status_message": lambda s: s.status_message,
     "tool": lambda s: s.tool.name if s.tool is not None else "",
     "arguments": lambda s: s.tool.arguments if s.tool is not None else "",
-    "args": lambda s: _plain_args(s.tool.arguments) if s.tool is not None else {},
+    "args": lambda s: plain_args(s.tool.arguments) if s.tool is not None else {},
     "result": lambda s: s.tool.result if s.tool is not None else "",
     "call_id": lambda s: s.tool.call_id if s.tool is not None else "",
     "prompt": lambda s: s.prompt,
@@ -415,12 +417,13 @@ def _arguments_text(s: SpanRecord) -> str:
     return s.tool.arguments if s.tool is not None else ""
 
 
-# A step's fields read straight off the engine's step (``Step``), with no view built.
-_STEP_PLAIN: dict[str, Any] = {
+# A step's fields read straight off the engine's step (``Step``), with no view built (the
+# rules' evaluator builds these in Rust: native/py/src/checks/rules.rs).
+STEP_PLAIN: dict[str, Any] = {
     "index": lambda st: st.index,
     "tool": lambda st: st.tool,
     "arguments": lambda st: st.arguments,
-    "args": lambda st: _plain_args(st.arguments),
+    "args": lambda st: plain_args(st.arguments),
     "result": lambda st: st.result,
     "ok": lambda st: st.ok,
     "status": lambda st: "ok" if st.ok else "error",
@@ -479,8 +482,8 @@ def _steps_builder(wanted: list[str]) -> Any:
             return lambda run: [{only: v} for v in map(get, run.steps)]
         names, get = tuple(wanted), operator.attrgetter(*wanted)
         return lambda run: [dict(zip(names, v)) for v in map(get, run.steps)]
-    if all(f in _STEP_PLAIN for f in wanted):
-        getters = [(f, _STEP_PLAIN[f]) for f in wanted]
+    if all(f in STEP_PLAIN for f in wanted):
+        getters = [(f, STEP_PLAIN[f]) for f in wanted]
         return lambda run: [{f: get(st) for f, get in getters} for st in run.steps]
     # end, model, tokens: the view's, which looks at the spans
     return lambda run: [{f: plain(getattr(s, f)) for f in wanted} for s in _Facts(run, _VIEWS).steps()]

@@ -3,9 +3,10 @@
 A span rule is told of each stretch of spans as it arrives and fires early on the first
 span it matches (the span is decided, nothing later undoes it); at the verdict it looks at
 the run's spans it was not told of (all of them offline) and fires when any span matched.
-A run rule is decided at the verdict. All the span rules of a file are one CEL program over
-a batch of spans (``engine.py`` says why), worked out once for the first of them that asks,
-and the others read the answer; the run rules likewise, once per run (``Run.derived``).
+A run rule is decided at the verdict. All the span rules of a file are evaluated over a
+batch of spans in one call to the compiled evaluator (``_native.SpanRules``; ``engine.py``
+says why), once for the first of them that asks, and the others read the answer; the run
+rules likewise, once per run (``Run.derived``).
 
 A rule whose expression fails on a span (a missing key: ``span.args.amount`` on a call
 without one) and matches nowhere else is undecided, naming the error and the span: it
@@ -13,14 +14,14 @@ could not tell. Guard with ``has(span.args.amount)`` where a field may be absent
 """
 from __future__ import annotations
 
-import json
 import operator
 from bisect import bisect_left
 from typing import Any
 
 from faultgate_stream.checks.base import Check
-from faultgate_stream.checks.rules.load import Rule, RulesFile, span_maps
-from faultgate_stream.model.records import SpanRecord
+from faultgate_stream.checks.plugins.adapt import RUN_FIELDS, STEP_FIELDS, STEP_PLAIN, PlainRun, PlainSpans, plain_args
+from faultgate_stream.checks.rules.load import Rule, RulesFile
+from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
@@ -46,15 +47,16 @@ _NOTHING = _Found()  # shared, never changed: most rules find nothing on most st
 class _Batch:
     """What each rule found on one list of spans, by position in it."""
 
-    __slots__ = ("spans", "n", "first", "last", "fired", "errors")
+    __slots__ = ("spans", "n", "first", "last", "fired", "errors", "quiet")
 
-    def __init__(self, spans: Any, rules: int) -> None:
+    def __init__(self, spans: Any, fired: list[list[int]], errors: list[list[tuple[int, str]]]) -> None:
         self.spans = spans  # held: its id cannot be another list's while this is kept
         self.n = len(spans)
         self.first = spans[0] if spans else None
         self.last = spans[-1] if spans else None
-        self.fired: list[list[int]] = [[] for _ in range(rules)]  # positions, ascending
-        self.errors: list[list[tuple[int, str]]] = [[] for _ in range(rules)]
+        self.fired = fired  # per rule, positions, ascending
+        self.errors = errors
+        self.quiet = [not f and not e for f, e in zip(fired, errors)]  # per rule: it found nothing
 
     def holds(self, spans: Any) -> bool:
         return (self.spans is spans and self.n == len(spans)
@@ -65,50 +67,27 @@ class SpanRules:
     """A file's span rules, evaluated together over a list of spans.
 
     The evaluator hands each check a batch's spans a trace's stretch at a time, over the
-    same list: the first stretch asked of a list has the rules evaluated over the whole list,
-    and every stretch of it is answered from that (an evaluation's fixed cost and its
-    activation paid once a batch, not once a trace). Spans whose maps are equal (most spans
-    of a batch that are not tool calls: the same status, the same empty tool) share one map:
-    CEL is given each distinct map once. One activation binds the maps; one program gives
-    the places (``_i``) of the maps any rule matched, and only those maps are asked rule by
-    rule which matched. When some rule failed on a map, that program fails too: each rule is
-    then asked which maps it matched (``spans.filter`` over ``_i``) on the same activation,
-    and a rule that fails there map by map, to say where. A map holds only the fields the
-    rules that look at its span name (``tools``: a lookup_order span is not given the
-    arguments a rule on fetch_url reads)."""
+    same list: the first stretch asked of a list has the rules evaluated over the whole list
+    (one native call: each span's map built in Rust with the fields the rules that look at
+    it name, ``tools`` ruling spans out before any is built), and every stretch of it is
+    answered from that."""
 
-    def __init__(self, rules: tuple[Rule, ...], engine: Any) -> None:
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        from faultgate_stream._native import SpanRules as Native
+
         self.rules = rules
-        self.engine = engine
-        # rules with ``tools`` only see those tools' spans; a rule without sees every span
-        self.every_span = any(r.tools is None for r in rules)
-        self.tools = frozenset().union(*(r.tools for r in rules if r.tools))
-        self.guarded = [f"(span.tool in {json.dumps(sorted(r.tools))} && ({r.when}))" if r.tools else f"({r.when})"
-                        for r in rules]
-        self.combined = engine.compile("spans.filter(span, " + " || ".join(self.guarded) + ").map(span, span._i)",
-                                       "rules (together)", boolean=False)
-        self.which = [engine.compile(f"spans.filter(span, {g}).map(span, span._i)", f"rules[{r.name}]", boolean=False)
-                      for r, g in zip(rules, self.guarded)]
-        self._untooled = span_maps(tuple(r for r in rules if r.tools is None)) if self.every_span else None
-        self._by_tool: dict[str, Any] = {}
+        self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}),
+                             [sorted(r.tools) if r.tools is not None else None for r in rules],
+                             [sorted(r.fields) for r in rules], sorted(frozenset().union(*(r.attributes for r in rules))),
+                             plain_args)
         self._batch: _Batch | None = None
-
-    def _maps_for(self, tool: str) -> Any:
-        """The map builder for a span of ``tool``: the fields of the rules that look at it."""
-        m = self._by_tool.get(tool)
-        if m is None:
-            rules = tuple(r for r in self.rules if r.tools is None or tool in r.tools)
-            m = span_maps(rules) if rules else None
-            if len(self._by_tool) < 1024:  # tool names come from traffic: bounded
-                self._by_tool[tool] = m
-        return m
 
     def found(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int, rule: int) -> _Found:
         """What rule ``rule`` found on ``spans[lo:hi]``: the list evaluated whole when it was
         not the last one asked."""
         b = self._batch
         if b is None or not b.holds(spans):
-            b = self._batch = self._evaluate(spans)
+            b = self._batch = _Batch(spans, *self.native.evaluate(spans))
         fired, errors = b.fired[rule], b.errors[rule]
         if not fired and not errors:
             return _NOTHING
@@ -120,119 +99,53 @@ class SpanRules:
                 error = (spans[errors[k][0]], errors[k][1])
         return _Found(at, error) if at or error else _NOTHING
 
-    def _evaluate(self, spans: Any) -> _Batch:
-        batch = _Batch(spans, len(self.rules))
-        where: list[list[int]] = []  # per map, the positions of the spans it stands for
-        maps: list[dict] = []
-        seen: dict[tuple, int] = {}
-        untooled = self._untooled
-        tools = self.tools
-        by_tool = self._by_tool
-        for pos, s in enumerate(spans):
-            t = s.tool
-            tool = t.name if t is not None else ""
-            if tool in tools:
-                build = by_tool.get(tool) or self._maps_for(tool)
-            else:
-                build = untooled
-            if build is None:
-                continue
-            key = (tool, build.key(s))
-            u = seen.get(key)
-            if u is not None:
-                where[u].append(pos)
-                continue
-            u = seen[key] = len(maps)
-            d = build(s)
-            d["tool"] = tool
-            d["_i"] = u
-            maps.append(d)
-            where.append([pos])
-        if not maps:
-            return batch
-        engine = self.engine
-        act = engine.activation({"spans": maps})
-        hits = engine.values(self.combined, act)
-        if hits is not None:  # no rule failed on a map: the maps some rule matched, each asked rule by rule
-            for u in hits:
-                d = maps[u]
-                one = engine.activation({"span": d})
-                for r, fired, errors in zip(self.rules, batch.fired, batch.errors):
-                    if r.tools is not None and d["tool"] not in r.tools:
-                        continue
-                    matched, why = engine.evaluate(r.program, one)
-                    if matched:
-                        fired += where[u]
-                    elif why:  # it failed where another rule matched
-                        errors += [(p, why) for p in where[u]]
-            for fired, errors in zip(batch.fired, batch.errors):
-                fired.sort()
-                errors.sort()
-            return batch
-        for r, which, fired, errors in zip(self.rules, self.which, batch.fired, batch.errors):
-            idx = engine.values(which, act)
-            if idx is not None:
-                for u in idx:
-                    fired += where[u]
-                fired.sort()
-                continue
-            for u, d in enumerate(maps):  # the rule failed on some map: which one, and where did it match
-                if r.tools is not None and d["tool"] not in r.tools:
-                    continue
-                matched, why = engine.evaluate(r.program, {"span": d})
-                if matched:
-                    fired += where[u]
-                elif why:
-                    errors += [(p, why) for p in where[u]]
-            fired.sort()
-            errors.sort()
-        return batch
-
 
 class RunRules:
-    """A file's run rules, evaluated together on a run: one activation, one program asking
-    whether any matched; each asked alone only when one did or failed."""
+    """A file's run rules, evaluated together on a run in one native call. The run's steps
+    and calls are built into its map there, from the run's steps, when the rules read no
+    step field that needs the spans (``end_ns``, ``model`` ...); the other fields they name
+    are built once a run in Python (``PlainRun``) and converted."""
 
-    def __init__(self, rules: tuple[Rule, ...], engine: Any) -> None:
-        from faultgate_stream.checks.plugins.adapt import PlainRun, PlainSpans
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        from faultgate_stream._native import RunRules as Native
 
         self.rules = rules
-        self.engine = engine
         fields: set[str] = set()
         everything = any(not r.fields for r in rules)
         for r in rules:
             fields |= r.fields
         self.fields = frozenset() if everything else frozenset(fields)
-        self.spans = PlainSpans(frozenset() if everything else frozenset(fields),
-                                frozenset().union(*(r.attributes for r in rules)))
-        self.plain = PlainRun(self.fields, self.spans)
-        self.combined = engine.compile(" || ".join(f"({r.when})" for r in rules), "rules (together)")
+        spans = PlainSpans(self.fields, frozenset().union(*(r.attributes for r in rules)))
+        steps = [f for f in STEP_FIELDS if f in self.fields]
+        native_steps = not everything and "steps" in self.fields and all(f in STEP_PLAIN for f in steps)
+        native_calls = not everything and "calls" in self.fields
+        rest = self.fields - {"steps"} if native_steps else self.fields
+        rest = rest - {"calls"} if native_calls else rest
+        # ``PlainRun`` of no fields would build them all: nothing left for Python is None
+        self.plain = PlainRun(rest, spans) if everything or rest & set(RUN_FIELDS) else None
+        self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}),
+                             steps if native_steps else None, native_calls,
+                             (MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT))
         self.key = ("rules.run", id(self))
 
     def on(self, run: Run) -> list[tuple[bool, str]]:
         """(matched, error) per rule, worked out once per run."""
         got = run.derived.get(self.key)
         if got is None:
-            data = {"run": self.plain(run)}
-            # no activation for the one program most runs need: building one cost more than
-            # the evaluation's own binding of the data
-            hit, error = self.engine.evaluate(self.combined, data)
-            if not hit and not error:
-                got = [(False, "")] * len(self.rules)
-            else:
-                act = self.engine.activation(data)
-                got = [self.engine.evaluate(r.program, act) for r in self.rules]
-            run.derived[self.key] = got
+            plain = self.plain
+            got = run.derived[self.key] = self.native.evaluate(run.steps, plain(run) if plain is not None else None)
         return got
 
 
 class _SpanState:
-    __slots__ = ("seen", "fired", "error")
+    """What a span rule saw of a trace: the span ids, the spans it matched and its first
+    error (none until set: most rules match nothing)."""
+
+    fired: tuple[SpanRecord, ...] = ()
+    error: tuple[SpanRecord, str] | None = None
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
-        self.fired: list[SpanRecord] = []
-        self.error: tuple[SpanRecord, str] | None = None
 
 
 class _RuleCheck(Check):
@@ -251,6 +164,9 @@ class _RuleCheck(Check):
         self.source = file.path
         self._i = index
         self._together = together
+        # the result most runs get, built once (a result is immutable)
+        self._passed = CheckResult(self.name, False, 1.0, "no span matched" if rule.level == "span" else "not matched",
+                                   self.severity, KIND)
 
 
 class SpanRuleCheck(_RuleCheck):
@@ -267,19 +183,25 @@ class SpanRuleCheck(_RuleCheck):
         return first[1] if first else None
 
     def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
-        f = self._together.found(spans, lo, hi, self._i)
         state.seen.update(map(_span_id, spans[lo:hi]))
+        together = self._together
+        b = together._batch
+        if b is not None and b.spans is spans and b.quiet[self._i] and b.n == len(spans) and spans[0] is b.first:
+            return None  # the batch was evaluated, and this rule found nothing in it
+        f = together.found(spans, lo, hi, self._i)
         if f.error is not None and state.error is None:
             state.error = f.error
         if not f.fired:
             return None
-        state.fired += f.fired
+        state.fired = [*state.fired, *f.fired]
         first = f.fired[0]
         return spans.index(first, lo, hi), self._where(self.rule.reason, [first])
 
     def finish(self, state: _SpanState | None, run: Run) -> CheckResult:
         state = state or _SpanState()
         members = run.span_ids
+        if not state.fired and state.error is None and state.seen and members <= state.seen:
+            return self._passed  # live, the usual case: every span seen as it arrived, none matched
         if not state.seen:
             todo: Any = run.spans
         elif members <= state.seen:  # live: every span was looked at as it arrived
@@ -308,7 +230,7 @@ class SpanRuleCheck(_RuleCheck):
             return CheckResult(self.name, False, 0.0, f"undecided: the rule could not be evaluated on span "
                                f"{s.name!r} ({s.span_id}): {why}", self.severity, KIND, undecided=True,
                                span_ids=(s.span_id,))
-        return CheckResult(self.name, False, 1.0, "no span matched", self.severity, KIND)
+        return self._passed
 
     @staticmethod
     def _where(reason: str, spans: list[SpanRecord]) -> str:
@@ -327,15 +249,15 @@ class RunRuleCheck(_RuleCheck):
         if error:
             return CheckResult(self.name, False, 0.0, f"undecided: the rule could not be evaluated on the run: "
                                f"{error}", self.severity, KIND, undecided=True)
-        return CheckResult(self.name, False, 1.0, "not matched", self.severity, KIND)
+        return self._passed
 
 
 def rule_checks(file: RulesFile) -> list[Check]:
     """One check per rule of ``file``, in the file's order."""
     span = tuple(r for r in file.rules if r.level == "span")
     run = tuple(r for r in file.rules if r.level == "run")
-    span_together = SpanRules(span, file.engine) if span else None
-    run_together = RunRules(run, file.engine) if run else None
+    span_together = SpanRules(span) if span else None
+    run_together = RunRules(run) if run else None
     out: list[Check] = []
     si = ri = 0
     for r in file.rules:

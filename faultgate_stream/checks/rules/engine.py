@@ -1,27 +1,27 @@
-"""CEL, as the rules use it: one environment, expressions type-checked when a file loads,
-and every rule of a level evaluated in one call over a stretch of spans or a run.
+"""CEL, as the rules use it: expressions type-checked by cel-cpp when a file loads, and
+evaluated by the ``cel`` crate in the compiled module.
 
-The implementation is cel-expr-python (the CEL project's own binding of cel-cpp), chosen
-by measurement (bench/README.md, "Rules without code"): it type-checks at compile time, so
-a rule comparing a string with a number is refused when its file loads, with its position;
-``matches`` is RE2; it imports in under a millisecond and depends on nothing. What it costs
-is Python values turned into CEL values (~1 us a span map of two strings, ~1 us more for a
-nested map of three) and ~2 us of fixed cost per evaluation, against ~0.15 us per rule per
-span of evaluating. Hence the shape here: only the fields some rule names are put in a span's
-map, spans a rule's ``tools`` rule out are left out, equal maps are given once, and all the
-rules of a level are one program (``spans.filter(span, r1 || r2 ...)``), evaluated once per
-batch of spans (``check.py``); only where it matched, or when it failed, is each rule asked
-alone, to say which fired where.
+Two implementations, each for what it does best (bench/README.md, "Rules without code").
+cel-expr-python (the CEL project's own binding of cel-cpp) type-checks: a rule comparing a
+string with a number is refused when its file loads, with its line and column; the crate
+has no type checker. But evaluating with it from Python cost more than the rules: ~1 us a
+span map of Python values turned into cel-cpp's, ~2 us of fixed cost a call, a Python loop
+turn a span. The crate evaluates a program in ~0.25 us on a map built in Rust straight from
+the span records (``_native.SpanRules``: every span of a batch in one call, no Python per
+span), with one root context per file (its standard library costs ~33 us to build) and
+each literal ``matches`` pattern compiled once (the crate's ``matches`` compiles on every
+call, ~100 us). One evaluator runs: an expression cel-cpp accepts and the crate cannot
+parse, or a literal pattern RE2 accepts and the ``regex`` crate does not, refuses the file
+here, naming the rule and the cause (docs/writing-checks.md lists where the two differ).
 
-Deliberately not common-expression-language (the cel-interpreter crate's wheel): 0.5 us an
-evaluation, but ~2 us to build a context and ~19 us a span to convert a map, ``matches``
-compiling its regex on every call (~190 us), no type checker, and an import of 1.1 s (it
-loads a command-line UI). Nor cel-python: ~2.4 ms for five rules on a span.
+Deliberately not common-expression-language (the crate's wheel): ~19 us a span to convert
+a map from Python, ``matches`` compiling its regex on every call, and an import of 1.1 s.
+Nor cel-python: ~2.4 ms for five rules on a span.
 """
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from faultgate_stream.model.errors import InputError
 
@@ -43,82 +43,53 @@ def _cel() -> Any:
     return cel
 
 
+class Program(NamedTuple):
+    """A rule's expression as it runs: ``source`` (literal ``matches`` patterns rewritten to
+    ``_fg_re2_search``, compiled once) and those patterns, as the evaluator takes them."""
+
+    source: str
+    patterns: tuple[str, ...]
+
+
 class Engine:
-    """A CEL environment with ``span`` and ``run`` (maps of string to any) and ``spans``
-    (a list of span maps, for a level's combined program)."""
+    """A CEL environment with ``span`` and ``run`` (maps of string to any), for checking
+    expressions when a file loads; the evaluator (``_native.SpanRules``, ``RunRules``) runs
+    them."""
 
     def __init__(self) -> None:
         cel = _cel()
         t = cel.Type
-        span = t.Map(t.STRING, t.DYN)
-        self._cel = cel
-        self._error = t.ERROR
-        self._patterns: dict[str, Any] = {}
-        variables = {"span": span, "run": t.Map(t.STRING, t.DYN), "spans": t.List(span)}
-        # cel-cpp's matches() compiles its pattern on every call (~15 us): a literal pattern
-        # is run by the same engine, RE2, compiled once (~3 us a call, most of it the call)
-        self.env = cel.NewEnv(variables=variables, functions=[cel.FunctionDecl(_SEARCH, [cel.Overload(
-            f"{_SEARCH}_string_string", return_type=t.BOOL, parameters=[t.STRING, t.STRING], is_member=True,
-            impl=self._search)])])
+        self.env = cel.NewEnv(variables={"span": t.Map(t.STRING, t.DYN), "run": t.Map(t.STRING, t.DYN)})
 
-    def _search(self, text: str, pattern: str) -> bool:
-        r = self._patterns.get(pattern)
-        if r is None:
-            import re2
-
-            r = self._patterns[pattern] = re2.compile(pattern)
-        return r.search(text) is not None
-
-    def compile(self, source: str, where: str, boolean: bool = True) -> Any:
-        """``source`` compiled and type-checked. Raises ``InputError`` naming ``where`` (the
-        rule), the line and column, and the cause."""
+    def compile(self, source: str, where: str) -> Program:
+        """``source`` type-checked, and compiled for evaluating. Raises ``InputError``
+        naming ``where`` (the rule), the line and column, and the cause."""
         try:
             program = self.env.compile(source)
         except Exception as e:  # cel-cpp says what is wrong in the message
             raise InputError(f"{where}: {_describe(str(e))}") from None
         kind = program.return_type().name()
-        if boolean and kind not in ("BOOL", "DYN"):
+        if kind not in ("BOOL", "DYN"):
             raise InputError(f"{where}: `when` must be true or false, and this expression is {kind.lower()}")
-        found = list(_MATCHES.finditer(source))
-        for m in found:
-            pattern = m.group(1) if m.group(1) is not None else m.group(2)
-            problem = _bad_regex(_unescape(pattern))
+        patterns = []
+        for m in _MATCHES.finditer(source):
+            pattern = _unescape(m.group(1) if m.group(1) is not None else m.group(2))
+            problem = _bad_regex(pattern)
             if problem:
                 line, col = _position(source, m.start())
                 raise InputError(f"{where}: line {line}, column {col}: matches(): {problem}")
-        if found:  # checked as written; run with each literal pattern compiled once
-            return self.env.compile(_MATCHES.sub(lambda m: m.group(0).replace(".matches(", f".{_SEARCH}(", 1),
-                                                   source))
-        return program
+            patterns.append(pattern)
+        run = _MATCHES.sub(lambda m: m.group(0).replace(".matches(", f".{_SEARCH}(", 1), source)
+        compiled = Program(run, tuple(patterns))
+        from faultgate_stream._native import RunRules
 
-    def activation(self, data: dict[str, Any]) -> Any:
-        """``data`` bound once for several programs: its values are turned into CEL values
-        on first use and kept (that turning is most of an evaluation's cost)."""
-        return self.env.Activation(data)
-
-    def values(self, program: Any, activation: Any) -> Any:
-        """What ``program`` gives on ``activation``; None when it is an error."""
-        try:
-            v = program.eval(activation)
-        except Exception:
-            return None
-        return None if v.type() == self._error else v.plain_value()
-
-    def evaluate(self, program: Any, data: Any) -> tuple[bool, str]:
-        """(whether it was true, "") or (False, the error) for one program on ``data`` (a
-        mapping, or an ``activation``)."""
-        try:
-            v = program.eval(data=data) if isinstance(data, dict) else program.eval(data)
-        except Exception as e:
-            return False, _short(str(e))
-        if v.type() == self._error:
-            return False, _short(str(v.value()))
-        value = v.value()
-        if value is True:
-            return True, ""
-        if value is False:
-            return False, ""
-        return False, f"the expression gave {type(value).__name__} {value!r}, not true or false"
+        try:  # the evaluator's own compile: what it cannot run is refused here, not on each span
+            RunRules([run], list(patterns))
+        except ValueError as e:
+            at, cause = e.args
+            what = "its expression" if at == 0 else f"the pattern {patterns[at - 1]!r}"
+            raise InputError(f"{where}: the evaluator cannot run {what}: {cause}") from None
+        return compiled
 
 
 def _describe(message: str) -> str:
@@ -146,11 +117,3 @@ def _bad_regex(pattern: str) -> str:
     except re2.error as e:
         return f"invalid RE2 pattern {pattern!r}: {e}"
     return ""
-
-
-def _short(text: str) -> str:
-    text = text.strip().split("\n")[0]
-    for prefix in ("INVALID_ARGUMENT: ", "NOT_FOUND: "):
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    return text if len(text) <= 200 else text[:200] + "..."

@@ -29,8 +29,8 @@ import json
 import re
 from typing import Any, NamedTuple
 
-from faultgate_stream.checks.plugins.adapt import RUN_FIELDS, SPAN_FIELDS, STEP_FIELDS, PlainSpans
-from faultgate_stream.checks.rules.engine import Engine
+from faultgate_stream.checks.plugins.adapt import RUN_FIELDS, SPAN_FIELDS, STEP_FIELDS
+from faultgate_stream.checks.rules.engine import Engine, Program
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.verdict import Severity
 
@@ -56,7 +56,7 @@ class Rule(NamedTuple):
     reason: str
     tools: frozenset[str] | None
     description: str
-    program: Any
+    program: Program             # as the evaluator runs it
     fields: frozenset[str]       # of the span or run it names; empty: all
     attributes: frozenset[str]   # span attributes it names
 
@@ -179,15 +179,3 @@ def _attributes(when: str, where: str) -> frozenset[str]:
         raise InputError(f"{where}: name each attribute it reads as a literal, attributes[\"key\"] (or "
                          f"\"key\" in attributes): the live service keeps only the attributes rules name")
     return frozenset(keys)
-
-
-def span_maps(rules: tuple[Rule, ...]) -> PlainSpans:
-    """What a span's map holds for these rules: the fields any of them names."""
-    fields: set[str] = set()
-    for r in rules:
-        if not r.fields:
-            return PlainSpans(frozenset(), frozenset().union(*(x.attributes for x in rules)))
-        fields |= r.fields
-    if any(r.tools for r in rules):
-        fields.add("tool")
-    return PlainSpans(frozenset(fields), frozenset().union(*(r.attributes for r in rules)))

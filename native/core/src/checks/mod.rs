@@ -12,6 +12,7 @@ pub mod context_overflow;
 pub mod pattern;
 pub mod policy_deny;
 pub mod repeated_call;
+pub mod rules;
 pub mod search_loop;
 pub mod signals;
 pub mod unrecovered_tool_error;

@@ -5,6 +5,7 @@
 
 pub mod outcome;
 pub mod policy_deny;
+pub mod rules;
 pub mod signals;
 
 use std::borrow::Cow;
@@ -235,6 +236,7 @@ fn lower_matches(text: Bound<'_, PyString>, word: &str) -> PyResult<(bool, bool)
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Outcomes>()?;
     policy_deny::register(m)?;
+    rules::register(m)?;
     signals::register(m)?;
     m.add_function(wrap_pyfunction!(search_loop_finish, m)?)?;
     m.add_function(wrap_pyfunction!(abstention_finish, m)?)?;
