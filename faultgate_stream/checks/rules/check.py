@@ -186,8 +186,14 @@ class SpanRuleCheck(_RuleCheck):
         state.seen.update(map(_span_id, spans[lo:hi]))
         together = self._together
         b = together._batch
-        if b is not None and b.spans is spans and b.quiet[self._i] and b.n == len(spans) and spans[0] is b.first:
-            return None  # the batch was evaluated, and this rule found nothing in it
+        if b is not None and b.spans is spans and b.n == len(spans) and spans[0] is b.first:
+            i = self._i  # the batch was evaluated: has this rule found anything in the stretch?
+            if b.quiet[i]:
+                return None
+            fired, errors = b.fired[i], b.errors[i]
+            if (not fired or bisect_left(fired, lo) == bisect_left(fired, hi)) and \
+                    (not errors or bisect_left(errors, (lo,)) == bisect_left(errors, (hi,))):
+                return None
         f = together.found(spans, lo, hi, self._i)
         if f.error is not None and state.error is None:
             state.error = f.error
