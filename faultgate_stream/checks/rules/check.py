@@ -69,8 +69,9 @@ class SpanRules:
     The evaluator hands each check a batch's spans a trace's stretch at a time, over the
     same list: the first stretch asked of a list has the rules evaluated over the whole list
     (one native call: each span's map built in Rust with the fields the rules that look at
-    it name, ``tools`` ruling spans out before any is built), and every stretch of it is
-    answered from that."""
+    it name, ``tools`` ruling spans out before any is built, and a rule's outcome kept for
+    the batch by what the fields it reads are made of: spans alike in them are asked once),
+    and every stretch of it is answered from that."""
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         from faultgate_stream._native import SpanRules as Native
@@ -186,7 +187,7 @@ class SpanRuleCheck(_RuleCheck):
         state.seen.update(map(_span_id, spans[lo:hi]))
         together = self._together
         b = together._batch
-        if b is not None and b.spans is spans and b.n == len(spans) and spans[0] is b.first:
+        if b is not None and b.spans is spans and b.n == len(spans) and spans[0] is b.first and spans[-1] is b.last:
             i = self._i  # the batch was evaluated: has this rule found anything in the stretch?
             if b.quiet[i]:
                 return None
