@@ -79,8 +79,8 @@ class SpanRules:
         self.rules = rules
         self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}),
                              [sorted(r.tools) if r.tools is not None else None for r in rules],
-                             [sorted(r.fields) for r in rules], sorted(frozenset().union(*(r.attributes for r in rules))),
-                             plain_args)
+                             [sorted(r.fields) for r in rules],
+                             sorted(frozenset().union(*(r.attributes for r in rules))), plain_args)
         self._batch: _Batch | None = None
 
     def found(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int, rule: int) -> _Found:
