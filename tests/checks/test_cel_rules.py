@@ -340,7 +340,8 @@ def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_n
                    (True, True, False), (False, False, True)]
 
 
-RUN_VALUES = {"n": 100, "d": 100.5, "s": "Hello", "u": "\u00fcn\u00ef", "l": [1, 2, 3], "m": {"a": 1}, "b": True, "z": None}
+RUN_VALUES = {"n": 100, "d": 100.5, "s": "Hello", "u": "\u00fcn\u00ef", "l": [1, 2, 3], "m": {"a": 1}, "b": True,
+              "z": None}
 # Expressions cel-cpp type-checks (the load): the evaluator must give what cel-cpp gives,
 # true, false or an error (whose text is the evaluator's own).
 AGREED = [

@@ -69,8 +69,9 @@ class SpanRules:
     The evaluator hands each check a batch's spans a trace's stretch at a time, over the
     same list: the first stretch asked of a list has the rules evaluated over the whole list
     (one native call: each span's map built in Rust with the fields the rules that look at
-    it name, ``tools`` ruling spans out before any is built), and every stretch of it is
-    answered from that."""
+    it name, ``tools`` ruling spans out before any is built, and a rule's outcome kept for
+    the batch by what the fields it reads are made of: spans alike in them are asked once),
+    and every stretch of it is answered from that."""
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         from faultgate_stream._native import SpanRules as Native
@@ -78,8 +79,8 @@ class SpanRules:
         self.rules = rules
         self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}),
                              [sorted(r.tools) if r.tools is not None else None for r in rules],
-                             [sorted(r.fields) for r in rules], sorted(frozenset().union(*(r.attributes for r in rules))),
-                             plain_args)
+                             [sorted(r.fields) for r in rules],
+                             sorted(frozenset().union(*(r.attributes for r in rules))), plain_args)
         self._batch: _Batch | None = None
 
     def found(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int, rule: int) -> _Found:
@@ -186,8 +187,14 @@ class SpanRuleCheck(_RuleCheck):
         state.seen.update(map(_span_id, spans[lo:hi]))
         together = self._together
         b = together._batch
-        if b is not None and b.spans is spans and b.quiet[self._i] and b.n == len(spans) and spans[0] is b.first:
-            return None  # the batch was evaluated, and this rule found nothing in it
+        if b is not None and b.spans is spans and b.n == len(spans) and spans[0] is b.first and spans[-1] is b.last:
+            i = self._i  # the batch was evaluated: has this rule found anything in the stretch?
+            if b.quiet[i]:
+                return None
+            fired, errors = b.fired[i], b.errors[i]
+            if (not fired or bisect_left(fired, lo) == bisect_left(fired, hi)) and \
+                    (not errors or bisect_left(errors, (lo,)) == bisect_left(errors, (hi,))):
+                return None
         f = together.found(spans, lo, hi, self._i)
         if f.error is not None and state.error is None:
             state.error = f.error

@@ -332,7 +332,8 @@ mod tests {
     #[test]
     fn in_on_a_map_and_filter_size_over_a_list_of_maps() {
         let calls = map([("search_docs".to_owned(), int(6))]);
-        let steps = list([true, false, false, false, false].iter().map(|ok| map([("ok".to_owned(), boolean(*ok))])).collect());
+        let steps = [true, false, false, false, false].iter().map(|ok| map([("ok".to_owned(), boolean(*ok))]));
+        let steps = list(steps.collect());
         let run = map([("calls".to_owned(), calls), ("steps".to_owned(), steps)]);
         let rules = Rules::compile(
             &[r#""search_docs" in run.calls && run.calls["search_docs"] > 5"#,

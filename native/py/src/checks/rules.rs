@@ -6,8 +6,8 @@
 //! A span's map holds the values adapt.py's `PlainSpans` gives (tests/checks/
 //! test_cel_rules.py compares them on many records): what a field reads is `SPAN_FIELDS`'.
 
-use faultgate_core::checks::rules::{args_value, boolean, constant, double, empty_map, fields, int as cel_int, list, map, null, text,
-                                     value_of, Outcome, Rules, Val};
+use faultgate_core::checks::rules::{args_value, boolean, constant, double, empty_map, fields, int as cel_int, list, map,
+                                     null, text, value_of, Outcome, Rules, Val};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -373,7 +373,8 @@ fn source_key(s: &Bound<'_, PyTuple>, tool: Option<&Bound<'_, PyTuple>>, wanted:
         (bit("prompt"), &[field::PROMPT]), (bit("answer"), &[field::ANSWER]),
     ];
     // the tool's name is the key's first item; its arguments, result and call id
-    const TOOL_ITEMS: [(u32, usize); 3] = [(bit("arguments") | bit("args"), 1), (bit("result"), 2), (bit("call_id"), 3)];
+    const TOOL_ITEMS: [(u32, usize); 3] =
+        [(bit("arguments") | bit("args"), 1), (bit("result"), 2), (bit("call_id"), 3)];
     for (bits, items) in ITEMS {
         if wanted & bits != 0 {
             key.push(b'|');
