@@ -9,12 +9,11 @@
 //!
 //! `x.matches("literal")` reaches here as `x._fg_re2_search("literal")` (engine.py rewrites
 //! it): the crate's own `matches` compiles its pattern on every call (~100 us), this one
-//! keeps each compiled pattern, up to `MAX_PATTERNS` (beyond that a pattern is compiled
-//! for the call, and counted). The `regex` crate is linear time, and of RE2's syntax.
+//! runs the file's literal patterns compiled when it loaded. The `regex` crate is linear
+//! time, and of RE2's syntax.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use cel::extractors::This;
 use cel::common::types::{CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString};
@@ -23,10 +22,6 @@ use regex::Regex;
 
 /// The member function literal `matches` patterns are rewritten to (engine.py's `_SEARCH`).
 pub const SEARCH: &str = "_fg_re2_search";
-/// Compiled patterns a file keeps: literal ones are few (one per `matches` written); a
-/// pattern read from the data (`x.matches(span.args.p)`) would otherwise fill it.
-pub const MAX_PATTERNS: usize = 256;
-
 /// What one rule gave on one map.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -36,31 +31,23 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// Compiled patterns, shared by a file's rules; bounded, with what the bound turned away.
-#[derive(Default)]
+/// The file's literal patterns, compiled when it loads and never added to: what a file
+/// can make it hold is bounded by the file (`MAX_RULES` expressions of at most
+/// `MAX_EXPRESSION_CHARS`, load.py). A pattern not among them (only an expression naming
+/// `_fg_re2_search` itself with a computed pattern reaches here with one) is compiled for
+/// its call alone.
 struct Patterns {
-    kept: Mutex<HashMap<String, Arc<Regex>>>,
-    uncached: AtomicU64,
+    literal: HashMap<String, Regex>,
 }
 
 impl Patterns {
     fn search(&self, text: &str, pattern: &str) -> Result<bool, ExecutionError> {
-        let found = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(pattern).cloned();
-        let re = match found {
-            Some(re) => re,
-            None => {
-                let re = Arc::new(Regex::new(pattern).map_err(|e| {
-                    ExecutionError::function_error("matches", format!("invalid pattern {pattern:?}: {e}"))
-                })?);
-                let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-                if kept.len() < MAX_PATTERNS {
-                    kept.insert(pattern.to_owned(), re.clone());
-                } else {
-                    self.uncached.fetch_add(1, Ordering::Relaxed);
-                }
-                re
-            }
-        };
+        if let Some(re) = self.literal.get(pattern) {
+            return Ok(re.is_match(text));
+        }
+        let re = Regex::new(pattern).map_err(|e| {
+            ExecutionError::function_error("matches", format!("invalid pattern {pattern:?}: {e}"))
+        })?;
         Ok(re.is_match(text))
     }
 }
@@ -69,7 +56,6 @@ impl Patterns {
 pub struct Rules {
     root: Context<'static, 'static>,
     programs: Vec<Program>,
-    patterns: Arc<Patterns>,
 }
 
 impl Rules {
@@ -81,20 +67,17 @@ impl Rules {
         let programs = sources.iter().enumerate()
             .map(|(i, s)| Program::compile(s).map_err(|e| (i, first_line(&e.to_string()))))
             .collect::<Result<Vec<_>, _>>()?;
-        let kept = Arc::new(Patterns::default());
+        let mut literal = HashMap::new();
         for (i, p) in patterns.iter().enumerate() {
             let re = Regex::new(p).map_err(|e| (sources.len() + i, first_line(&e.to_string())))?;
-            let mut map = kept.kept.lock().unwrap_or_else(|e| e.into_inner());
-            if map.len() < MAX_PATTERNS {
-                map.insert((*p).to_owned(), Arc::new(re));
-            }
+            literal.insert((*p).to_owned(), re);
         }
+        let patterns = Patterns { literal };
         let mut root = Context::default();
-        let search = kept.clone();
         root.add_function(SEARCH, move |This(text): This<Arc<String>>, pattern: Arc<String>| {
-            search.search(&text, &pattern)
+            patterns.search(&text, &pattern)
         }).map_err(|e| (0, e.to_string()))?;
-        Ok(Rules { root, programs, patterns: kept })
+        Ok(Rules { root, programs })
     }
 
     pub fn len(&self) -> usize {
@@ -103,11 +86,6 @@ impl Rules {
 
     pub fn is_empty(&self) -> bool {
         self.programs.is_empty()
-    }
-
-    /// Evaluations whose pattern was compiled for the call alone (the cache was full).
-    pub fn patterns_uncached(&self) -> u64 {
-        self.patterns.uncached.load(Ordering::Relaxed)
     }
 
     /// `variable` bound to `value`, for evaluating several rules on it.
@@ -318,8 +296,12 @@ mod tests {
         let select = span(vec![("args", args_value(r#"{"query": "select 1"}"#).unwrap())]);
         assert_eq!(rules.bind("span", drop).evaluate(0), Outcome::Matched);
         assert_eq!(rules.bind("span", select).evaluate(0), Outcome::NotMatched);
-        assert_eq!(rules.patterns.kept.lock().unwrap().len(), 1);
-        assert_eq!(rules.patterns_uncached(), 0);
+        // a pattern that is not the file's (the function named with a computed one) is
+        // compiled for its call
+        let computed = format!(r#"span.args.query.{SEARCH}(span.args.p)"#);
+        let rules = Rules::compile(&[&computed], &[]).unwrap();
+        let s = span(vec![("args", args_value(r#"{"query": "abc", "p": "b+c$"}"#).unwrap())]);
+        assert_eq!(rules.bind("span", s).evaluate(0), Outcome::Matched);
     }
 
     #[test]
