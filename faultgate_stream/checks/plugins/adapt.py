@@ -363,45 +363,16 @@ RUN_FIELDS = ("trace_id", "run_id", "root_span_id", "agent", "agent_version", "s
               "answer", "completion", "steps", "spans", "calls", "tokens", "latency_ms", "cost_usd", "not_captured")
 
 
-# What each span field is made of, as the record's own attributes: two spans alike in these
-# have equal fields. Fields read from ``attrs`` (a mapping, not hashable) have none here.
-_SPAN_SOURCES: dict[str, tuple[str, ...]] = {
-    "trace_id": ("trace_id",), "span_id": ("span_id",), "parent_id": ("parent_id",), "name": ("name",),
-    "operation": ("operation",), "start_ns": ("start_ns",), "end_ns": ("end_ns",),
-    "duration_ms": ("start_ns", "end_ns"), "status": ("status_code",), "status_message": ("status_message",),
-    "tool": ("tool",), "arguments": ("tool",), "args": ("tool",), "result": ("tool",), "call_id": ("tool",),
-    "prompt": ("prompt",), "answer": ("answer",), "is_tool": ("tool",), "is_agent": ("operation",),
-}
-
-
 class PlainSpans:
     """Span maps with the fields ``fields`` and the attributes ``attributes`` (an empty
     ``fields`` means all)."""
 
-    __slots__ = ("getters", "attributes", "key", "_attribute_keys")
+    __slots__ = ("getters", "attributes")
 
     def __init__(self, fields: frozenset[str], attributes: frozenset[str]) -> None:
         names = [f for f in SPAN_FIELDS if not fields or f in fields]
         self.getters = tuple((n, SPAN_FIELDS[n]) for n in names)
         self.attributes = attributes if (not fields or "attributes" in fields) else frozenset()
-        self._attribute_keys = tuple(sorted(self.attributes))
-        # ``key(rec)``: what ``rec``'s map is made of, hashable; two spans with one key have
-        # equal maps. Read in C (one attrgetter) when every field comes from the record's own
-        # attributes, the usual case; else with the map's values and the attributes' repr.
-        sources = [_SPAN_SOURCES.get(n) for n in names]
-        if self.attributes or any(src is None for src in sources):
-            self.key = self._key_of_values
-        else:
-            self.key = operator.attrgetter(*sorted({a for src in sources for a in src}) or ["span_id"])
-
-    def _key_of_values(self, rec: SpanRecord) -> tuple:
-        # attributes by their ``repr``: ``True``, ``1`` and ``1.0`` are one key to Python
-        # and three values to CEL
-        k = tuple([_arguments_text(rec) if n == "args" else get(rec) for n, get in self.getters])
-        if self._attribute_keys:
-            attrs = rec.attrs
-            k += (repr([(a, attrs[a]) for a in self._attribute_keys if a in attrs]),)
-        return k
 
     def __call__(self, rec: SpanRecord) -> dict[str, Any]:
         d = {}
@@ -411,10 +382,6 @@ class PlainSpans:
             attrs = rec.attrs
             d["attributes"] = {k: plain(attrs[k]) for k in self.attributes if k in attrs}
         return d
-
-
-def _arguments_text(s: SpanRecord) -> str:
-    return s.tool.arguments if s.tool is not None else ""
 
 
 # A step's fields read straight off the engine's step (``Step``), with no view built (the

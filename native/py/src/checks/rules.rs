@@ -363,7 +363,7 @@ fn source_key(s: &Bound<'_, PyTuple>, tool: Option<&Bound<'_, PyTuple>>, wanted:
         }
         Ok(true)
     };
-    // the record's items each field is made of, as adapt.py's `_SPAN_SOURCES` lists them
+    // the record's items each field is made of (`span_map` reads each field from these)
     const ITEMS: [(u32, &[usize]); 12] = [
         (bit("trace_id"), &[field::TRACE_ID]), (bit("span_id"), &[field::SPAN_ID]),
         (bit("parent_id"), &[field::PARENT_ID]), (bit("name"), &[field::NAME]),
