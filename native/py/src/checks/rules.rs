@@ -12,10 +12,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+use rustc_hash::FxHashMap;
 
 use super::guarded;
 use crate::convert::text_of;
-use rustc_hash::FxHashMap;
 use crate::records::field;
 
 
@@ -197,11 +197,11 @@ impl SpanRules {
             }
         };
         let mut attrs: Option<Bound<'py, PyAny>> = None;
-        let mut attr = |key: &str| -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut attr = |key: &Bound<'py, PyString>| -> PyResult<Option<Bound<'py, PyAny>>> {
             if attrs.is_none() {
                 attrs = Some(s.get_item(field::ATTRS)?);
             }
-            get(attrs.as_ref().unwrap_or_else(|| unreachable!()), &PyString::new(py, key))
+            get(attrs.as_ref().unwrap_or_else(|| unreachable!()), key)
         };
         for (bit, f) in SPAN_FIELDS.iter().enumerate() {
             if wanted & (1 << bit) == 0 {
@@ -258,13 +258,13 @@ impl SpanRules {
                         }
                     }
                 },
-                "error_type" => match attr("error.type")? {
+                "error_type" => match attr(intern!(py, "error.type"))? {
                     Some(v) if v.is_truthy()? => text(v.str()?.to_string_lossy()),
                     _ => text(""),
                 },
                 "model" => {
                     let mut got = text("");
-                    for k in ["gen_ai.response.model", "gen_ai.request.model"] {
+                    for k in [intern!(py, "gen_ai.response.model"), intern!(py, "gen_ai.request.model")] {
                         if let Some(v) = attr(k)? {
                             if v.is_truthy()? {
                                 got = text(v.str()?.to_string_lossy());
@@ -274,8 +274,8 @@ impl SpanRules {
                     }
                     got
                 }
-                "input_tokens" => count(attr("gen_ai.usage.input_tokens")?)?,
-                "output_tokens" => count(attr("gen_ai.usage.output_tokens")?)?,
+                "input_tokens" => count(attr(intern!(py, "gen_ai.usage.input_tokens"))?)?,
+                "output_tokens" => count(attr(intern!(py, "gen_ai.usage.output_tokens"))?)?,
                 "is_tool" => boolean(tool.is_some()),
                 "is_agent" => {
                     let o = s.get_item(field::OPERATION)?;
@@ -288,7 +288,7 @@ impl SpanRules {
         if wanted & ATTRIBUTES != 0 && !self.attributes.is_empty() {
             let mut kept = Vec::new();
             for k in &self.attributes {
-                if let Some(v) = attr(k.bind(py).to_str()?)? {
+                if let Some(v) = attr(k.bind(py))? {
                     kept.push((k.bind(py).to_str()?.to_owned(), plain(&v, 0)?));
                 }
             }
