@@ -82,6 +82,20 @@ class HoldsTheGil(api.Check):
         return api.passed(str(sum(range(30_000_000))))
 
 
+class SpinsAWhile(api.Check):
+    """A loop of Python code that returns by itself once its thread has computed ``SECONDS``:
+    it lets every waiting thread in, however long it runs."""
+
+    name = "spins_a_while"
+    SECONDS = 0.3
+
+    def finish(self, state, run):
+        end = time.thread_time() + self.SECONDS
+        while time.thread_time() < end:
+            pass
+        return api.passed()
+
+
 class Garbage(api.Check):
     name = "garbage"
 

@@ -9,7 +9,7 @@ import pytest
 
 from faultgate_stream.checks import api
 from faultgate_stream.checks.config import IsolationConfig
-from faultgate_stream.checks.plugins import adapt
+from faultgate_stream.checks.plugins import adapt, isolate
 from faultgate_stream.checks.plugins.load import build, load, load_all
 from faultgate_stream.checks.plugins.check import Origin
 from faultgate_stream.checks.registry import NAMES, select
@@ -170,6 +170,19 @@ def test_a_plugin_that_holds_the_gil_in_one_call_is_switched_off_after_the_first
     assert all(r.startswith("undecided: switched off after 1 overrun in a row (last: held the GIL") for r in reasons[1:])
     assert stage.overruns[("holds_the_gil", "gil")] == 1 and stage.off["holds_the_gil"]
     assert all(v.results[1].fired for v in verdicts)
+
+
+def test_a_loop_of_python_the_watchdog_looks_at_late_is_over_its_budget_not_holding_the_gil(monkeypatch):
+    """On a loaded host the watchdog may not run for a while; a loop of Python meanwhile runs
+    on past its budget. That is a CPU overrun, not a stall of every thread: the GIL was free
+    to take (here the watchdog looks once, then not again until after the loop ended)."""
+    monkeypatch.setattr(isolate, "WATCH_INTERVAL_MS", 2_000)
+    checks = load_all([HOSTILE + "SpinsAWhile"])
+    verdicts, _, stage = _evaluate(checks, _spans(), cpu_budget=0.005, deadline=30.0)
+    [reason] = [v.results[0].reason for v in verdicts]
+    assert reason.startswith("undecided: the plug-in was over its CPU budget"), reason
+    assert stage.overruns[("spins_a_while", "cpu")] == 1 and stage.overruns[("spins_a_while", "gil")] == 0
+    assert not stage.off["spins_a_while"]
 
 
 def test_a_full_plugin_queue_sends_the_verdict_on_with_the_plugins_undecided():

@@ -33,8 +33,12 @@ What a plug-in can do, and what happens:
   ``sum(range(10**9))``): no thread can interrupt that; every thread of the process waits
   until it returns, whatever thread it runs on (only a separate process could be stopped,
   at a cost per run far above a plug-in's budget: bench/README.md). The watchdog sees it
-  afterwards, from its own sleep having overrun by ``STALL_NS`` while the plug-in's thread
-  computed, and switches the plug-in off at once: one stall per reload, not one per run.
+  afterwards: it waited ``HELD_NS`` or more to take the GIL back after its sleep, while the
+  plug-in's call was in progress and its thread computed; it switches the plug-in off at
+  once: one stall per reload, not one per run. What the watchdog times is its wait for the
+  GIL alone (``_wait_readable``), never its own late wake-up: on a loaded host
+  a loop of Python code runs on past its budget until the watchdog gets a core, and that
+  is a CPU overrun, not a stall.
   Rules without code (CEL, ``checks/rules``) cannot do that, one more reason to prefer
   them where they suffice.
 """
@@ -43,6 +47,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import operator
+import os
 import threading
 import time
 from collections import deque
@@ -52,6 +57,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from faultgate_stream import _native
 from faultgate_stream.checks.plugins.adapt import GarbageResult, check_result
 from faultgate_stream.checks.plugins.check import Pending, PluginCheck, PluginState
 from faultgate_stream.model.records import RunKey
@@ -62,15 +68,18 @@ from faultgate_stream.model.verdict import CheckResult, EarlyFinding, RunVerdict
 # until woken: a verdict waits at most this much longer, against a root_grace of seconds.
 LINGER_S = 0.005
 # How often the watchdog looks at a call in progress while there is work: a runaway loop
-# is stopped within its budget plus this much CPU; each look is one system call.
-WATCH_INTERVAL_S = 0.01
-# A stall of the watchdog this long, while the plug-in's thread computed, means the plug-in
-# held the GIL in one call (no Python loop does: it lets other threads in every 5 ms): at
-# 40 switch intervals, far past what ingestion or a GC pause makes the watchdog wait.
-STALL_NS = 200_000_000
-# ... and the plug-in's thread computed at least this much of it (on a loaded host a call
-# gets a share of a core; a sleeping call, or a stall someone else caused, computes nothing).
-STALL_CPU_NS = 50_000_000
+# is stopped within its budget plus this much CPU; each look is a few system calls. With
+# no work it waits until the worker takes some (``_nudge``).
+WATCH_INTERVAL_MS = 10
+# The watchdog waited this long to take the GIL back, while a plug-in's call was in
+# progress: the call held it (a loop of Python code lets a waiting thread in within a
+# switch interval, 5 ms; 40 of them is far past what the hand-overs' wake-ups add on a
+# loaded host).
+HELD_NS = 200_000_000
+# ... and the plug-in's thread computed at least this much meanwhile, less its collections
+# (on a loaded host a call gets a share of a core; a sleeping call, or a stall someone else
+# caused, computes nothing).
+HELD_CPU_NS = 50_000_000
 # Threads given up on (stuck in a call) that may be alive at once. Past it, the plug-in
 # whose call was given up is switched off at once: no plug-in can pile up threads.
 MAX_ABANDONED_THREADS = 16
@@ -79,6 +88,15 @@ MAX_EARLY_TRACES = 10_000
 
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _set_async_exc.argtypes = (ctypes.c_ulong, ctypes.py_object)
+# a plain C function of the compiled module (native/py/src/python/gil.rs, where why ctypes):
+# ctypes lets the GIL go around the call
+# (``_wait_readable(fd, timeout_ms, watch)``: counts the wait begun in ``watch[1]``, waits
+# without the GIL until ``fd`` is readable or ``timeout_ms`` passed, -1 for no limit, then
+# stores in ``watch[0]`` when it began to wait for the GIL, by ``time.perf_counter_ns()``'s
+# clock)
+_wait_readable = ctypes.CDLL(_native.__file__).faultgate_wait_readable
+_wait_readable.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64))
+_wait_readable.restype = None
 
 
 class Overrun(Exception):
@@ -170,7 +188,12 @@ class Isolation:
         self._q: deque = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._busy = threading.Event()
+        self._busy = False  # the worker has work: the watchdog looks every WATCH_INTERVAL_MS
+        self._nudge_r = self._nudge_w = -1  # the watchdog's pipe, woken through (``_nudge``)
+        # the watchdog's last wait for the GIL: from ``_watch_at[0]`` (set without the GIL) to
+        # ``_took``; while it waits, the former is the later (``_gil_waited``)
+        self._watch_at = (ctypes.c_uint64 * 2)()
+        self._took = 0
         self._idle_cv = threading.Condition(self._lock)
         self._waiting = False
         self._outstanding = 0  # items queued or in hand
@@ -183,8 +206,6 @@ class Isolation:
         self._stopping = False
         self._abandoned = 0
         self._stuck: list[_Call] = []  # calls given up on whose threads have not ended yet
-        # a call held the GIL past this much CPU (the watchdog stops loops of Python long before)
-        self._held_ns = max(STALL_CPU_NS, 4 * self.budget_ns)
         # wall time of garbage collections made on the plug-ins' thread: not the plug-in's doing
         self._gc_ns = 0
         self._gc_started = 0
@@ -276,7 +297,7 @@ class Isolation:
             self._outstanding = 0
             self._idle_cv.notify_all()
         self._wake.set()
-        self._busy.set()
+        self._nudge()
         # an item its worker finishes itself (between two calls) goes out before close returns
         deadline = time.monotonic() + 1.0
         while item is None and self._item is not None and time.monotonic() < deadline:
@@ -295,6 +316,18 @@ class Isolation:
     # ------------------------------------------------------------------ the worker
 
     def _start_worker(self) -> None:
+        if self._watchdog is None:
+            self._nudge_r, self._nudge_w = os.pipe()
+            os.set_blocking(self._nudge_r, False)
+            os.set_blocking(self._nudge_w, False)
+            self._watchdog = threading.Thread(target=self._watch, name="plugins-watchdog", daemon=True)
+            self._watchdog.start()
+            # the first call may hold the GIL from its start: the watchdog must be in its wait
+            # by then (having let the GIL go), or it would wait for the GIL in Python's own
+            # code, untimed
+            deadline = time.monotonic() + 5.0
+            while not self._watch_at[1] and time.monotonic() < deadline:
+                time.sleep(0.0005)
         gen = self._gen
         name = "plugins"
         if self._threads is not None:
@@ -303,9 +336,6 @@ class Isolation:
             th = threading.Thread(target=self._work, args=(gen,), name=name, daemon=True)
             th.start()
         self._worker = th
-        if self._watchdog is None:
-            self._watchdog = threading.Thread(target=self._watch, name="plugins-watchdog", daemon=True)
-            self._watchdog.start()
 
     def _work(self, gen: int) -> None:
         self._worker_ident = threading.get_ident()
@@ -326,15 +356,16 @@ class Isolation:
                     time.sleep(LINGER_S)
                     if q:
                         continue
-                    self._busy.clear()
+                    self._busy = False
                     self._waiting = True
                     if not q:
                         self._wake.wait()
                         self._wake.clear()
                     self._waiting = False
                     continue
-                if not self._busy.is_set():
-                    self._busy.set()
+                if not self._busy:
+                    self._busy = True
+                    self._nudge()
                 with self._lock:
                     if self._gen != gen:
                         q.appendleft(item)
@@ -550,15 +581,24 @@ class Isolation:
         else:
             used = self._cpu_of(wall)
         state.cpu_ns += used
-        if used > self._held_ns and used - (self._gc_ns - call.gc0) > self._held_ns:
-            # more CPU in one call than the watchdog ever lets a loop of Python code take:
-            # the call held the GIL, and every thread waited for it (not a collection's doing)
-            state.failed = "gil"
-            self._count_overrun(check, "gil", _held(used), now=True)
-            return False, Overrun()
+        if wall > HELD_NS and used - (self._gc_ns - call.gc0) > HELD_CPU_NS:
+            held = self._gil_waited(call.wall0, call.wall0 + wall)
+            if held > HELD_NS:
+                # the watchdog waited for the GIL while this call computed: the call held it
+                # (one call into C) and every thread of the process waited. The watchdog
+                # judges it too, when it takes the GIL before this thread gets here (then
+                # this thread ends)
+                state.failed = "gil"
+                self._count_overrun(check, "gil", _held(held), now=True)
+                return False, Overrun()
         if call.interrupted and ok:
             ok, value = False, Overrun()
         return ok, value
+
+    def _gil_waited(self, start: int, end: int) -> int:
+        """How long of ``start``..``end`` (this thread's call) the watchdog waited for the GIL."""
+        woke, took = self._watch_at[0], self._took
+        return min(end if woke > took else took, end) - max(woke, start)
 
     def _cpu_of(self, wall_ns: int) -> int:
         """The CPU a call of ``wall_ns`` took, at most: its wall time, unless that is over the
@@ -578,38 +618,73 @@ class Isolation:
 
     # ------------------------------------------------------------------ the watchdog
 
+    def _nudge(self) -> None:
+        """Wakes the watchdog from a wait without a limit (it waits so while there is no work)."""
+        with self._lock:  # against the watchdog closing its pipe
+            if self._nudge_w >= 0:
+                try:
+                    os.write(self._nudge_w, b"\0")
+                except BlockingIOError:
+                    pass  # the pipe is full of nudges: it wakes anyway
+
     def _watch(self) -> None:
+        try:
+            self._watch_calls()
+        finally:
+            with self._lock:
+                os.close(self._nudge_r)
+                os.close(self._nudge_w)
+                self._nudge_r = self._nudge_w = -1
+
+    def _watch_calls(self) -> None:
         while not self._stopping:
-            self._busy.wait()
             worker = self._worker_ident
             before_cpu = self._cpu_of_thread(worker)
-            due = time.perf_counter_ns() + int(WATCH_INTERVAL_S * 1e9)
-            time.sleep(WATCH_INTERVAL_S)
-            now = time.perf_counter_ns()
-            with self._lock:
-                self._end_stuck()
-                call = self._current
-                if call is None or call.done or call.gen != self._gen:
-                    continue
-                cpu = self._cpu_of_thread(call.ident)
-                stall = now - max(due, call.wall0)
-                if (call.ident == worker and stall > STALL_NS and cpu >= 0 and before_cpu >= 0
-                        and cpu - before_cpu - (self._gc_ns - call.gc0) > STALL_CPU_NS):
-                    # the watchdog could not run while the plug-in's thread computed: its call
-                    # held the GIL (one call into C) and every thread of the process waited
-                    self._abandon(call, stall)
-                    continue
-                if now - call.wall0 > self.deadline_ns:
-                    self._abandon(call)
-                    continue
-                if cpu < 0:
-                    continue
-                if call.cpu_seen < 0:
-                    call.cpu_seen = cpu
-                elif cpu - call.cpu_seen > max(call.budget_ns, 0):
-                    # again at each look while it runs on: a loop that swallows one goes on
-                    call.interrupted = True
-                    _set_async_exc(call.ident, Overrun)
+            # the wait for the GIL is what is timed, never the wait before it: a call that
+            # holds the GIL from the first item on is seen as well as one that starts later
+            _wait_readable(self._nudge_r, WATCH_INTERVAL_MS if self._busy or self._stuck else -1, self._watch_at)
+            now = self._took = time.perf_counter_ns()
+            waited = now - self._watch_at[0]  # a call that held the GIL kept this thread waiting so long
+            # never let the GIL go between two timed waits: a call that began meanwhile could
+            # hold it, and this thread would wait for it untimed. A lock held elsewhere would
+            # let it go (the worker holds this one around each call's start and end): the
+            # next look comes soon enough
+            if not self._lock.acquire(blocking=False):
+                continue
+            try:
+                self._look(now, waited, worker, before_cpu)
+            finally:
+                self._lock.release()
+
+    def _look(self, now: int, waited: int, worker: int, before_cpu: int) -> None:
+        """One look at the call in progress (lock held): ``waited`` for the GIL until ``now``;
+        ``before_cpu``: ``worker``'s CPU clock before the wait."""
+        self._end_stuck()
+        call = self._current
+        if call is None or call.done or call.gen != self._gen:
+            return
+        cpu = self._cpu_of_thread(call.ident)
+        held = min(waited, now - call.wall0)
+        if held > HELD_NS and (call.ident != worker or before_cpu < 0):
+            # a worker started during the wait: its clock at its start (or last mark),
+            # before this call began
+            before_cpu = self._cpu_mark
+        if held > HELD_NS and cpu >= 0 and cpu - before_cpu - (self._gc_ns - call.gc0) > HELD_CPU_NS:
+            # this thread waited for the GIL while the plug-in's thread computed: its call
+            # held it (one call into C) and every thread of the process waited
+            self._abandon(call, held)
+            return
+        if now - call.wall0 > self.deadline_ns:
+            self._abandon(call)
+            return
+        if cpu < 0:
+            return
+        if call.cpu_seen < 0:
+            call.cpu_seen = cpu
+        elif cpu - call.cpu_seen > max(call.budget_ns, 0):
+            # again at each look while it runs on: a loop that swallows one goes on
+            call.interrupted = True
+            _set_async_exc(call.ident, Overrun)
 
     def _end_stuck(self) -> None:
         """Threads given up on that are still in their plug-in's call (lock held): told to end
@@ -690,7 +765,7 @@ class Isolation:
 
 
 def _held(ns: int) -> str:
-    return f"held the GIL in one call for {ns / 1e9:.2f}s of CPU, stalling the service"
+    return f"held the GIL in one call for {ns / 1e9:.2f}s or more, stalling the service"
 
 
 def _short(e: BaseException) -> str:
