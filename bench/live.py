@@ -967,10 +967,14 @@ async def compare(args: argparse.Namespace, servers: dict[str, Child], downstrea
     state = scrape(servers["service"].ports["metrics"])
     held, held_bytes = total(state, "faultgate_decision_cache_traces"), total(state, "faultgate_decision_cache_bytes")
     first, last = per_round["service"][0], per_round["service"][-1]
+    # and its CPU a span, which is what the process's age could move: at ~99% of its core, a
+    # fall in spans/s at the same CPU a span is the machine (bench/aged.py tells them apart)
+    cpu_first, cpu_last = results["service"][0].cpu_us_per_span, results["service"][-1].cpu_us_per_span
     print(f"service state: decision cache {held:,.0f} traces, {held_bytes / 2**20:.1f} MiB "
           f"(bounds: assemble.decision_cache {cfg.decision_cache:,}, decision_cache_bytes "
           f"{cfg.decision_cache_bytes / 2**20:.0f} MiB); service round 1 -> {args.rounds}: {first:,.0f} -> {last:,.0f} "
-          f"spans/s ({last / first if first else float('nan'):.2f}x)")
+          f"spans/s ({last / first if first else float('nan'):.2f}x), {cpu_first:.2f} -> {cpu_last:.2f} CPU us/span "
+          f"({cpu_last / cpu_first if cpu_first else float('nan'):.2f}x)")
     extra, late_problems = await latency_and_soak(args, servers["export"], template, med(per_round["export"]))
     problems += late_problems
     if problems:

@@ -198,3 +198,74 @@ def test_the_offline_command_makes_no_reference_cycles_so_its_collector_can_wait
         gc.enable()
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def _gauges(service) -> dict[str, float]:
+    """Each metric of the service's registry, its series summed."""
+    out: dict[str, float] = {}
+    for fam in service.telemetry.registry.collect():
+        for s in fam.samples:
+            out[s.name] = out.get(s.name, 0.0) + s.value
+    return out
+
+
+def test_once_every_store_is_full_more_decided_runs_grow_neither_what_the_collector_walks_nor_the_heap():
+    # Issue 34's round-over-round question: a service that got slower the longer it ran at full
+    # load would hold something that grows with the runs it has decided. The service as
+    # bench/live.py's export-on config builds it, with every store that keeps decided runs
+    # (decision cache, amendment store, the export's verdict cache, the verdict API's ring)
+    # bounded small so that all are full early; then twice as many runs again change neither
+    # the objects the collector tracks nor the Python heap's blocks. A leak of one object a run
+    # is 2,560 here; the allowances leave room for whatever another test's leftover thread
+    # holds at the moment of counting (unbounded, the verdict cache alone adds ~94,000 blocks).
+    import random
+    import sys
+
+    from bench.live import Requests, build_template
+    from faultgate_stream import config as service_config
+    from faultgate_stream.export.spans.sender import Answer
+    from faultgate_stream.model.clock import ManualClock
+    from faultgate_stream.receive.grpc_server import TraceExport
+    from faultgate_stream.service import Service
+
+    bound = 100
+    env = {"FAULTGATE_STREAM__LOG__VERDICTS": "false", "FAULTGATE_STREAM__ASSEMBLE__ROOT_GRACE": "0.5s",
+           "FAULTGATE_STREAM__RECEIVE__GRPC_ENDPOINT": "127.0.0.1:0",
+           "FAULTGATE_STREAM__RECEIVE__HTTP_ENDPOINT": "127.0.0.1:0",
+           "FAULTGATE_STREAM__METRICS__ENDPOINT": "127.0.0.1:0", "FAULTGATE_STREAM__EXPORT__ENDPOINT": "127.0.0.1:9",
+           "FAULTGATE_STREAM__ASSEMBLE__DECISION_CACHE": str(5 * bound),
+           "FAULTGATE_STREAM__AMEND__MAX_RUNS": str(bound), "FAULTGATE_STREAM__QUERY__MAX_VERDICTS": str(bound)}
+    clock = ManualClock(1_700_000_000 * 10**9)
+    service = Service(service_config.load(None, env), clock=clock)
+    service.export.cache.size = bound  # DEFAULT_VERDICT_CACHE (10,000) is not a config key
+
+    class Downstream:  # the exporter's own _send, answered as a downstream that took it all
+        def send(self, kind: str, payload: bytes) -> Answer:
+            return Answer(0, "")
+
+    service.exporter._senders["traces"] = Downstream()  # noqa: SLF001
+    template, offsets, _ = build_template(32, random.Random(20261205))
+    source = Requests(template, offsets, 0)
+    handler = TraceExport(service.ingest, service.telemetry, service.reader)
+    cfg = service.config.export
+
+    def decide(requests: int) -> tuple[int, int]:
+        for _ in range(requests):
+            handler(source.next(), None)
+            clock.advance(0.6)
+            service.assembler._scan()  # noqa: SLF001 (the completion scan, as the ticker runs it)
+            while items := service.queue.take(cfg.max_batch_spans, cfg.max_batch_bytes, timeout=0):
+                service.exporter._send(items)  # noqa: SLF001
+        gc.collect()
+        return len(gc.get_objects()), sys.getallocatedblocks()
+
+    full = decide(40)  # 1,280 runs: every store past its bound
+    g = _gauges(service)
+    assert g["faultgate_runs_total"] == 40 * 32 and g["faultgate_exporter_queue_spans"] == 0
+    assert g["faultgate_decision_cache_traces"] == 5 * bound
+    assert g["faultgate_amend_store_runs"] == bound and g["faultgate_query_verdicts"] == bound
+    assert len(service.export.cache._items) == bound and service.export.cache.evictions > 0  # noqa: SLF001
+    later = decide(80)
+    assert _gauges(service)["faultgate_runs_total"] == 120 * 32
+    assert later[0] - full[0] <= 200, f"tracked objects {full[0]:,} -> {later[0]:,} over 2,560 more runs"
+    assert later[1] - full[1] <= 1_000, f"heap blocks {full[1]:,} -> {later[1]:,} over 2,560 more runs"
