@@ -141,21 +141,27 @@ build_collector() {
 }
 
 check_collector() {
-  local binary
+  local binary listing
   binary="$(collector_dir)/otelcol-faultgate"
-  "$binary" components >"$(collector_dir)/components.txt" 2>&1 || {
-    cat "$(collector_dir)/components.txt" >&2
+  # this process's own listing, moved into place once read: two setups at once (several
+  # worktrees) each truncated the shared file while the other read it, and one saw no component
+  listing="$(collector_dir)/components.txt.$$"
+  "$binary" components >"$listing" 2>&1 || {
+    cat "$listing" >&2
+    rm -f "$listing"
     log "the cached collector does not run"
     exit 1
   }
   local name
   for name in otlp batch otlp_grpc otlp_http debug file bearertokenauth load_balancing tail_sampling \
       groupbytrace; do
-    if ! grep -qE "^ *(- )?name: $name\$" "$(collector_dir)/components.txt"; then
+    if ! grep -qE "^ *(- )?name: $name\$" "$listing"; then
+      mv "$listing" "$(collector_dir)/components.txt"
       log "the collector lacks the component '$name'; see $(collector_dir)/components.txt"
       exit 1
     fi
   done
+  mv "$listing" "$(collector_dir)/components.txt"
   log "collector: $("$binary" --version)"
 }
 
