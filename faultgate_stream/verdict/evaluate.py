@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import partial
-from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,6 @@ from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
 _FIRST = itemgetter(0)
-_IN_RESULTS = repeat("results")  # the field of every placeholder of a verdict without bindings
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -86,7 +84,7 @@ class Evaluator:
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
         self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None]] | None = None
-        self._placed_memo: tuple[Ruleset | None, tuple[int, ...] | None] = (None, None)
+        self._placed_memo: tuple[Ruleset | None, tuple[tuple, tuple] | None] = (None, None)
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
         self._internal = telemetry["faultgate_internal_errors"] if telemetry is not None else None
         self.decided = decided
@@ -112,8 +110,8 @@ class Evaluator:
             return None
 
     def _finish(self, check: Check, state: Any, run: Run) -> CheckResult:
-        try:
-            r = check.finish(state, run)
+        try:  # a plug-in judged on an agent's view hands the stage its run in a placeholder
+            r = check.pending(state, run) if check.isolated else check.finish(state, run)
         except Exception as e:
             return self._failed_result(check, run, e)
         unread = run.unread
@@ -303,22 +301,28 @@ class Evaluator:
                 return
         if self.isolation is not None:  # plug-ins: their results come from their own thread
             # ``partial``: called in C, where a lambda was one more Python frame a run
-            self.isolation.complete(v, partial(self._decided, st, run), self._placed(st.ruleset, v))
+            self.isolation.complete(v, partial(self._decided, st, run), *self._placed(st, run, v))
             return
         self._decided(st, run, v)
 
-    def _placed(self, rs: Ruleset, v: RunVerdict) -> list[tuple[str, int, CheckResult]] | None:
-        """Where ``_verdict`` put the plug-ins' placeholders in ``v``, as the isolation stage
-        takes them (``pending_jobs``): without bindings, at the plug-ins' places among the
-        ruleset's checks, worked out once per ruleset; None (the stage looks) otherwise."""
+    def _placed(self, st: _TraceState, run: Run, v: RunVerdict) -> tuple:
+        """What the isolation stage needs to judge ``v``'s plug-ins (``Isolation.complete``'s
+        ``jobs, plan, run, states``): without bindings, the places of the plug-ins' stand-ins
+        (``PluginCheck.finish``) among the ruleset's checks and each one's check and state
+        index, worked out once per ruleset; else nothing (the stage looks for placeholders)."""
+        rs = st.ruleset
         memo = self._placed_memo
         if memo[0] is not rs:
-            places = None if rs.bindings else tuple(i for i, c in enumerate(rs.checks) if c.isolated)
-            memo = self._placed_memo = (rs, places)
-        places = memo[1]
-        if places is None or v.setup_only:
-            return None
-        return list(zip(_IN_RESULTS, places, map(v.results.__getitem__, places)))  # in C
+            if rs.bindings:
+                memo = self._placed_memo = (rs, None)
+            else:
+                places = [(i, c) for i, c in enumerate(rs.checks) if c.isolated]
+                memo = self._placed_memo = (rs, (tuple(("results", i, c.stand_in) for i, c in places),
+                                                 tuple((c, i) for i, c in places)))
+        placed = memo[1]
+        if placed is None or v.setup_only:
+            return ()
+        return placed[0], placed[1], run, st.states
 
     def _decided(self, st: _TraceState, run: Run, v: RunVerdict) -> None:
         """Keep (for amendments) and publish a run's verdict."""
@@ -433,7 +437,8 @@ class Evaluator:
                 self._internal_error("amend", run)
                 return
             if self.isolation is not None:
-                self.isolation.complete(again, lambda final: self._amend_locked(entry, final, span.span_id))
+                self.isolation.complete(again, lambda final: self._amend_locked(entry, final, span.span_id),
+                                        *self._placed(st, run, again))
                 return
             self._amend(entry, again, span.span_id)
 
