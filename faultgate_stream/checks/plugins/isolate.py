@@ -413,21 +413,23 @@ class Isolation:
     def _complete(self, item: _Complete, call: _Call) -> None:
         # facts shared by the plug-ins of a run that see the same attributes; one plug-in's
         # (the usual case) need no table
-        jobs, out, plan = item.jobs, item.out, item.plan
+        jobs, out, plan, v = item.jobs, item.out, item.plan, item.verdict
         views: dict[tuple[int, frozenset], Any] | None = {} if len(jobs) > 1 else None
-        while item.pos < len(jobs):
-            k = item.pos
-            if plan is None:
+        if plan is None:  # placeholders: each carries its run and state
+            while item.pos < len(jobs):
+                k = item.pos
                 out[k] = self._finish(jobs[k][2], views, call)
-            else:
+                item.pos = k + 1
+        else:  # stand-ins: judged from the run and its states, as ``plan`` says
+            results, states, run = v.results, item.states, item.run
+            for k in range(item.pos, len(jobs)):
                 _, at, stand_in = jobs[k]
-                r = item.verdict.results[at]
+                r = results[at]
                 if r is stand_in:  # else the evaluator's own result (the check's finish failed): it stands
                     check, i = plan[k]
-                    r = self._judge(stand_in, check, item.states[i], item.run, views, call)
+                    r = self._judge(stand_in, check, states[i], run, views, call)
                 out[k] = r
-            item.pos = k + 1
-        v = item.verdict
+                item.pos = k + 1
         early: tuple = ()
         if self._early:  # only plug-ins that observe find anything early
             found = self._early.pop(v.key.trace_id, ())
