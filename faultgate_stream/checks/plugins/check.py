@@ -2,8 +2,8 @@
 
 The evaluator drives every check through one contract on the threads that take spans in
 (the assembler's lock held). A plug-in is code the service does not control, so its calls
-never happen there: ``finish`` returns a placeholder result that carries the run, and the
-isolation stage (``isolate.py``) gets the plug-in's answer on its own thread and puts it in
+never happen there: ``finish`` returns a result that stands in for the plug-in's answer,
+and the isolation stage (``isolate.py``) gets the answer on its own thread and puts it in
 the verdict before anyone hears of it; ``observe`` hands the spans to the same thread.
 
 Two ways to stand in for the answer: where every run's checks are judged in one loop (no

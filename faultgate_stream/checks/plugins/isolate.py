@@ -3,11 +3,13 @@
 The evaluator decides every run on the threads that take spans in, under the assembler's
 lock. A plug-in called there could hold that lock for as long as it liked: a
 ``time.sleep(10)`` would refuse every request for ten seconds. So a plug-in never runs
-there. Its ``finish`` leaves a placeholder in the verdict (``check.Pending``), its
-``observe`` hands spans over, and this stage works through both, in arrival order, on its
-own thread: it calls the plug-in, puts its result in the verdict, and only then hands the
-verdict on (``done``). With plug-ins configured every verdict passes through here, so they
-go out in the order they were decided.
+there. Its ``finish`` leaves a stand-in in the verdict (one constant result per plug-in:
+the evaluator hands over its place, the run and the state; judged on an agent's view, a
+placeholder that carries them, ``check.Pending``), its ``observe`` hands spans over, and
+this stage works through both, in arrival order, on its own thread: it calls the plug-in,
+puts its result in the verdict, and only then hands the verdict on (``done``). With
+plug-ins configured every verdict passes through here, so they go out in the order they
+were decided.
 
 What a plug-in can do, and what happens:
 
