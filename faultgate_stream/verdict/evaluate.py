@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import partial
-from itertools import repeat
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,6 @@ from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
 _FIRST = itemgetter(0)
-_IN_RESULTS = repeat("results")  # the field of every placeholder of a verdict without bindings
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -86,7 +84,7 @@ class Evaluator:
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
         self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None]] | None = None
-        self._placed_memo: tuple[Ruleset | None, tuple[int, ...] | None] = (None, None)
+        self._placed_memo: tuple[Any, Any, Any] = (None, None, None)
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
         self._internal = telemetry["faultgate_internal_errors"] if telemetry is not None else None
         self.decided = decided
@@ -112,8 +110,8 @@ class Evaluator:
             return None
 
     def _finish(self, check: Check, state: Any, run: Run) -> CheckResult:
-        try:
-            r = check.finish(state, run)
+        try:  # a plug-in judged on an agent's view hands the stage its run in a placeholder
+            r = check.pending(state, run) if check.isolated else check.finish(state, run)
         except Exception as e:
             return self._failed_result(check, run, e)
         unread = run.unread
@@ -302,23 +300,31 @@ class Evaluator:
                 self.isolation.complete(v, lambda final: self._decided(st, run, final))
                 return
         if self.isolation is not None:  # plug-ins: their results come from their own thread
+            placed = self._placed_memo
+            if placed[0] is not st.ruleset:
+                placed = self._placed(st.ruleset)
             # ``partial``: called in C, where a lambda was one more Python frame a run
-            self.isolation.complete(v, partial(self._decided, st, run), self._placed(st.ruleset, v))
+            if placed[1] is None or v.setup_only:
+                self.isolation.complete(v, partial(self._decided, st, run))
+            else:
+                self.isolation.complete(v, partial(self._decided, st, run), placed[1], placed[2], run, st.states)
             return
         self._decided(st, run, v)
 
-    def _placed(self, rs: Ruleset, v: RunVerdict) -> list[tuple[str, int, CheckResult]] | None:
-        """Where ``_verdict`` put the plug-ins' placeholders in ``v``, as the isolation stage
-        takes them (``pending_jobs``): without bindings, at the plug-ins' places among the
-        ruleset's checks, worked out once per ruleset; None (the stage looks) otherwise."""
-        memo = self._placed_memo
-        if memo[0] is not rs:
-            places = None if rs.bindings else tuple(i for i, c in enumerate(rs.checks) if c.isolated)
-            memo = self._placed_memo = (rs, places)
-        places = memo[1]
-        if places is None or v.setup_only:
-            return None
-        return list(zip(_IN_RESULTS, places, map(v.results.__getitem__, places)))  # in C
+    def _placed(self, rs: Ruleset) -> tuple:
+        """(``rs``, jobs, plan): what the isolation stage needs to judge the plug-ins of a
+        verdict under ``rs`` (``Isolation.complete``, with the run and its checks' states):
+        without bindings, the places of the plug-ins' stand-ins (``PluginCheck.finish``)
+        among the ruleset's checks, and each one's check and index in the states; with
+        bindings (rs, None, None): the stage looks for placeholders. Worked out once per
+        ruleset, kept in ``_placed_memo``."""
+        if rs.bindings:
+            memo = (rs, None, None)
+        else:
+            places = [(i, c) for i, c in enumerate(rs.checks) if c.isolated]
+            memo = (rs, tuple(("results", i, c.stand_in) for i, c in places), tuple((c, i) for i, c in places))
+        self._placed_memo = memo
+        return memo
 
     def _decided(self, st: _TraceState, run: Run, v: RunVerdict) -> None:
         """Keep (for amendments) and publish a run's verdict."""
@@ -433,7 +439,12 @@ class Evaluator:
                 self._internal_error("amend", run)
                 return
             if self.isolation is not None:
-                self.isolation.complete(again, lambda final: self._amend_locked(entry, final, span.span_id))
+                done = partial(self._amend_locked, entry, by=span.span_id)
+                placed = self._placed_memo if self._placed_memo[0] is rs else self._placed(rs)
+                if placed[1] is None or again.setup_only:
+                    self.isolation.complete(again, done)
+                else:
+                    self.isolation.complete(again, done, placed[1], placed[2], run, st.states)
                 return
             self._amend(entry, again, span.span_id)
 

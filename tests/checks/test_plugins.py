@@ -108,6 +108,34 @@ def test_a_plugin_that_raises_or_returns_garbage_is_undecided_and_counted(hostil
     assert telemetry["faultgate_check_errors"].labels(checks[0].name)._value.get() == 1
 
 
+class _CountsItsRuns(api.Check):
+    """Starts each run afresh (``start``, no ``observe``): its state must be that run's alone."""
+
+    name = "counts_its_runs"
+
+    def start(self):
+        return {"finished": 0, "id": None}
+
+    def finish(self, state, run):
+        state["finished"] += 1
+        first = state["id"] is None
+        state["id"] = run.run_id
+        return api.passed(f"{state['finished']} {first}")
+
+
+def test_a_plugin_that_does_not_observe_starts_every_run_afresh_beside_one_that_observes():
+    checks = [build(_CountsItsRuns, "t", Origin("t", "", "", "tests:_CountsItsRuns"))] + \
+        load_all([HOSTILE + "StepCount"])
+    spans = [s for _ in range(4) for s in _spans()]  # four traces
+    verdicts, _, stage = _evaluate(checks, spans)
+    assert len(verdicts) == 4
+    for v in verdicts:
+        counted, steps = v.results
+        assert counted.check == "counts_its_runs" and counted.reason == "1 True" and not counted.undecided
+        assert steps.reason == "5 steps > 3"
+    assert stage.drain(0)
+
+
 def test_a_run_whose_placeholder_could_not_be_made_is_still_decided_with_the_other_plugins_results():
     # the evaluator hands the stage the plug-ins' places in the verdict; where one holds the
     # evaluator's own undecided result instead of a placeholder, the stage leaves it as it is

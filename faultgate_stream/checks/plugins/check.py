@@ -2,9 +2,15 @@
 
 The evaluator drives every check through one contract on the threads that take spans in
 (the assembler's lock held). A plug-in is code the service does not control, so its calls
-never happen there: ``finish`` returns a placeholder result that carries the run, and the
-isolation stage (``isolate.py``) gets the plug-in's answer on its own thread and puts it in
+never happen there: ``finish`` returns a result that stands in for the plug-in's answer,
+and the isolation stage (``isolate.py``) gets the answer on its own thread and puts it in
 the verdict before anyone hears of it; ``observe`` hands the spans to the same thread.
+
+Two ways to stand in for the answer: where every run's checks are judged in one loop (no
+bindings, the usual case) ``finish`` gives a constant result of the check's own (``stand_in``)
+and the evaluator tells the stage which places hold it and which state and run they are for,
+worked out once per ruleset: nothing is built a run. Where a check is judged on an agent's
+view (bindings, shadow), ``pending`` gives a placeholder that carries them (``Pending``).
 """
 from __future__ import annotations
 
@@ -95,8 +101,18 @@ class PluginCheck(Check):
         self.stage: Any = None  # the isolation stage that runs it (``Isolation.adopt``)
         # the plug-in's own start(), when it has one (called on the isolation thread)
         self.starts = type(plugin).start is not api.Check.start
+        # what ``finish`` gives: read undecided, were it ever to leak, and the shape of the
+        # check's undecided results (the isolation stage's ``_undecided``)
+        self.stand_in = _new_tuple(CheckResult, (self.name, False, 0.0, "undecided: the plug-in has not answered",
+                                                 self.severity, KIND, "", True, (), self.evaluator, ()))
 
     def finish(self, state: Any, run: Run) -> CheckResult:
+        """In the evaluator's every-run loop: the stage knows which run and state this place
+        is for (``Evaluator._placed``), so nothing is made a run."""
+        return self.stand_in
+
+    def pending(self, state: Any, run: Run) -> CheckResult:
+        """On an agent's view (bindings, shadow): a placeholder that carries the run and state."""
         reason = Pending()
         reason.check, reason.state, reason.run = self, state, run
         # as the tuple it is, every field given (no NamedTuple ``__new__`` frame: one a run)

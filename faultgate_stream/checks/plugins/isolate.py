@@ -3,11 +3,13 @@
 The evaluator decides every run on the threads that take spans in, under the assembler's
 lock. A plug-in called there could hold that lock for as long as it liked: a
 ``time.sleep(10)`` would refuse every request for ten seconds. So a plug-in never runs
-there. Its ``finish`` leaves a placeholder in the verdict (``check.Pending``), its
-``observe`` hands spans over, and this stage works through both, in arrival order, on its
-own thread: it calls the plug-in, puts its result in the verdict, and only then hands the
-verdict on (``done``). With plug-ins configured every verdict passes through here, so they
-go out in the order they were decided.
+there. Its ``finish`` leaves a stand-in in the verdict (one constant result per plug-in:
+the evaluator hands over its place, the run and the state; judged on an agent's view, a
+placeholder that carries them, ``check.Pending``), its ``observe`` hands spans over, and
+this stage works through both, in arrival order, on its own thread: it calls the plug-in,
+puts its result in the verdict, and only then hands the verdict on (``done``). With
+plug-ins configured every verdict passes through here, so they go out in the order they
+were decided.
 
 What a plug-in can do, and what happens:
 
@@ -140,11 +142,16 @@ class _Observe:
 
 
 class _Complete:
-    __slots__ = ("verdict", "jobs", "out", "done", "pos")
+    """A verdict to complete. ``jobs``: (field, index, stand-in or placeholder) a plug-in's
+    result each; ``plan``: for stand-ins, each job's check and index in ``states``, the run's
+    checks' states (``Evaluator._placed``); None: every job a placeholder that says."""
 
-    def __init__(self, verdict: RunVerdict, jobs: list[tuple[str, int, CheckResult]],
-                 done: Callable[[RunVerdict], None]) -> None:
+    __slots__ = ("verdict", "jobs", "out", "done", "pos", "plan", "run", "states")
+
+    def __init__(self, verdict: RunVerdict, jobs: Any, done: Callable[[RunVerdict], None],
+                 plan: Any = None, run: Any = None, states: Any = None) -> None:
         self.verdict, self.jobs, self.done = verdict, jobs, done
+        self.plan, self.run, self.states = plan, run, states
         self.out: list[CheckResult | None] = [None] * len(jobs)
         self.pos = 0
 
@@ -213,6 +220,7 @@ class Isolation:
         self._cpu_mark = 0
         self._wall_since_mark = 0
         self._early: dict[str, list[EarlyFinding]] = {}
+        self._scratch = PluginState()  # the state of a run of a plug-in that does not observe (``_judge``)
         # counted here, read at scrape time (``metrics()``): no metrics call per plug-in call
         self.overruns: dict[tuple[str, str], int] = {}
         self.switched_off: dict[str, int] = {}
@@ -251,11 +259,12 @@ class Isolation:
             return
         self._put(_Observe(check, state, spans))
 
-    def complete(self, v: RunVerdict, done: Callable[[RunVerdict], None],
-                 jobs: list[tuple[str, int, CheckResult]] | None = None) -> None:
+    def complete(self, v: RunVerdict, done: Callable[[RunVerdict], None], jobs: Any = None, plan: Any = None,
+                 run: Any = None, states: Any = None) -> None:
         """Put the plug-ins' results in ``v`` and hand it to ``done``, on this stage's thread,
-        after everything handed over before it. ``jobs``: where its placeholders are, when
-        the caller knows (``pending_jobs``' answer); else they are looked for."""
+        after everything handed over before it. ``jobs, plan, run, states``: where its
+        plug-ins' stand-ins are and what each judges (``Evaluator._placed``); without them
+        its placeholders are looked for (``pending_jobs``)."""
         if jobs is None:
             jobs = pending_jobs(v)
         if len(self._q) >= self.max_queue and jobs:
@@ -263,7 +272,7 @@ class Isolation:
             done(_fill(v, jobs, [_undecided(r, "the plug-in queue was full (checks.isolation.max_queue)")
                                  for _, _, r in jobs], ()))
             return
-        self._put(_Complete(v, jobs, done))
+        self._put(_Complete(v, jobs, done, plan, run, states))
 
     def _put(self, item: Any) -> None:
         with self._lock:
@@ -437,13 +446,23 @@ class Isolation:
     def _complete(self, item: _Complete, call: _Call) -> None:
         # facts shared by the plug-ins of a run that see the same attributes; one plug-in's
         # (the usual case) need no table
-        jobs, out = item.jobs, item.out
+        jobs, out, plan, v = item.jobs, item.out, item.plan, item.verdict
         views: dict[tuple[int, frozenset], Any] | None = {} if len(jobs) > 1 else None
-        while item.pos < len(jobs):
-            k = item.pos
-            out[k] = self._finish(jobs[k][2], views, call)
-            item.pos = k + 1
-        v = item.verdict
+        if plan is None:  # placeholders: each carries its run and state
+            while item.pos < len(jobs):
+                k = item.pos
+                out[k] = self._finish(jobs[k][2], views, call)
+                item.pos = k + 1
+        else:  # stand-ins: judged from the run and its states, as ``plan`` says
+            results, states, run = v.results, item.states, item.run
+            for k in range(item.pos, len(jobs)):
+                _, at, stand_in = jobs[k]
+                r = results[at]
+                if r is stand_in:  # else the evaluator's own result (the check's finish failed): it stands
+                    check, i = plan[k]
+                    r = self._judge(stand_in, check, states[i], run, views, call)
+                out[k] = r
+                item.pos = k + 1
         early: tuple = ()
         if self._early:  # only plug-ins that observe find anything early
             found = self._early.pop(v.key.trace_id, ())
@@ -456,10 +475,16 @@ class Isolation:
         pend: Pending = placeholder.reason  # type: ignore[assignment]
         if type(pend) is not Pending:  # not a placeholder (the check's finish failed): it stands
             return placeholder
-        check, run = pend.check, pend.run
-        state = pend.state
-        if type(state) is not PluginState:
-            state = PluginState()
+        return self._judge(placeholder, pend.check, pend.state, pend.run, views, call)
+
+    def _judge(self, placeholder: CheckResult, check: PluginCheck, state: Any, run: Any, views: dict | None,
+               call: _Call) -> CheckResult:
+        """The plug-in's result on ``run``; ``placeholder`` (a stand-in or a placeholder) is
+        what its undecided results are made from, and names the agent judged, if any."""
+        if type(state) is not PluginState:  # a plug-in that does not observe: a state for this run
+            # alone, one object reset rather than one made a run (nothing holds it past the run)
+            state = self._scratch
+            state.inner, state.started, state.cpu_ns, state.failed = None, False, 0, ""
         guard = check.guard
         if guard.off:
             n = guard.overruns
