@@ -300,16 +300,20 @@ class Evaluator:
                 self.isolation.complete(v, lambda final: self._decided(st, run, final))
                 return
         if self.isolation is not None:  # plug-ins: their results come from their own thread
-            placed = self._placed_memo
-            if placed[0] is not st.ruleset:
-                placed = self._placed(st.ruleset)
             # ``partial``: called in C, where a lambda was one more Python frame a run
-            if placed[1] is None or v.setup_only:
-                self.isolation.complete(v, partial(self._decided, st, run))
-            else:
-                self.isolation.complete(v, partial(self._decided, st, run), placed[1], placed[2], run, st.states)
+            self._complete_isolated(v, partial(self._decided, st, run), st.ruleset, run, st.states)
             return
         self._decided(st, run, v)
+
+    def _complete_isolated(self, v: RunVerdict, done: Callable[[RunVerdict], None], rs: Ruleset, run: Run,
+                           states: Any) -> None:
+        """Hand ``v`` to the isolation stage, which puts its plug-ins' results in and then
+        calls ``done``; where they are and what each judges as ``_placed`` says."""
+        _, jobs, plan = self._placed(rs)
+        if jobs is None or v.setup_only:
+            self.isolation.complete(v, done)
+        else:
+            self.isolation.complete(v, done, jobs, plan, run, states)
 
     def _placed(self, rs: Ruleset) -> tuple:
         """(``rs``, jobs, plan): what the isolation stage needs to judge the plug-ins of a
@@ -318,6 +322,8 @@ class Evaluator:
         among the ruleset's checks, and each one's check and index in the states; with
         bindings (rs, None, None): the stage looks for placeholders. Worked out once per
         ruleset, kept in ``_placed_memo``."""
+        if self._placed_memo[0] is rs:
+            return self._placed_memo
         if rs.bindings:
             memo = (rs, None, None)
         else:
@@ -439,12 +445,8 @@ class Evaluator:
                 self._internal_error("amend", run)
                 return
             if self.isolation is not None:
-                done = partial(self._amend_locked, entry, by=span.span_id)
-                placed = self._placed_memo if self._placed_memo[0] is rs else self._placed(rs)
-                if placed[1] is None or again.setup_only:
-                    self.isolation.complete(again, done)
-                else:
-                    self.isolation.complete(again, done, placed[1], placed[2], run, st.states)
+                self._complete_isolated(again, partial(self._amend_locked, entry, by=span.span_id), rs, run,
+                                        st.states)
                 return
             self._amend(entry, again, span.span_id)
 
