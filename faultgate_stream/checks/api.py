@@ -33,10 +33,9 @@ minor, and is refused, with both versions named, otherwise. Minor versions only 
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 from abc import ABC, abstractmethod
-from collections import deque
 from collections.abc import Iterable, Mapping
-from itertools import repeat
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -260,11 +259,16 @@ class RunView(_ReadOnly):
         return f"RunView({self.run_id!r}, agent={self.agent!r})"
 
 
-class Result(_ReadOnly):
+class Result(tuple):
     """What a check says about a run: ``outcome`` is "fired", "passed" or "undecided".
-    Make one with ``fired``, ``passed`` or ``undecided``."""
+    Make one with ``fired``, ``passed`` or ``undecided``.
 
-    __slots__ = ("outcome", "reason", "severity", "measures", "span_ids", "confidence")
+    A tuple underneath, in the order of its fields: immutable all the way down (no
+    ``object.__setattr__`` changes one), so ``passed()`` can give every check the same
+    one, and it is made in one C call (six slots set one by one were most of what the
+    usual result cost a plug-in's run)."""
+
+    __slots__ = ()
 
     outcome: str
     reason: str
@@ -273,14 +277,12 @@ class Result(_ReadOnly):
     span_ids: tuple[str, ...]
     confidence: float
 
-    def __init__(self, outcome: str, reason: str, severity: Severity | str | None = None,
-                 measures: Mapping[str, float] | None = None, span_ids: Iterable[str] = (),
-                 confidence: float = 1.0) -> None:
+    def __new__(cls, outcome: str, reason: str, severity: Severity | str | None = None,
+                measures: Mapping[str, float] | None = None, span_ids: Iterable[str] = (),
+                confidence: float = 1.0) -> Result:
         if (severity is None and not measures and span_ids == () and confidence == 1.0 and type(reason) is str
-                and outcome in _OUTCOMES):  # what ``passed()`` and most results give: nothing to check
-            _set_all(map(_put, repeat(self), _FIELDS, (outcome, reason, None, EMPTY, (), 1.0)))
-            return
-        put = object.__setattr__
+                and outcome in _OUTCOMES):  # what most results give: nothing to check
+            return _new(cls, (outcome, reason, None, EMPTY, (), 1.0))
         if outcome not in _OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(_OUTCOMES)}, not {outcome!r}")
         if type(reason) is not str and not isinstance(reason, str):
@@ -303,28 +305,30 @@ class Result(_ReadOnly):
         if confidence != 1.0 and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
                                   or not 0 <= confidence <= 1):
             raise ValueError(f"confidence must be a number from 0 to 1, not {confidence!r}")
-        put(self, "outcome", outcome)
-        put(self, "reason", reason)
-        put(self, "severity", severity)
-        put(self, "measures", kept)
-        put(self, "span_ids", ids)
-        put(self, "confidence", float(confidence))
+        return _new(cls, (outcome, str(reason), severity, kept, ids, float(confidence)))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Result is read-only")
 
     def __repr__(self) -> str:
         return f"Result({self.outcome!r}, {self.reason!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Result) and all(getattr(self, f) == getattr(other, f) for f in Result.__slots__)
+    def __eq__(self, other: object) -> bool:  # a Result equals only a Result, never a bare tuple
+        return type(other) is Result and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     __hash__ = None  # type: ignore[assignment]
 
 
-# A result's slots set in C, in ``Result.__slots__``' order: six ``object.__setattr__``
-# calls made from Python were most of what the usual result cost a plug-in's run.
-_FIELDS = Result.__slots__
-_put = object.__setattr__
-_new = object.__new__
-_set_all = deque(maxlen=0).extend
+for _i, _field in enumerate(("outcome", "reason", "severity", "measures", "span_ids", "confidence")):
+    setattr(Result, _field, property(itemgetter(_i), doc=f"The result's {_field}."))
+del _i, _field
+
+_new = tuple.__new__
+# what ``passed()`` gives: one result shared by every check (nothing can change it)
+_PASSED = _new(Result, ("passed", "", None, EMPTY, (), 1.0))
 
 
 def fired(reason: str, *, severity: Severity | str | None = None, measures: Mapping[str, float] | None = None,
@@ -339,9 +343,8 @@ def passed(reason: str = "", *, measures: Mapping[str, float] | None = None, spa
            confidence: float = 1.0) -> Result:
     """The check looked and found nothing."""
     if measures is None and span_ids == () and confidence == 1.0 and type(reason) is str:
-        r = _new(Result)  # what most checks return, with nothing to check: no __init__ frame
-        _set_all(map(_put, repeat(r), _FIELDS, ("passed", reason, None, EMPTY, (), 1.0)))
-        return r
+        # what most checks return, with nothing to check: no ``__new__`` frame
+        return _new(Result, ("passed", reason, None, EMPTY, (), 1.0)) if reason else _PASSED
     return Result("passed", reason, None, measures, span_ids, confidence)
 
 

@@ -320,6 +320,21 @@ def test_results_are_checked_when_made():
     assert api.undecided("no input").confidence == 0.0
 
 
+def test_the_passed_result_every_check_shares_cannot_be_changed_by_one_of_them():
+    shared = api.passed()
+    assert shared is api.passed()  # one result, given to every check that passed without a word
+    for change in (lambda: setattr(shared, "outcome", "fired"),
+                   lambda: object.__setattr__(shared, "outcome", "fired"),
+                   lambda: object.__setattr__(shared, "reason", "changed")):
+        with pytest.raises((AttributeError, TypeError)):
+            change()
+    assert (shared.outcome, shared.reason, shared.severity, dict(shared.measures), shared.span_ids,
+            shared.confidence) == ("passed", "", None, {}, (), 1.0)
+    # a result equals a result of the same fields, never a bare tuple that looks like one
+    assert api.fired("x", span_ids=["a"]) == api.fired("x", span_ids=("a",))
+    assert api.passed() != ("passed", "", None, api.EMPTY, (), 1.0)
+
+
 def test_the_plugin_thread_publishes_early_findings_as_they_are_found():
     checks = load_all([HOSTILE + "StepCount"])
     sink = VerdictList()

@@ -217,18 +217,17 @@ def check_result(name: str, severity: Severity, kind: str, res: Any, evaluator: 
     if type(res) is not api.Result:
         raise GarbageResult(f"returned {type(res).__name__}, not a Result (use api.fired, api.passed or "
                             f"api.undecided)")
-    m = res.measures
+    outcome, reason, sev, m, span_ids, confidence = res  # a Result is a tuple of its fields
     measures = tuple(m.items()) if m else ()
     # built as the tuple it is (every field given, in order): no NamedTuple ``__new__`` frame
-    outcome = res.outcome
     if outcome == "passed":
-        return _new_tuple(CheckResult, (name, False, res.confidence, res.reason, severity, kind, "", False, measures,
-                                        evaluator, res.span_ids))
+        return _new_tuple(CheckResult, (name, False, confidence, reason, severity, kind, "", False, measures,
+                                        evaluator, span_ids))
     if outcome == "fired":
-        return _new_tuple(CheckResult, (name, True, res.confidence, res.reason, res.severity or severity, kind, "",
-                                        False, measures, evaluator, res.span_ids))
-    return _new_tuple(CheckResult, (name, False, 0.0, res.reason, severity, kind, "", True, measures, evaluator,
-                                    res.span_ids))
+        return _new_tuple(CheckResult, (name, True, confidence, reason, sev or severity, kind, "", False, measures,
+                                        evaluator, span_ids))
+    return _new_tuple(CheckResult, (name, False, 0.0, reason, severity, kind, "", True, measures, evaluator,
+                                    span_ids))
 
 
 _new_tuple = tuple.__new__

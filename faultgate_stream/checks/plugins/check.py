@@ -19,7 +19,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from faultgate_stream.checks import api
 from faultgate_stream.checks.base import Check
-from faultgate_stream.checks.plugins.adapt import KIND, Views
+from faultgate_stream.checks.plugins.adapt import KIND, Views, check_result
 from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult, Severity
@@ -105,6 +105,8 @@ class PluginCheck(Check):
         # check's undecided results (the isolation stage's ``_undecided``)
         self.stand_in = _new_tuple(CheckResult, (self.name, False, 0.0, "undecided: the plug-in has not answered",
                                                  self.severity, KIND, "", True, (), self.evaluator, ()))
+        # what ``api.passed()`` (one result, shared) becomes: made once, not each run it is given
+        self.passed_result = check_result(self.name, self.severity, KIND, api.passed(), self.evaluator)
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         """In the evaluator's every-run loop: the stage knows which run and state this place

@@ -60,6 +60,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from faultgate_stream import _native
+from faultgate_stream.checks.api import _PASSED  # what ``api.passed()`` gives: one result, shared
 from faultgate_stream.checks.plugins.adapt import GarbageResult, check_result
 from faultgate_stream.checks.plugins.check import Pending, PluginCheck, PluginState
 from faultgate_stream.model.records import RunKey
@@ -511,11 +512,14 @@ class Isolation:
             return self._failed(placeholder, check, state, res)
         if state.cpu_ns > self.budget_ns:
             return self._overrun(placeholder, check, "cpu", state.cpu_ns)
-        try:
-            r = check_result(check.name, check.severity, check.kind, res, check.evaluator)
-        except GarbageResult as e:
-            self._error(check, state, "garbage")
-            return _undecided(placeholder, f"the plug-in failed on this run: it {e}")
+        if res is _PASSED:
+            r = check.passed_result
+        else:
+            try:
+                r = check_result(check.name, check.severity, check.kind, res, check.evaluator)
+            except GarbageResult as e:
+                self._error(check, state, "garbage")
+                return _undecided(placeholder, f"the plug-in failed on this run: it {e}")
         guard.overruns = 0
         unread = run.unread  # agent work no convention read: no plug-in passes on what it hid
         if unread:
