@@ -66,6 +66,7 @@ from faultgate_stream.checks.rules.load import load_rules  # noqa: E402
 from faultgate_stream.checks.policy import Policy, PolicyCheck  # noqa: E402
 from faultgate_stream.checks.registry import select  # noqa: E402
 from faultgate_stream.checks.window_store import WindowStore  # noqa: E402
+from faultgate_stream.cli import heap  # noqa: E402
 from faultgate_stream.model.clock import ManualClock  # noqa: E402
 from faultgate_stream.model.verdict import Completion  # noqa: E402
 from faultgate_stream.pipeline import OFFLINE_LIMITS, VerdictList  # noqa: E402
@@ -199,6 +200,7 @@ def main() -> int:
     if args.bytecodes:
         return bytecodes(args.bytecodes)
     spans = template_spans()
+    heap.settle()  # the collector as ``serve`` leaves it (``hot_path.py`` too): start-up frozen, its thresholds
     store = WindowStore()  # one for every round: keys stay full, the hot case
     rules_file = Path(tempfile.mkdtemp()) / "rules.yaml"
     rules_file.write_text(FIVE_RULES)

@@ -449,7 +449,16 @@ class Isolation:
         # (the usual case) need no table
         jobs, out, plan, v = item.jobs, item.out, item.plan, item.verdict
         views: dict[tuple[int, frozenset], Any] | None = {} if len(jobs) > 1 else None
-        if plan is None:  # placeholders: each carries its run and state
+        if plan is not None and views is None and jobs and not item.pos:  # one plug-in's stand-in
+            # (the usual case): no loop
+            _, at, stand_in = jobs[0]
+            r = v.results[at]
+            if r is stand_in:  # else the evaluator's own result (the check's finish failed): it stands
+                check, i = plan[0]
+                r = self._judge(stand_in, check, item.states[i], item.run, None, call)
+            out[0] = r
+            item.pos = 1
+        elif plan is None:  # placeholders: each carries its run and state
             while item.pos < len(jobs):
                 k = item.pos
                 out[k] = self._finish(jobs[k][2], views, call)
