@@ -313,6 +313,9 @@ class Result(tuple):
     def __repr__(self) -> str:
         return f"Result({self.outcome!r}, {self.reason!r})"
 
+    def __getnewargs__(self) -> tuple:  # ``copy.copy`` makes it again from its fields
+        return tuple(self)
+
     def __eq__(self, other: object) -> bool:  # a Result equals only a Result, never a bare tuple
         return type(other) is Result and tuple.__eq__(self, other)
 

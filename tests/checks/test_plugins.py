@@ -2,6 +2,7 @@
 verdict (checks/api.py, checks/plugins/)."""
 from __future__ import annotations
 
+import copy
 import threading
 import time
 
@@ -333,6 +334,8 @@ def test_the_passed_result_every_check_shares_cannot_be_changed_by_one_of_them()
     # a result equals a result of the same fields, never a bare tuple that looks like one
     assert api.fired("x", span_ids=["a"]) == api.fired("x", span_ids=("a",))
     assert api.passed() != ("passed", "", None, api.EMPTY, (), 1.0)
+    fired = api.fired("x", severity="soft", measures={"n": 2}, span_ids=["a"])
+    assert copy.copy(fired) == fired and copy.copy(fired) is not fired  # made again from its fields
 
 
 def test_the_plugin_thread_publishes_early_findings_as_they_are_found():
