@@ -340,6 +340,33 @@ def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_n
                    (True, True, False), (False, False, True)]
 
 
+def test_runs_alike_in_what_the_run_rules_read_share_their_answer_and_runs_unlike_do_not():
+    """A run's outcomes are kept by what its map is made of (native/py/src/checks/rules.rs,
+    ``RunRules.run_key``): a run differing only in what no rule reads gets the kept answer,
+    one differing in a step field read, a step more or a tool called is evaluated anew, and a
+    rule reading a field no two runs share is evaluated every run."""
+    from faultgate_stream._native import RunRules
+    from faultgate_stream.model.records import Step
+
+    def steps(*oks, tool="t", span="s"):
+        return tuple(Step(i + 1, tool, "{}", "r", f"{span}{i}", f"c{i}", i, ok) for i, ok in enumerate(oks))
+
+    native = RunRules(["run.steps.filter(s, !s.ok).size() > 1", '"u" in run.calls'], [], ["ok"], True)
+    first = native.evaluate(steps(True, False, False), None)
+    assert first == ((True, ""), (False, ""))
+    assert native.evaluate(steps(True, False, False, span="x"), None) is first  # span ids are not read
+    assert native.evaluate(steps(True, True, False), None) == ((False, ""), (False, ""))
+    assert native.evaluate(steps(True, False, False, True), None) is not first
+    assert native.evaluate(steps(True, False, False, tool="u"), None) == ((True, ""), (True, ""))
+    # an ok that is 1, not True, is another map: a key tells their types apart
+    typed = RunRules(["run.steps.all(s, s.ok == true)"], [], ["ok"], False)
+    assert typed.evaluate(steps(True, True), None) == ((True, ""),)
+    assert typed.evaluate(tuple(s._replace(ok=1) for s in steps(True, True)), None) == ((False, ""),)
+    every = RunRules(['run.steps.exists(s, s.span_id == "s0")'], [], ["span_id"], False)
+    assert every.evaluate(steps(True), None) == ((True, ""),)
+    assert every.evaluate(steps(True, span="x"), None) == ((False, ""),)
+
+
 RUN_VALUES = {"n": 100, "d": 100.5, "s": "Hello", "u": "\u00fcn\u00ef", "l": [1, 2, 3], "m": {"a": 1}, "b": True,
               "z": None}
 # Expressions cel-cpp type-checks (the load): the evaluator must give what cel-cpp gives,

@@ -105,7 +105,9 @@ class RunRules:
     """A file's run rules, evaluated together on a run in one native call. The run's steps
     and calls are built into its map there, from the run's steps, when the rules read no
     step field that needs the spans (``end_ns``, ``model`` ...); the other fields they name
-    are built once a run in Python (``PlainRun``) and converted."""
+    are built once a run in Python (``PlainRun``) and converted. Without those, runs alike in
+    what the rules read of their steps share one evaluation (the native side keeps the
+    outcomes by it, bounded), so the answer is a tuple: shared, never changed."""
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         from faultgate_stream._native import RunRules as Native
@@ -129,7 +131,7 @@ class RunRules:
                              (MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT))
         self.key = ("rules.run", id(self))
 
-    def on(self, run: Run) -> list[tuple[bool, str]]:
+    def on(self, run: Run) -> tuple[tuple[bool, str], ...]:
         """(matched, error) per rule, worked out once per run."""
         got = run.derived.get(self.key)
         if got is None:
