@@ -107,6 +107,74 @@ def test_spans_of_a_batch_with_equal_maps_are_judged_once_and_each_answered_in_i
         [(s[0].trace_id, "calc_failed") for s in traces] + [(traces[0][0].trace_id, "flag_is_true")])
 
 
+TOGETHER = [
+    {"name": "drop", "tools": ["run_sql"], "when": 'span.args.query.matches("(?i)drop")', "reason": "d"},
+    {"name": "refund", "when": 'span.tool == "issue_refund" && span.args.amount > 500', "reason": "r"},
+    {"name": "ran", "level": "run", "when": 'run.calls["run_sql"] >= 2', "reason": "two"},
+    {"name": "sql", "when": 'span.tool == "run_sql"', "reason": "s"},
+]
+
+
+def _interleaved():
+    """Three traces' spans in two batches, each trace in both: matches, errors, and a trace
+    where nothing matches."""
+    traces = []
+    for k, (query, amount) in enumerate([("DROP x", 900), ("select", None), ("drop y", 10)]):
+        t = trace_id()
+        a = agent(t, name="shop")
+        refund = {"order": "A"} if amount is None else {"order": "A", "amount": amount}
+        traces.append([a, tool(t, a.span_id, "run_sql", {"query": query}, "ok", start_s=1),
+                       tool(t, a.span_id, "issue_refund", refund, "ok", start_s=2),
+                       tool(t, a.span_id, "run_sql", {"query": "drop z" if k == 0 else "select 2"}, "ok", start_s=3),
+                       tool(t, a.span_id, "issue_refund", {"order": "B"} if k == 2 else refund, "ok", start_s=4)])
+    return [[s for spans in traces for s in spans[:2]], [s for spans in traces for s in spans[2:]]]
+
+
+def _by_check(verdicts, name):
+    results = sorted((v.key.trace_id, r.fired, r.undecided, r.reason, r.span_ids) for v in verdicts for r in v.results
+                     if r.check == name)
+    early = sorted((f.trace_id, f.span_id, f.reason) for v in verdicts for f in v.early if f.check == name)
+    return results, early
+
+
+def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_path, monkeypatch):
+    """On the every-run path the file's first span rule observes for all its span rules
+    (checks/rules/check.py): each still finds, early and at the verdict, what it finds in a
+    file of its own; and when the first rule's look raises on a stretch, the others look
+    at it themselves."""
+    from faultgate_stream.checks.rules.check import SpanRules
+
+    def file_of(name, rules):
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(json.dumps(rules))
+        return rule_checks(load_rules(str(p)))
+
+    batches = _interleaved()
+    together = check_spans(batches, file_of("all", TOGETHER))
+    for rule in TOGETHER:
+        alone = check_spans(batches, file_of(rule["name"], [rule]))
+        assert _by_check(together, rule["name"]) == _by_check(alone, rule["name"]), rule["name"]
+    assert _by_check(together, "drop")[1] and _by_check(together, "sql")[1]  # early findings were there to compare
+    assert any(u for _, _, u, _, _ in _by_check(together, "refund")[0])      # and an undecided result
+
+    stretch = SpanRules.stretch
+    calls = []
+
+    def raises_once(self, *args):
+        calls.append(1)
+        if len(calls) == 1:  # the first trace's first stretch, where "drop" matches
+            raise RuntimeError("the first rule's look failed")
+        return stretch(self, *args)
+
+    monkeypatch.setattr(SpanRules, "stretch", raises_once)
+    failing = check_spans(batches, file_of("all", TOGETHER))
+    assert len(calls) == 6
+    for rule in TOGETHER[1:]:
+        assert _by_check(failing, rule["name"]) == _by_check(together, rule["name"]), rule["name"]
+    # the first rule's own early finding on that stretch is lost with its look; its verdict is not
+    assert _by_check(failing, "drop")[0] == _by_check(together, "drop")[0]
+
+
 def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and_the_other_fires(tmp_path):
     rules = [{"name": "any_refund", "when": 'span.tool == "issue_refund"', "reason": "a refund"},
              {"name": "big_refund", "tools": ["issue_refund"], "when": "span.args.amount > 500", "reason": "big"}]
