@@ -435,6 +435,30 @@ def test_runs_alike_in_what_the_run_rules_read_share_their_answer_and_runs_unlik
     assert every.evaluate(steps(True, span="x"), None) == ((False, ""),)
 
 
+@pytest.mark.parametrize("tool_is", ['span.tool == "a"', '"a" == span.tool', 'span.tool in ["a", "c"]'])
+def test_a_rule_requiring_a_tool_in_its_expression_judges_as_one_evaluated_on_every_span(tmp_path, tool_is):
+    """A rule whose top-level ``&&`` requires a tool is looked at on that tool's spans only
+    (native/core/src/checks/rules.rs, ``implied_tools``): it judges as the same rule
+    spelled so that it is evaluated everywhere (``span["tool"]``), errors on the other
+    tools' spans included (false beside an error is false)."""
+    everywhere = tool_is.replace("span.tool", 'span["tool"]')
+    rules = [{"name": "implied", "when": f"span.args.n > 1 && {tool_is}", "reason": "i"},
+             {"name": "evaluated", "when": f"span.args.n > 1 && {everywhere}", "reason": "e"}]
+    checks = rule_checks(load_rules(_file(tmp_path, rules)))
+    traces = []
+    for spans_of in ([("a", {"n": 2}), ("b", {})], [("b", {"x": 1}), ("a", {"n": 0})], [("a", {}), ("c", {"n": 5})],
+                     [("b", {"n": 9})]):
+        t = trace_id()
+        a = agent(t, name="x")
+        traces.append([a, *(tool(t, a.span_id, name, args, "ok", start_s=k + 1) for k, (name, args) in enumerate(spans_of))])
+    got = {}
+    for v in check_spans(traces, checks) + check_spans(traces, checks, early=False):
+        for r in v.results:
+            got.setdefault(r.check, []).append((r.fired, r.undecided, r.span_ids))
+    assert got["implied"] == got["evaluated"]
+    assert [f for f, _, _ in got["implied"]][:4] == [True, False, "c" in tool_is, False]
+
+
 RUN_VALUES = {"n": 100, "d": 100.5, "s": "Hello", "u": "\u00fcn\u00ef", "l": [1, 2, 3], "m": {"a": 1}, "b": True,
               "z": None}
 # Expressions cel-cpp type-checks (the load): the evaluator must give what cel-cpp gives,

@@ -66,6 +66,13 @@ impl SpanRules {
         if tools.len() != rules.len() || fields.len() != rules.len() {
             return Err(PyValueError::new_err("one tools and one fields entry per rule"));
         }
+        // a rule whose expression itself requires a tool (`span.tool == "x" && ...`) is
+        // false on every other span: looked at only on that tool's, as with `tools`
+        let tools = tools.into_iter().enumerate().map(|(i, given)| match (given, rules.implied_tools(i, "span")) {
+            (Some(given), Some(implied)) => Some(given.into_iter().filter(|t| implied.contains(t)).collect()),
+            (given, None) => given,
+            (None, implied) => implied,
+        }).collect();
         let fields = fields.iter().map(|names| {
             if names.is_empty() {
                 return ALL;
