@@ -578,13 +578,15 @@ pub struct RunRules {
     calls: bool,
     /// MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT
     missing: (i64, i64),
-    /// outcomes by `run_key`, at most `MAX_RUN_KEYS` of at most `MAX_RUN_KEY_BYTES` each
-    kept: Mutex<FxHashMap<Vec<u8>, Py<PyTuple>>>,
+    /// outcomes by `run_key`, and the bytes of their keys
+    kept: Mutex<(FxHashMap<Vec<u8>, Py<PyTuple>>, usize)>,
 }
 
-/// Outcomes kept by run key (emptied when full: a workload's runs mostly share a few
-/// shapes, so what refills it is what recurs), and the longest key kept.
+/// Outcomes kept by run key, at most so many and so many bytes of keys (emptied when full:
+/// a workload's runs mostly share a few shapes, so what refills it is what recurs), and
+/// the longest key kept.
 const MAX_RUN_KEYS: usize = 4096;
+const MAX_RUN_KEPT_BYTES: usize = 1 << 20;
 const MAX_RUN_KEY_BYTES: usize = 4096;
 
 /// The step fields built here: those read off a `Step` record alone (adapt.py's `_STEP_PLAIN`).
@@ -619,7 +621,7 @@ impl RunRules {
                 None => Err(PyValueError::new_err(format!("a step field built in Python: {n}"))),
             })?),
         };
-        Ok(RunRules { rules: compiled(sources, patterns)?, steps, calls, missing, kept: Mutex::new(FxHashMap::default()) })
+        Ok(RunRules { rules: compiled(sources, patterns)?, steps, calls, missing, kept: Mutex::new((FxHashMap::default(), 0)) })
     }
 
     /// (matched, error) per rule, a tuple (shared by runs alike: never changed).
@@ -627,7 +629,7 @@ impl RunRules {
         guarded(|| {
             let key = if rest.is_none() { self.run_key(&steps)? } else { None };
             if let Some(k) = &key {
-                if let Some(got) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).get(k) {
+                if let Some(got) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).0.get(k) {
                     return Ok(got.clone_ref(py));
                 }
             }
@@ -635,10 +637,13 @@ impl RunRules {
             let got = PyTuple::new(py, (0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))))?.unbind();
             if let Some(k) = key {
                 let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-                if kept.len() >= MAX_RUN_KEYS {
-                    kept.clear();
+                let (keys, bytes) = &mut *kept;
+                if keys.len() >= MAX_RUN_KEYS || *bytes + k.len() > MAX_RUN_KEPT_BYTES {
+                    keys.clear();
+                    *bytes = 0;
                 }
-                kept.insert(k, got.clone_ref(py));
+                *bytes += k.len();
+                keys.insert(k, got.clone_ref(py));
             }
             Ok(got)
         })
