@@ -107,6 +107,74 @@ def test_spans_of_a_batch_with_equal_maps_are_judged_once_and_each_answered_in_i
         [(s[0].trace_id, "calc_failed") for s in traces] + [(traces[0][0].trace_id, "flag_is_true")])
 
 
+TOGETHER = [
+    {"name": "drop", "tools": ["run_sql"], "when": 'span.args.query.matches("(?i)drop")', "reason": "d"},
+    {"name": "refund", "when": 'span.tool == "issue_refund" && span.args.amount > 500', "reason": "r"},
+    {"name": "ran", "level": "run", "when": 'run.calls["run_sql"] >= 2', "reason": "two"},
+    {"name": "sql", "when": 'span.tool == "run_sql"', "reason": "s"},
+]
+
+
+def _interleaved():
+    """Three traces' spans in two batches, each trace in both: matches, errors, and a trace
+    where nothing matches."""
+    traces = []
+    for k, (query, amount) in enumerate([("DROP x", 900), ("select", None), ("drop y", 10)]):
+        t = trace_id()
+        a = agent(t, name="shop")
+        refund = {"order": "A"} if amount is None else {"order": "A", "amount": amount}
+        traces.append([a, tool(t, a.span_id, "run_sql", {"query": query}, "ok", start_s=1),
+                       tool(t, a.span_id, "issue_refund", refund, "ok", start_s=2),
+                       tool(t, a.span_id, "run_sql", {"query": "drop z" if k == 0 else "select 2"}, "ok", start_s=3),
+                       tool(t, a.span_id, "issue_refund", {"order": "B"} if k == 2 else refund, "ok", start_s=4)])
+    return [[s for spans in traces for s in spans[:2]], [s for spans in traces for s in spans[2:]]]
+
+
+def _by_check(verdicts, name):
+    results = sorted((v.key.trace_id, r.fired, r.undecided, r.reason, r.span_ids) for v in verdicts for r in v.results
+                     if r.check == name)
+    early = sorted((f.trace_id, f.span_id, f.reason) for v in verdicts for f in v.early if f.check == name)
+    return results, early
+
+
+def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_path, monkeypatch):
+    """On the every-run path the file's first span rule observes for all its span rules
+    (checks/rules/check.py): each still finds, early and at the verdict, what it finds in a
+    file of its own; and when the first rule's look raises on a stretch, the others look
+    at it themselves."""
+    from faultgate_stream.checks.rules.check import SpanRules
+
+    def file_of(name, rules):
+        p = tmp_path / f"{name}.yaml"
+        p.write_text(json.dumps(rules))
+        return rule_checks(load_rules(str(p)))
+
+    batches = _interleaved()
+    together = check_spans(batches, file_of("all", TOGETHER))
+    for rule in TOGETHER:
+        alone = check_spans(batches, file_of(rule["name"], [rule]))
+        assert _by_check(together, rule["name"]) == _by_check(alone, rule["name"]), rule["name"]
+    assert _by_check(together, "drop")[1] and _by_check(together, "sql")[1]  # early findings were there to compare
+    assert any(u for _, _, u, _, _ in _by_check(together, "refund")[0])      # and an undecided result
+
+    stretch = SpanRules.stretch
+    calls = []
+
+    def raises_once(self, *args):
+        calls.append(1)
+        if len(calls) == 1:  # the first trace's first stretch, where "drop" matches
+            raise RuntimeError("the first rule's look failed")
+        return stretch(self, *args)
+
+    monkeypatch.setattr(SpanRules, "stretch", raises_once)
+    failing = check_spans(batches, file_of("all", TOGETHER))
+    assert len(calls) == 6
+    for rule in TOGETHER[1:]:
+        assert _by_check(failing, rule["name"]) == _by_check(together, rule["name"]), rule["name"]
+    # the first rule's own early finding on that stretch is lost with its look; its verdict is not
+    assert _by_check(failing, "drop")[0] == _by_check(together, "drop")[0]
+
+
 def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and_the_other_fires(tmp_path):
     rules = [{"name": "any_refund", "when": 'span.tool == "issue_refund"', "reason": "a refund"},
              {"name": "big_refund", "tools": ["issue_refund"], "when": "span.args.amount > 500", "reason": "big"}]
@@ -338,6 +406,57 @@ def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_n
             verdicts[s.trace_id]["big"].undecided) for s in batch]
     assert got == [(False, False, False), (False, True, False), (True, False, False), (False, False, False),
                    (True, True, False), (False, False, True)]
+
+
+def test_runs_alike_in_what_the_run_rules_read_share_their_answer_and_runs_unlike_do_not():
+    """A run's outcomes are kept by what its map is made of (native/py/src/checks/rules.rs,
+    ``RunRules.run_key``): a run differing only in what no rule reads gets the kept answer,
+    one differing in a step field read, a step more or a tool called is evaluated anew, and a
+    rule reading a field no two runs share is evaluated every run."""
+    from faultgate_stream._native import RunRules
+    from faultgate_stream.model.records import Step
+
+    def steps(*oks, tool="t", span="s"):
+        return tuple(Step(i + 1, tool, "{}", "r", f"{span}{i}", f"c{i}", i, ok) for i, ok in enumerate(oks))
+
+    native = RunRules(["run.steps.filter(s, !s.ok).size() > 1", '"u" in run.calls'], [], ["ok"], True)
+    first = native.evaluate(steps(True, False, False), None)
+    assert first == ((True, ""), (False, ""))
+    assert native.evaluate(steps(True, False, False, span="x"), None) is first  # span ids are not read
+    assert native.evaluate(steps(True, True, False), None) == ((False, ""), (False, ""))
+    assert native.evaluate(steps(True, False, False, True), None) is not first
+    assert native.evaluate(steps(True, False, False, tool="u"), None) == ((True, ""), (True, ""))
+    # an ok that is 1, not True, is another map: a key tells their types apart
+    typed = RunRules(["run.steps.all(s, s.ok == true)"], [], ["ok"], False)
+    assert typed.evaluate(steps(True, True), None) == ((True, ""),)
+    assert typed.evaluate(tuple(s._replace(ok=1) for s in steps(True, True)), None) == ((False, ""),)
+    every = RunRules(['run.steps.exists(s, s.span_id == "s0")'], [], ["span_id"], False)
+    assert every.evaluate(steps(True), None) == ((True, ""),)
+    assert every.evaluate(steps(True, span="x"), None) == ((False, ""),)
+
+
+@pytest.mark.parametrize("tool_is", ['span.tool == "a"', '"a" == span.tool', 'span.tool in ["a", "c"]'])
+def test_a_rule_requiring_a_tool_in_its_expression_judges_as_one_evaluated_on_every_span(tmp_path, tool_is):
+    """A rule whose top-level ``&&`` requires a tool is looked at on that tool's spans only
+    (native/core/src/checks/rules.rs, ``implied_tools``): it judges as the same rule
+    spelled so that it is evaluated everywhere (``span["tool"]``), errors on the other
+    tools' spans included (false beside an error is false)."""
+    everywhere = tool_is.replace("span.tool", 'span["tool"]')
+    rules = [{"name": "implied", "when": f"span.args.n > 1 && {tool_is}", "reason": "i"},
+             {"name": "evaluated", "when": f"span.args.n > 1 && {everywhere}", "reason": "e"}]
+    checks = rule_checks(load_rules(_file(tmp_path, rules)))
+    traces = []
+    for spans_of in ([("a", {"n": 2}), ("b", {})], [("b", {"x": 1}), ("a", {"n": 0})], [("a", {}), ("c", {"n": 5})],
+                     [("b", {"n": 9})]):
+        t = trace_id()
+        a = agent(t, name="x")
+        traces.append([a, *(tool(t, a.span_id, name, args, "ok", start_s=k + 1) for k, (name, args) in enumerate(spans_of))])
+    got = {}
+    for v in check_spans(traces, checks) + check_spans(traces, checks, early=False):
+        for r in v.results:
+            got.setdefault(r.check, []).append((r.fired, r.undecided, r.span_ids))
+    assert got["implied"] == got["evaluated"]
+    assert [f for f, _, _ in got["implied"]][:4] == [True, False, "c" in tool_is, False]
 
 
 RUN_VALUES = {"n": 100, "d": 100.5, "s": "Hello", "u": "\u00fcn\u00ef", "l": [1, 2, 3], "m": {"a": 1}, "b": True,

@@ -5,8 +5,10 @@ span it matches (the span is decided, nothing later undoes it); at the verdict i
 the run's spans it was not told of (all of them offline) and fires when any span matched.
 A run rule is decided at the verdict. All the span rules of a file are evaluated over a
 batch of spans in one call to the compiled evaluator (``_native.SpanRules``; ``engine.py``
-says why), once for the first of them that asks, and the others read the answer; the run
-rules likewise, once per run (``Run.derived``).
+says why), once for the first of them that asks, and the others read the answer; as each
+trace's stretch arrives the file's first span rule looks for all of them, keeping what
+they saw of the trace once (``SpanRuleCheck``), and each still reports as its own check. The
+run rules likewise, once per run (``Run.derived``), and once for runs alike in what they read.
 
 A rule whose expression fails on a span (a missing key: ``span.args.amount`` on a call
 without one) and matches nowhere else is undecided, naming the error and the span: it
@@ -47,7 +49,7 @@ _NOTHING = _Found()  # shared, never changed: most rules find nothing on most st
 class _Batch:
     """What each rule found on one list of spans, by position in it."""
 
-    __slots__ = ("spans", "n", "first", "last", "fired", "errors", "quiet")
+    __slots__ = ("spans", "n", "first", "last", "fired", "errors", "quiet", "found_at")
 
     def __init__(self, spans: Any, fired: list[list[int]], errors: list[list[tuple[int, str]]]) -> None:
         self.spans = spans  # held: its id cannot be another list's while this is kept
@@ -57,6 +59,8 @@ class _Batch:
         self.fired = fired  # per rule, positions, ascending
         self.errors = errors
         self.quiet = [not f and not e for f, e in zip(fired, errors)]  # per rule: it found nothing
+        # every position any rule found something at, ascending: most stretches hold none
+        self.found_at = sorted({p for f in fired for p in f} | {p for e in errors for p, _ in e})
 
     def holds(self, spans: Any) -> bool:
         return (self.spans is spans and self.n == len(spans)
@@ -82,6 +86,44 @@ class SpanRules:
                              [sorted(r.fields) for r in rules],
                              sorted(frozenset().union(*(r.attributes for r in rules))), plain_args)
         self._batch: _Batch | None = None
+        self.checks: tuple[SpanRuleCheck, ...] = ()  # the rules' checks, in order (``rule_checks``)
+        self.passed: list[CheckResult] = []  # each one's result when nothing matched
+        # the stretch observed last: (spans, lo, hi, per rule its early finding or None
+        # (None: none found any), the trace's ``_Shared``), for the other rules to read
+        self.last: tuple[Any, int, int, list[tuple[int, str] | None] | None, _Shared] | None = None
+
+    def stretch(self, spans: Any, lo: int, hi: int, sh: _Shared) -> list[tuple[int, str] | None] | None:
+        """Every rule on ``spans[lo:hi]``, a trace's stretch of the list, as each rule's
+        ``observe_spans`` answers: what each found kept in ``sh``, and per rule the first
+        span it matched there (its index, the reason), or None when no rule matched any."""
+        b = self._batch
+        if b is None or not (b.spans is spans and b.n == len(spans) and spans[0] is b.first and spans[-1] is b.last):
+            b = self._batch = _Batch(spans, *self.native.evaluate(spans))
+        answers = None
+        at = b.found_at
+        if at and (k := bisect_left(at, lo)) < len(at) and at[k] < hi:  # a rule found something in the stretch
+            for i, quiet in enumerate(b.quiet):
+                if quiet:
+                    continue
+                f = self.found(spans, lo, hi, i)
+                if f.error is not None:
+                    sh.fail(i, len(self.rules), f.error)
+                if f.fired:
+                    sh.fire(i, len(self.rules), f.fired)
+                    if answers is None:
+                        answers = [None] * len(self.rules)
+                    first = f.fired[0]
+                    answers[i] = (spans.index(first, lo, hi), SpanRuleCheck._where(self.rules[i].reason, [first]))
+        self.last = (spans, lo, hi, answers, sh)
+        return answers
+
+    def judge(self, sh: _Shared, run: Run) -> list[CheckResult]:
+        """Each rule's result on ``run`` from what the rules saw together of its trace."""
+        seen, fired, errors = sh.seen, sh.fired, sh.errors
+        if fired is None and errors is None and seen and run.span_ids <= seen:
+            return self.passed  # live, the usual case: all seen as they arrived, none matched
+        return [c._judge(fired[i] if fired else (), errors[i] if errors else None, seen, run)
+                for i, c in enumerate(self.checks)]
 
     def found(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int, rule: int) -> _Found:
         """What rule ``rule`` found on ``spans[lo:hi]``: the list evaluated whole when it was
@@ -105,7 +147,9 @@ class RunRules:
     """A file's run rules, evaluated together on a run in one native call. The run's steps
     and calls are built into its map there, from the run's steps, when the rules read no
     step field that needs the spans (``end_ns``, ``model`` ...); the other fields they name
-    are built once a run in Python (``PlainRun``) and converted."""
+    are built once a run in Python (``PlainRun``) and converted. Without those, runs alike in
+    what the rules read of their steps share one evaluation (the native side keeps the
+    outcomes by it, bounded), so the answer is a tuple: shared, never changed."""
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         from faultgate_stream._native import RunRules as Native
@@ -129,7 +173,7 @@ class RunRules:
                              (MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT))
         self.key = ("rules.run", id(self))
 
-    def on(self, run: Run) -> list[tuple[bool, str]]:
+    def on(self, run: Run) -> tuple[tuple[bool, str], ...]:
         """(matched, error) per rule, worked out once per run."""
         got = run.derived.get(self.key)
         if got is None:
@@ -139,14 +183,41 @@ class RunRules:
 
 
 class _SpanState:
-    """What a span rule saw of a trace: the span ids, the spans it matched and its first
-    error (none until set: most rules match nothing)."""
+    """What a span rule saw of a trace on its own (the bound and offline paths): the span
+    ids, the spans it matched and its first error (none until set: most rules match nothing);
+    or, on the every-run path, ``shared``: what the file's span rules saw together."""
 
-    fired: tuple[SpanRecord, ...] = ()
+    fired: Any = ()
     error: tuple[SpanRecord, str] | None = None
+    seen: set[str] | None = None
+    shared: _Shared | None = None
+
+
+class _Shared:
+    """A file's span rules on one trace, observed together (the every-run path: the file's
+    first span rule looks, the others read its answer): the span ids seen once for all, per
+    rule the spans matched and the first error, and the results of the run last judged."""
+
+    __slots__ = ("seen", "fired", "errors", "judged")
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
+        self.fired: list[Any] | None = None  # per rule, once any matched
+        self.errors: list[tuple[SpanRecord, str] | None] | None = None  # per rule, once any failed
+        self.judged: tuple[Run, list[CheckResult]] | None = None
+
+    def fire(self, rule: int, n: int, spans: Any) -> None:
+        fired = self.fired
+        if fired is None:
+            fired = self.fired = [()] * n
+        fired[rule] = [*fired[rule], *spans]
+
+    def fail(self, rule: int, n: int, error: tuple[SpanRecord, str]) -> None:
+        errors = self.errors
+        if errors is None:
+            errors = self.errors = [None] * n
+        if errors[rule] is None:
+            errors[rule] = error
 
 
 class _RuleCheck(Check):
@@ -171,6 +242,13 @@ class _RuleCheck(Check):
 
 
 class SpanRuleCheck(_RuleCheck):
+    """A span rule. On the every-run path (``observe_spans``, a trace's stretch of a batch
+    at a time) the file's first span rule observes for all of them: it keeps what each
+    found in a ``_Shared`` and leaves the stretch's answers on ``together``, which each
+    other span rule, called next on the same stretch, returns as its own early finding and
+    links its state to; at the verdict the first of them to finish judges all. Elsewhere
+    (``observe``: a check bound to an agent, a view replayed) each looks on its own."""
+
     _together: SpanRules
     # it fires on a span it matched: evidence, which stands beside a run's unread work (a
     # run rule may fire on an absence, "never consulted the retriever", and does not)
@@ -180,10 +258,46 @@ class SpanRuleCheck(_RuleCheck):
         return _SpanState()
 
     def observe(self, state: _SpanState, span: SpanRecord) -> str | None:
-        first = self.observe_spans(state, [span], 0, 1)
+        first = self._observe_own(state, [span], 0, 1)
         return first[1] if first else None
 
     def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
+        together = self._together
+        i = self._i
+        if i == 0:  # the file's first span rule: it looks for all
+            sh = state.shared
+            if sh is None:
+                if state.seen is not None:  # it looked on its own before: it goes on so
+                    return self._observe_own(state, spans, lo, hi)
+                sh = state.shared = _Shared()
+            answers = together.stretch(spans, lo, hi, sh)
+            # seen once looked at: a stretch whose look raised is judged again at the verdict
+            sh.seen.update(map(_span_id, spans[lo:hi]))
+            return answers[0] if answers is not None else None
+        last = together.last
+        if last is not None and last[0] is spans and last[1] == lo and last[2] == hi:
+            sh = state.shared
+            if sh is None and state.seen is None:
+                sh = state.shared = last[4]  # the same trace's, observed just now
+            if sh is last[4]:
+                answers = last[3]
+                return answers[i] if answers is not None else None
+        sh = state.shared
+        if sh is None:
+            return self._observe_own(state, spans, lo, hi)
+        # linked, and the first rule did not observe this stretch (it raised): this rule's
+        # findings are kept for it; the spans are left unseen, so the verdict judges them again
+        f = together.found(spans, lo, hi, i)
+        if f.error is not None:
+            sh.fail(i, len(together.rules), f.error)
+        if not f.fired:
+            return None
+        sh.fire(i, len(together.rules), f.fired)
+        return spans.index(f.fired[0], lo, hi), self._where(self.rule.reason, [f.fired[0]])
+
+    def _observe_own(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
+        if state.seen is None:
+            state.seen = set()
         state.seen.update(map(_span_id, spans[lo:hi]))
         together = self._together
         b = together._batch
@@ -205,33 +319,53 @@ class SpanRuleCheck(_RuleCheck):
         return spans.index(first, lo, hi), self._where(self.rule.reason, [first])
 
     def finish(self, state: _SpanState | None, run: Run) -> CheckResult:
-        state = state or _SpanState()
+        sh = state.shared if state is not None else None
+        if sh is None:
+            state = state or _SpanState()
+            return self._judge(state.fired, state.error, state.seen or set(), run)
+        judged = sh.judged
+        if judged is None or judged[0] is not run:
+            judged = sh.judged = (run, self._together.judge(sh, run))
+        return judged[1][self._i]
+
+    def _judge(self, fired_before: Any, error_before: tuple[SpanRecord, str] | None, seen: set[str],
+               run: Run) -> CheckResult:
+        """This rule's result on ``run``: what it found on the spans ``seen`` (observed as
+        they arrived) and on the run's other spans, evaluated now."""
         members = run.span_ids
-        if not state.fired and state.error is None and state.seen and members <= state.seen:
+        if not fired_before and error_before is None and seen and members <= seen:
             return self._passed  # live, the usual case: every span seen as it arrived, none matched
-        if not state.seen:
+        new_fired, new_error = self._unseen(seen, run)
+        return self._result(fired_before, error_before, new_fired, new_error, members)
+
+    def _unseen(self, seen: set[str], run: Run) -> tuple[Any, tuple[SpanRecord, str] | None]:
+        """What this rule finds on the run's spans not in ``seen`` (all of them offline),
+        evaluated once a run for all the file's span rules."""
+        if not seen:
             todo: Any = run.spans
-        elif members <= state.seen:  # live: every span was looked at as it arrived
-            todo = ()
+        elif run.span_ids <= seen:  # live: every span was looked at as it arrived
+            return (), None
         else:
-            todo = [s for s in run.spans if s.span_id not in state.seen]
-        if todo:
-            key = ("rules.span", id(self._together))
-            memo = run.derived.get(key)
-            if memo is None or memo[0] != len(todo):
-                together = self._together
-                memo = run.derived[key] = (len(todo), [together.found(todo, 0, len(todo), i)
-                                                       for i in range(len(together.rules))])
-            f = memo[1][self._i]
-            new_fired, new_error = f.fired, f.error
-        else:
-            new_fired, new_error = [], None
-        fired = sorted({s.span_id: s for s in [*state.fired, *new_fired] if s.span_id in members}.values(),
-                       key=lambda s: (s.start_ns, s.span_id)) if state.fired or new_fired else ()
+            todo = [s for s in run.spans if s.span_id not in seen]
+        if not todo:
+            return (), None
+        key = ("rules.span", id(self._together))
+        memo = run.derived.get(key)
+        if memo is None or memo[0] != len(todo):
+            together = self._together
+            memo = run.derived[key] = (len(todo), [together.found(todo, 0, len(todo), i)
+                                                   for i in range(len(together.rules))])
+        f = memo[1][self._i]
+        return f.fired, f.error
+
+    def _result(self, fired_before: Any, error_before: tuple[SpanRecord, str] | None, new_fired: Any,
+                new_error: tuple[SpanRecord, str] | None, members: Any) -> CheckResult:
+        fired = sorted({s.span_id: s for s in [*fired_before, *new_fired] if s.span_id in members}.values(),
+                       key=lambda s: (s.start_ns, s.span_id)) if fired_before or new_fired else ()
         if fired:
             return CheckResult(self.name, True, 1.0, self._where(self.rule.reason, fired), self.severity, KIND,
                                span_ids=tuple(s.span_id for s in fired))
-        error = state.error if state.error is not None and state.error[0].span_id in members else new_error
+        error = error_before if error_before is not None and error_before[0].span_id in members else new_error
         if error is not None:
             s, why = error
             return CheckResult(self.name, False, 0.0, f"undecided: the rule could not be evaluated on span "
@@ -250,7 +384,9 @@ class RunRuleCheck(_RuleCheck):
     _together: RunRules
 
     def finish(self, state: Any, run: Run) -> CheckResult:
-        matched, error = self._together.on(run)[self._i]
+        together = self._together
+        got = run.derived.get(together.key)
+        matched, error = (got if got is not None else together.on(run))[self._i]
         if matched:
             return CheckResult(self.name, True, 1.0, self.rule.reason, self.severity, KIND)
         if error:
@@ -274,4 +410,7 @@ def rule_checks(file: RulesFile) -> list[Check]:
         else:
             out.append(RunRuleCheck(r, ri, run_together, file))
             ri += 1
+    if span_together is not None:
+        span_together.checks = tuple(c for c in out if isinstance(c, SpanRuleCheck))
+        span_together.passed = [c._passed for c in span_together.checks]
     return out

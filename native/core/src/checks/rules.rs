@@ -12,10 +12,11 @@
 //! runs the file's literal patterns compiled when it loaded. The `regex` crate is linear
 //! time, and of RE2's syntax.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use cel::extractors::This;
+use cel::common::ast::{operators, Expr, IdedExpr, LiteralValue};
 use cel::common::types::{CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString};
 use cel::{Context, ExecutionError, Program, Value};
 use regex::Regex;
@@ -84,6 +85,15 @@ impl Rules {
         self.programs.len()
     }
 
+    /// The tools whose spans rule `rule` can match, when its expression says so itself: a
+    /// conjunct of its top-level `&&`s is `variable.tool == "name"` (either way round) or
+    /// `variable.tool in ["name", ...]`. On any other span that conjunct is false, and so
+    /// is the rule (CEL's `&&` is false beside false whatever the other side gives, an
+    /// error included), so it need not be evaluated there. None: any tool's.
+    pub fn implied_tools(&self, rule: usize, variable: &str) -> Option<Vec<String>> {
+        implied(self.programs[rule].expression(), variable).map(|t| t.into_iter().collect())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.programs.is_empty()
     }
@@ -93,6 +103,43 @@ impl Rules {
         let mut scope = self.root.new_inner_scope();
         scope.add_variable_as_val(variable, value);
         Bound { scope, programs: &self.programs }
+    }
+}
+
+fn implied(e: &IdedExpr, variable: &str) -> Option<BTreeSet<String>> {
+    let Expr::Call(call) = &e.expr else { return None };
+    if call.target.is_some() || call.args.len() != 2 {
+        return None;
+    }
+    let (a, b) = (&call.args[0], &call.args[1]);
+    match call.func_name.as_str() {
+        operators::LOGICAL_AND => match (implied(a, variable), implied(b, variable)) {
+            (Some(x), Some(y)) => Some(x.intersection(&y).cloned().collect()),
+            (Some(x), None) | (None, Some(x)) => Some(x),
+            (None, None) => None,
+        },
+        operators::EQUALS if is_tool(a, variable) => literal(b).map(|t| BTreeSet::from([t])),
+        operators::EQUALS if is_tool(b, variable) => literal(a).map(|t| BTreeSet::from([t])),
+        operators::IN if is_tool(a, variable) => match &b.expr {
+            Expr::List(l) if l.optional_indices.is_empty() => l.elements.iter().map(literal).collect(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `variable.tool`: always a string in a span's map (empty on a span that is no tool call).
+fn is_tool(e: &IdedExpr, variable: &str) -> bool {
+    matches!(&e.expr, Expr::Select(s) if !s.test && s.field == "tool"
+             && matches!(&s.operand.expr, Expr::Ident(v) if v == variable))
+}
+
+/// A string literal, but not one with U+FFFD (a tool name the map read lossily could
+/// equal it while its text does not).
+fn literal(e: &IdedExpr) -> Option<String> {
+    match &e.expr {
+        Expr::Literal(LiteralValue::String(s)) if !s.inner().contains('\u{fffd}') => Some(s.inner().to_owned()),
+        _ => None,
     }
 }
 
@@ -326,6 +373,32 @@ mod tests {
         let b = rules.bind("run", run);
         assert_eq!((b.evaluate(0), b.evaluate(1), b.evaluate(2)),
                    (Outcome::Matched, Outcome::Matched, Outcome::NotMatched));
+    }
+
+    #[test]
+    fn the_tools_an_expression_itself_requires_are_read_from_its_top_level_conjuncts() {
+        let rules = Rules::compile(&[
+            r#"span.status == "error" && span.tool == "calculator""#,
+            r#""a" == span.tool && (span.args.x > 1 && span.tool in ["a", "b"])"#,
+            r#"span.tool in ["a", "b"] && span.tool == "c""#,
+            r#"span.tool == "a" || span.status == "error""#,
+            r#"!(span.tool == "a") && true"#,
+            r#"span.tool in ["a", span.name]"#,
+            r#"span.name == "a" && other.tool == "b""#,
+        ], &[]).unwrap();
+        let got: Vec<_> = (0..rules.len()).map(|i| rules.implied_tools(i, "span")).collect();
+        let v = |t: &[&str]| Some(t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(got, vec![v(&["calculator"]), v(&["a"]), v(&[]), None, None, None, None]);
+    }
+
+    #[test]
+    fn a_rule_is_false_on_a_span_of_another_tool_whatever_its_other_conjuncts_give() {
+        // what `implied_tools` rests on: an error beside the false conjunct is absorbed
+        let rules = Rules::compile(&[r#"span.args.missing > 1 && span.tool == "a""#], &[]).unwrap();
+        let other = span(vec![("tool", text("b")), ("args", empty_map())]);
+        assert_eq!(rules.bind("span", other).evaluate(0), Outcome::NotMatched);
+        let same = span(vec![("tool", text("a")), ("args", empty_map())]);
+        assert_eq!(rules.bind("span", same).evaluate(0), Outcome::Failed("no such key: missing".into()));
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! A span's map holds the values adapt.py's `PlainSpans` gives (tests/checks/
 //! test_cel_rules.py compares them on many records): what a field reads is `SPAN_FIELDS`'.
 
+use std::sync::Mutex;
+
 use faultgate_core::checks::rules::{args_value, boolean, constant, double, empty_map, fields, int as cel_int, list, map,
                                      null, text, value_of, Outcome, Rules, Val};
 use pyo3::exceptions::PyValueError;
@@ -64,6 +66,13 @@ impl SpanRules {
         if tools.len() != rules.len() || fields.len() != rules.len() {
             return Err(PyValueError::new_err("one tools and one fields entry per rule"));
         }
+        // a rule whose expression itself requires a tool (`span.tool == "x" && ...`) is
+        // false on every other span: looked at only on that tool's, as with `tools`
+        let tools = tools.into_iter().enumerate().map(|(i, given)| match (given, rules.implied_tools(i, "span")) {
+            (Some(given), Some(implied)) => Some(given.into_iter().filter(|t| implied.contains(t)).collect()),
+            (given, None) => given,
+            (None, implied) => implied,
+        }).collect();
         let fields = fields.iter().map(|names| {
             if names.is_empty() {
                 return ALL;
@@ -398,6 +407,27 @@ fn source_key(s: &Bound<'_, PyTuple>, tool: Option<&Bound<'_, PyTuple>>, wanted:
     Ok(true)
 }
 
+/// `o` appended to `key`, tagged by its type (None, bool, str, a 64-bit int): false for
+/// any other value.
+fn tagged(o: &Bound<'_, PyAny>, key: &mut Vec<u8>) -> PyResult<bool> {
+    if o.is_none() {
+        key.push(0);
+    } else if let Ok(b) = o.downcast::<PyBool>() {
+        key.push(if b.is_true() { 3 } else { 4 });
+    } else if let Ok(t) = o.downcast::<PyString>() {
+        let t = text_of(t)?;
+        key.push(1);
+        key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+        key.extend_from_slice(&t);
+    } else if let (true, Ok(i)) = (o.is_instance_of::<PyInt>(), o.extract::<i64>()) {
+        key.push(2);
+        key.extend_from_slice(&i.to_le_bytes());
+    } else {
+        return Ok(false);
+    }
+    Ok(true)
+}
+
 /// A mapping's value at `key` when it has the key (its value may be None), else None.
 fn get<'py>(m: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
     match m.downcast::<PyDict>() {
@@ -536,6 +566,10 @@ fn seq<'py>(spans: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
 /// fields built in Python, or None) converted, with `steps` and `calls` built here from the
 /// run's steps (`Step` records) when `steps` names their fields (None: Python built them)
 /// and `calls` is true. `map_of(steps, rest)` is that map in Python (the tests').
+///
+/// A run's outcomes are kept by what its map is made of (`run_key`): runs alike in their
+/// steps' fields the rules read are evaluated once. Not where the rules read a field no two
+/// runs share (a step's span id, call id or start), nor where Python built part of the map.
 #[pyclass(frozen, module = "faultgate_stream._native")]
 pub struct RunRules {
     rules: Rules,
@@ -544,7 +578,16 @@ pub struct RunRules {
     calls: bool,
     /// MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT
     missing: (i64, i64),
+    /// outcomes by `run_key`, and the bytes of their keys
+    kept: Mutex<(FxHashMap<Vec<u8>, Py<PyTuple>>, usize)>,
 }
+
+/// Outcomes kept by run key, at most so many and so many bytes of keys (emptied when full:
+/// a workload's runs mostly share a few shapes, so what refills it is what recurs), and
+/// the longest key kept.
+const MAX_RUN_KEYS: usize = 4096;
+const MAX_RUN_KEPT_BYTES: usize = 1 << 20;
+const MAX_RUN_KEY_BYTES: usize = 4096;
 
 /// The step fields built here: those read off a `Step` record alone (adapt.py's `_STEP_PLAIN`).
 const STEP_FIELDS: [&str; 12] = [
@@ -578,14 +621,31 @@ impl RunRules {
                 None => Err(PyValueError::new_err(format!("a step field built in Python: {n}"))),
             })?),
         };
-        Ok(RunRules { rules: compiled(sources, patterns)?, steps, calls, missing })
+        Ok(RunRules { rules: compiled(sources, patterns)?, steps, calls, missing, kept: Mutex::new((FxHashMap::default(), 0)) })
     }
 
-    fn evaluate(&self, py: Python<'_>, steps: Bound<'_, PyAny>, rest: Bound<'_, PyAny>)
-                -> PyResult<Vec<(bool, String)>> {
+    /// (matched, error) per rule, a tuple (shared by runs alike: never changed).
+    fn evaluate(&self, py: Python<'_>, steps: Bound<'_, PyAny>, rest: Bound<'_, PyAny>) -> PyResult<Py<PyTuple>> {
         guarded(|| {
+            let key = if rest.is_none() { self.run_key(&steps)? } else { None };
+            if let Some(k) = &key {
+                if let Some(got) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).0.get(k) {
+                    return Ok(got.clone_ref(py));
+                }
+            }
             let bound = self.rules.bind("run", self.run_map(py, &steps, &rest)?);
-            Ok((0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))).collect())
+            let got = PyTuple::new(py, (0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))))?.unbind();
+            if let Some(k) = key {
+                let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+                let (keys, bytes) = &mut *kept;
+                if keys.len() >= MAX_RUN_KEYS || *bytes + k.len() > MAX_RUN_KEPT_BYTES {
+                    keys.clear();
+                    *bytes = 0;
+                }
+                *bytes += k.len();
+                keys.insert(k, got.clone_ref(py));
+            }
+            Ok(got)
         })
     }
 
@@ -629,6 +689,42 @@ impl RunRules {
             out.push(("calls".to_owned(), map(counts.into_iter().map(|(t, n)| (t, cel_int(n))))));
         }
         Ok(map(out))
+    }
+
+    /// What the run's map is made of, when the rules read only what runs may share: per
+    /// step, the items each built field reads (each tagged by type: a value of another type
+    /// makes no key), and for `calls` its tool. None: the run is evaluated unkept.
+    fn run_key(&self, steps: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
+        const SHARED: u32 = !(1 << 7 | 1 << 8 | 1 << 9);  // span_id, call_id, start_ns: no two runs share them
+        let wanted = self.steps.unwrap_or(0);
+        if wanted & !SHARED != 0 {
+            return Ok(None);
+        }
+        let items = seq(steps)?;
+        let mut key = Vec::with_capacity(8 + items.len() * 16);
+        key.extend_from_slice(&(items.len() as u64).to_le_bytes());
+        // the step items each built field reads (`step_map`), in `STEP_FIELDS`' order
+        const READS: [(u32, usize); 9] = [
+            (1 << 0, step::INDEX), (1 << 1, step::TOOL), (1 << 2 | 1 << 3, step::ARGUMENTS), (1 << 4, step::RESULT),
+            (1 << 5 | 1 << 6, step::OK), (1 << 7, step::SPAN_ID), (1 << 8, step::CALL_ID), (1 << 9, step::START_NS),
+            (1 << 10 | 1 << 11, step::MISSING),
+        ];
+        for st in &items {
+            let st = st.downcast::<PyTuple>()?;
+            key.push(b'|');
+            for (bits, item) in READS {
+                if wanted & bits != 0 && !tagged(&st.get_item(item)?, &mut key)? {
+                    return Ok(None);
+                }
+            }
+            if self.calls && !tagged(&st.get_item(step::TOOL)?, &mut key)? {
+                return Ok(None);
+            }
+            if key.len() > MAX_RUN_KEY_BYTES {
+                return Ok(None);
+            }
+        }
+        Ok(Some(key))
     }
 
     /// adapt.py's `_STEP_PLAIN`, field by field.
