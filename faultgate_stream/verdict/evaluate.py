@@ -50,12 +50,14 @@ def _log() -> Any:
 class _TraceState:
     __slots__ = ("ruleset", "states", "observing", "watching", "bound_states", "agents", "early", "fired_early")
 
-    def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...]) -> None:
+    def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...],
+                 watchers: tuple[Check, ...]) -> None:
         self.ruleset = ruleset
         self.states = states
         self.observing = observing  # indexes of the checks that look at spans as they arrive
-        # ... as (check, state) pairs, what the span path loops over
-        self.watching = tuple((ruleset.checks[i], states[i]) for i in observing)
+        # ... as (check, state) pairs, what the span path loops over; ``watchers`` are those
+        # checks (``Evaluator._fresh`` works them out once per ruleset), paired in C
+        self.watching = tuple(zip(watchers, map(states.__getitem__, observing)))
         self.bound_states: dict[int, Any] = {}  # id(check) -> early state
         # span -> its nearest agent's name: only a check bound to an agent needs it, and most
         # rulesets bind none (it was built for every trace: four dicts)
@@ -83,7 +85,8 @@ class Evaluator:
         self._watch = early
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
-        self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None]] | None = None
+        self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None],
+                                 tuple[Check, ...]] | None = None
         self._placed_memo: tuple[Any, Any, Any] = (None, None, None)
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
         self._internal = telemetry["faultgate_internal_errors"] if telemetry is not None else None
@@ -200,14 +203,15 @@ class Evaluator:
         memo = self._shape_memo
         if memo is None or memo[0] is not rs:
             checks = rs.checks
+            observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe)
             memo = self._shape_memo = (
-                rs, tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe),
-                tuple((i, c) for i, c in enumerate(checks) if type(c).start is not Check.start), [None] * len(checks))
-        _, observing, starting, states = memo
+                rs, observing, tuple((i, c) for i, c in enumerate(checks) if type(c).start is not Check.start),
+                [None] * len(checks), tuple(checks[i] for i in observing))
+        _, observing, starting, states, watchers = memo
         states = states.copy()
         for i, c in starting:
             states[i] = c.start()
-        return _TraceState(rs, states, observing)
+        return _TraceState(rs, states, observing, watchers)
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
