@@ -45,9 +45,9 @@ class _once:
     every later read finds it without a call; two threads reading it first at once both
     compute it, the same value (a run's facts are pure functions of its spans)."""
 
-    def __init__(self, fn: Any) -> None:
-        self.fn = fn
-        self.name = fn.__name__
+    def __init__(self, fn: Any, name: str = "") -> None:
+        self.fn = fn  # called with the run: a function of it, or a method
+        self.name = name or fn.__name__
         self.__doc__ = fn.__doc__
 
     def __get__(self, run: Any, owner: Any = None) -> Any:
@@ -136,11 +136,10 @@ class Run:
     last_end_ns: int = _native.RunFact("last_end_ns")  # the latest end_ns of its spans; 0 without spans
     span_ids: frozenset[str] = _native.RunFact("span_ids")  # its members' span ids
 
-    @_once
-    def unread(self) -> UnreadWork:
-        """Agent work its spans carry that no convention read, and which inputs of the
-        checks (steps, answer, finish reasons) it leaves incomplete (model/unread.py)."""
-        return unread_work(self)
+    # Agent work its spans carry that no convention read, and which inputs of the checks
+    # (steps, answer, finish reasons) it leaves incomplete (model/unread.py). The function
+    # itself, with no method around it: one Python call a run fewer.
+    unread: UnreadWork = _once(unread_work, "unread")
 
     @_once
     def answer_folded(self) -> str:

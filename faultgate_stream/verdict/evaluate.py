@@ -34,6 +34,7 @@ from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
 _FIRST = itemgetter(0)
+_new_tuple = tuple.__new__
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -118,7 +119,7 @@ class Evaluator:
         except Exception as e:
             return self._failed_result(check, run, e)
         unread = run.unread
-        return check.held_to_what_was_read(r, unread, run) if unread else r
+        return check.held_to_what_was_read(r, unread, run) if unread.reasons else r
 
     def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
         self._failed(check, "finish", run.key)
@@ -189,12 +190,6 @@ class Evaluator:
         many did. Without plug-ins there is nothing to wait for."""
         return self.isolation.close(timeout) if self.isolation is not None else 0
 
-    def _state(self, trace_id: str) -> _TraceState:
-        st = self._traces.get(trace_id)
-        if st is None:
-            st = self._traces[trace_id] = self._fresh(self.ruleset)
-        return st
-
     def _fresh(self, rs: Ruleset) -> _TraceState:
         """A trace's state under ``rs``: each check's ``start()``. Worked out once per
         ruleset: which checks override ``observe`` (most only judge the finished run, and
@@ -244,8 +239,8 @@ class Evaluator:
         for hi in trace_stretches(spans):
             tid = spans[lo].trace_id
             st = traces.get(tid)
-            if st is None:
-                st = self._state(tid)
+            if st is None:  # the trace's first spans
+                st = traces[tid] = self._fresh(self.ruleset)
             found = []
             for check, state in st.watching:
                 try:
@@ -291,7 +286,7 @@ class Evaluator:
     def run_completed(self, run: Run) -> None:
         # The state goes with the trace's first completed run: a later run of the same
         # trace starts afresh, which only affects early findings, never a verdict.
-        st = self._traces.pop(run.trace_id, None)
+        st = self._traces.pop(run.key.trace_id, None)
         if st is None:
             st = self._fresh(self.ruleset)
         # Whatever raises in here, the run still gets a verdict: otherwise the scan lost the
@@ -355,9 +350,11 @@ class Evaluator:
         members = run.span_ids
         outside = run.outside_span_ids
         early = st.early
-        # by position, in the fields' order: with keywords a NamedTuple's generated ``__new__``
-        # matched 19 names on every run (~3 µs a run, four times the positional call)
-        v = RunVerdict(
+        unread = None if setup_only else run.unread
+        # every field, in order, as the tuple it is (``tuple.__new__``, what ``_make`` calls):
+        # the NamedTuple's generated ``__new__`` is a Python frame more a run, and with
+        # keywords it matched 19 names on every run (~3 µs a run, four times the positional call)
+        return _new_tuple(RunVerdict, (
             run.key, run.scenario, run.agent, run.agent_version, run.completion, results, len(run.steps),
             len(spans),
             spans[0].start_ns if spans else 0,  # first_start_ns: Run.spans are in start order
@@ -376,9 +373,8 @@ class Evaluator:
             self._shadow(rs, run) if rs.has_shadow and not setup_only else (),  # shadow
             0, "", (), "",  # revision, previous, amended_checks, amended_by
             self._profile(run) if self._profile is not None and not setup_only else None,  # profile
-        )
-        unread = run.unread
-        return v._replace(unread=unread.counts()) if unread and not setup_only else v
+            unread.counts() if unread is not None and unread.reasons else (),  # unread
+        ))
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
@@ -390,7 +386,9 @@ class Evaluator:
                 except Exception as e:
                     results.append(self._failed_result(c, run, e))
             unread = run.unread
-            if unread:  # agent work no convention read: no check passes on what it hid
+            # agent work no convention read: no check passes on what it hid (``reasons``:
+            # the work's truth without ``UnreadWork.__bool__``'s Python call)
+            if unread.reasons:
                 return tuple(c.held_to_what_was_read(r, unread, run) for c, r in zip(rs.checks, results))
             return tuple(results)
         views = agent_views(run)

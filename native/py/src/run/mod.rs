@@ -86,7 +86,9 @@ pub fn core_of<'py>(run: &Bound<'py, PyAny>) -> PyResult<Bound<'py, CoreRun>> {
     }
     let key = run.getattr(intern!(py, "key"))?.downcast_into::<PyTuple>()?;
     let root_span_id = id_text(&key.get_item(1)?)?;
-    let completion = run.getattr(intern!(py, "completion"))?.getattr(intern!(py, "value"))?.extract::<String>()?;
+    // the member's own `_value_` (what Enum's `value` property returns): the property is
+    // two Python calls, one a run for every built-in check's first look
+    let completion = run.getattr(intern!(py, "completion"))?.getattr(intern!(py, "_value_"))?.extract::<String>()?;
     let core = Run {
         trace_id: TraceId::parse(&id_text(&key.get_item(0)?)?),
         root_span_id: if root_span_id.is_empty() { None } else { Some(SpanId::parse(&root_span_id)) },
