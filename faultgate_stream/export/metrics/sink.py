@@ -64,6 +64,7 @@ class MetricsSink:
             return label
 
         self.agent = agent
+        self._labelled = labelled  # read first by ``verdict``: a settled name costs no call
         self._runs, self._fired, self._early = (telemetry[n] for n in (
             "faultgate_runs", "faultgate_check_fired", "faultgate_check_early_fired"))
         self._shadow, self._outcome, self._amendments = (telemetry[n] for n in (
@@ -80,7 +81,7 @@ class MetricsSink:
             exemplar={"trace_id": finding.trace_id, "span_id": finding.span_id})
 
     def verdict(self, v: RunVerdict) -> None:
-        agent = self.agent(v.agent)
+        agent = self._labelled.get(v.agent) or self.agent(v.agent)
         ex = {"trace_id": v.key.trace_id}
         if v.root_span_id:
             ex["span_id"] = v.root_span_id
