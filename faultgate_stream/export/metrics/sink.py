@@ -119,17 +119,18 @@ class MetricsSink:
                 self._shadow.inc((agent, r.check), 1, ex, now)
         for kind, n in v.unread:  # kinds: model/unread.py's KINDS
             self._unread.inc((agent, kind), n, ex, now)
+        by_agent = (agent,)
         latency = v.measures.get("latency_ms")
         if latency is not None:
-            self._duration.observe((agent,), latency / 1000, ex, now)
-        self._steps.observe((agent,), v.steps, ex, now)
+            self._duration.observe(by_agent, latency / 1000, ex, now)
+        self._steps.observe(by_agent, v.steps, ex, now)
         if outcome is not None:
             # Luck Rate's inputs: a passing output reached by a path on which any check
             # fired (warnings included) was lucky
             dirty = any(r.fired for r in results if r.check != "outcome")
             self._outcome.inc((agent, "fail" if outcome.fired else "pass", "dirty" if dirty else "clean"), 1, ex, now)
         if v.root_arrival_ns and v.decided_ns >= v.root_arrival_ns:
-            self._delay.observe((agent,), (v.decided_ns - v.root_arrival_ns) / 1e9, ex, now)
+            self._delay.observe(by_agent, (v.decided_ns - v.root_arrival_ns) / 1e9, ex, now)
 
     def session(self, s: SessionVerdict) -> None:
         agent = self.agent(s.agent)

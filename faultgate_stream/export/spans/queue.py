@@ -24,6 +24,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import NamedTuple
 
 from faultgate_stream.model.errors import BoundError, CapacityError
@@ -37,6 +38,9 @@ class Item(NamedTuple):
     payload: bytes    # ExportTraceServiceRequest / ExportLogsServiceRequest bytes
     spans: int        # spans it carries (0 for logs)
     records: int = 0  # log records it carries
+
+
+_RECORDS = attrgetter("records")
 
 
 class Ledger(NamedTuple):
@@ -215,7 +219,7 @@ class SendQueue:
                 size += len(nxt.payload)
             self._queued_spans -= spans
             self._queued_bytes -= size
-            self._queued_records -= sum(i.records for i in out)
+            self._queued_records -= sum(map(_RECORDS, out))  # C-level: an item is often one run's root
             self._sending_spans += spans
             for i in out:
                 self._sending[id(i)] = self._seq_of.pop(id(i))
