@@ -148,6 +148,12 @@ class Run:
         of their time)."""
         return self.answer.strip().lower()
 
+    @property
+    def step_count(self) -> int:
+        """``len(self.steps)``, without making the steps Python objects when nothing has:
+        the verdict counts them, and only a check written in Python reads them."""
+        return _native.step_count(self)
+
     def steps_not_captured(self, flags: int) -> str:
         """Why some steps' arguments or results (``flags``) cannot be read; "" when all can."""
         return _native.steps_not_captured(self, flags)

@@ -355,7 +355,7 @@ class Evaluator:
         # the NamedTuple's generated ``__new__`` is a Python frame more a run, and with
         # keywords it matched 19 names on every run (~3 µs a run, four times the positional call)
         return _new_tuple(RunVerdict, (
-            run.key, run.scenario, run.agent, run.agent_version, run.completion, results, len(run.steps),
+            run.key, run.scenario, run.agent, run.agent_version, run.completion, results, run.step_count,
             len(spans),
             spans[0].start_ns if spans else 0,  # first_start_ns: Run.spans are in start order
             setup_only,
