@@ -43,6 +43,7 @@ _UNBOUNDED = 2**100
 _UNBOUNDED_COUNT = 2**62
 # What ``TraceTable.due`` says a trace needs.
 _DUE = {0: Completion.MAX_DURATION, 1: Completion.GRACE, 2: Completion.ORPHAN}
+_new_tuple = tuple.__new__
 
 
 # The result and state classes below are plain classes with slots, not dataclasses: a
@@ -257,8 +258,8 @@ class Assembler:
         grace_before = now - self._grace_ns
         for tid, due in table.due(now):
             completion = _DUE[due]
-            if completion is Completion.GRACE:  # most runs: ``_hand_on`` inlined, counted once below
-                runs = self._take(tid, completion, grace_before)
+            if completion is Completion.GRACE:  # most runs: ``_take`` and ``_hand_on`` inlined, counted once below
+                runs = self._runs(tid, table.take(tid, grace_before), completion)
                 done += len(runs)
                 for r in runs:
                     run_completed(r)
@@ -313,11 +314,13 @@ class Assembler:
                     if members[i] is root:
                         root = merged
                     members[i] = merged
+            # the keys built as the tuples they are (``tuple.__new__``): a NamedTuple's own
+            # ``__new__`` is a Python frame, one a run
             if root is None:
-                run = Run(RunKey(tid, ""), members, None, orphan, closed_ns=now, ordered=ordered)
+                run = Run(_new_tuple(RunKey, (tid, "")), members, None, orphan, closed_ns=now, ordered=ordered)
             else:
-                run = Run(RunKey(tid, root_id), members, root, completion, root_arrival_ns=arrived, closed_ns=now,
-                          ordered=ordered)
+                run = Run(_new_tuple(RunKey, (tid, root_id)), members, root, completion, root_arrival_ns=arrived,
+                          closed_ns=now, ordered=ordered)
             if outside is not None:
                 run.outside_span_ids = outside
             runs.append(run)

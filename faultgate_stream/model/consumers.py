@@ -87,10 +87,11 @@ class VerdictFanout:
                 self._failed(s)
 
     def verdict(self, verdict: RunVerdict) -> None:
-        for s in self.sinks:
+        sinks = self.sinks
+        if verdict.setup_only:
             # a trace that is not a run only releases its spans; no other sink hears of it
-            if verdict.setup_only and not getattr(s, "releases_spans", False):
-                continue
+            sinks = [s for s in sinks if getattr(s, "releases_spans", False)]
+        for s in sinks:
             try:
                 s.verdict(verdict)
             except Exception:

@@ -9,7 +9,6 @@ without a call.
 """
 from __future__ import annotations
 
-from functools import cached_property
 from operator import attrgetter
 from typing import Any
 
@@ -37,6 +36,25 @@ ATTRIBUTES_READ = frozenset({AGENT_NAME, AGENT_VERSION, SERVICE_VERSION, *SCENAR
 # (start time, span id): the order of a run's spans. C-level, where a key function in
 # Python cost a call per span on every run.
 span_order = attrgetter("start_ns", "span_id")
+
+
+class _once:
+    """``functools.cached_property`` without its lock: 3.11's takes an ``RLock`` on every
+    first read (Python 3.12 dropped it), ~60 bytecodes a run for ``Run.unread`` alone
+    (bench/hot_path.py's workload). The value is kept in the instance's ``__dict__``, where
+    every later read finds it without a call; two threads reading it first at once both
+    compute it, the same value (a run's facts are pure functions of its spans)."""
+
+    def __init__(self, fn: Any, name: str = "") -> None:
+        self.fn = fn  # called with the run: a function of it, or a method
+        self.name = name or fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, run: Any, owner: Any = None) -> Any:
+        if run is None:
+            return self
+        value = run.__dict__[self.name] = self.fn(run)
+        return value
 
 
 class Run:
@@ -118,18 +136,23 @@ class Run:
     last_end_ns: int = _native.RunFact("last_end_ns")  # the latest end_ns of its spans; 0 without spans
     span_ids: frozenset[str] = _native.RunFact("span_ids")  # its members' span ids
 
-    @cached_property
-    def unread(self) -> UnreadWork:
-        """Agent work its spans carry that no convention read, and which inputs of the
-        checks (steps, answer, finish reasons) it leaves incomplete (model/unread.py)."""
-        return unread_work(self)
+    # Agent work its spans carry that no convention read, and which inputs of the checks
+    # (steps, answer, finish reasons) it leaves incomplete (model/unread.py). The function
+    # itself, with no method around it: one Python call a run fewer.
+    unread: UnreadWork = _once(unread_work, "unread")
 
-    @cached_property
+    @_once
     def answer_folded(self) -> str:
         """The answer stripped and lower-cased, as the golden checks compare it: worked out
         once for the run, not by each of them (long answers, outside ASCII, were the most
         of their time)."""
         return self.answer.strip().lower()
+
+    @property
+    def step_count(self) -> int:
+        """``len(self.steps)``, without making the steps Python objects when nothing has:
+        the verdict counts them, and only a check written in Python reads them."""
+        return _native.step_count(self)
 
     def steps_not_captured(self, flags: int) -> str:
         """Why some steps' arguments or results (``flags``) cannot be read; "" when all can."""

@@ -142,17 +142,18 @@ class DecidedRuns:
         root = run.root
         if root is not None and not (spans and spans[0] is root) and not any(s is root for s in spans):
             root = next((s for s in spans if s == root), root)  # an equal copy among them will do
+        key = run.key
         with self.lock:
+            now = self._clock.now_ns()  # one reading for the entry and the trim (a Python call each)
             # the verdict out of the collector's lists, as the export's cache keeps it (the same object)
-            entry = Decided(run.key, spans, root, run.completion, run.root_arrival_ns, run.closed_ns, ruleset,
-                            _native.untrack_acyclic(verdict), (), ENTRY_BYTES + sum(map(_SIZE, spans)),
-                            self._clock.now_ns())
-            old = self._runs.pop(run.key, None)
+            entry = Decided(key, spans, root, run.completion, run.root_arrival_ns, run.closed_ns, ruleset,
+                            _native.untrack_acyclic(verdict), (), ENTRY_BYTES + sum(map(_SIZE, spans)), now)
+            old = self._runs.pop(key, None)
             if old is not None:
                 self.bytes -= old.bytes
-            self._runs[run.key] = entry
+            self._runs[key] = entry
             self.bytes += entry.bytes
-            self._trim()
+            self._trim(now_ns=now)
 
     def get(self, key: RunKey) -> Decided | None:
         with self.lock:
@@ -190,10 +191,11 @@ class DecidedRuns:
             self.bytes -= entry.bytes
             self._count(reason)
 
-    def _trim(self, keep: RunKey | None = None) -> None:
-        """Evict the oldest runs while over a bound; the run being grown goes last."""
+    def _trim(self, keep: RunKey | None = None, now_ns: int | None = None) -> None:
+        """Evict the oldest runs while over a bound; the run being grown goes last.
+        ``now_ns``: the clock's time when the caller just read it."""
         cfg = self.config
-        oldest_kept = self._clock.now_ns() - int(cfg.max_age * NS)
+        oldest_kept = (self._clock.now_ns() if now_ns is None else now_ns) - int(cfg.max_age * NS)
         while self._runs:
             key, first = next(iter(self._runs.items()))
             if first.kept_ns < oldest_kept:

@@ -34,6 +34,7 @@ from faultgate_stream.verdict.agents import agent_views
 from faultgate_stream.verdict.ruleset import Ruleset
 
 _FIRST = itemgetter(0)
+_new_tuple = tuple.__new__
 
 if TYPE_CHECKING:  # the offline command needs no metrics library, and keeps no decided runs
     from faultgate_stream.model.telemetry import Telemetry
@@ -50,12 +51,14 @@ def _log() -> Any:
 class _TraceState:
     __slots__ = ("ruleset", "states", "observing", "watching", "bound_states", "agents", "early", "fired_early")
 
-    def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...]) -> None:
+    def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...],
+                 watchers: tuple[Check, ...]) -> None:
         self.ruleset = ruleset
         self.states = states
         self.observing = observing  # indexes of the checks that look at spans as they arrive
-        # ... as (check, state) pairs, what the span path loops over
-        self.watching = tuple((ruleset.checks[i], states[i]) for i in observing)
+        # ... as (check, state) pairs, what the span path loops over; ``watchers`` are those
+        # checks (``Evaluator._fresh`` works them out once per ruleset), paired in C
+        self.watching = tuple(zip(watchers, map(states.__getitem__, observing)))
         self.bound_states: dict[int, Any] = {}  # id(check) -> early state
         # span -> its nearest agent's name: only a check bound to an agent needs it, and most
         # rulesets bind none (it was built for every trace: four dicts)
@@ -83,7 +86,8 @@ class Evaluator:
         self._watch = early
         self._next = consumer
         self._traces: dict[str, _TraceState] = {}
-        self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None]] | None = None
+        self._shape_memo: tuple[Ruleset, tuple[int, ...], tuple[tuple[int, Check], ...], list[None],
+                                 tuple[Check, ...]] | None = None
         self._placed_memo: tuple[Any, Any, Any] = (None, None, None)
         self._errors = telemetry["faultgate_check_errors"] if telemetry is not None else None
         self._internal = telemetry["faultgate_internal_errors"] if telemetry is not None else None
@@ -115,7 +119,7 @@ class Evaluator:
         except Exception as e:
             return self._failed_result(check, run, e)
         unread = run.unread
-        return check.held_to_what_was_read(r, unread, run) if unread else r
+        return check.held_to_what_was_read(r, unread, run) if unread.reasons else r
 
     def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
         self._failed(check, "finish", run.key)
@@ -186,12 +190,6 @@ class Evaluator:
         many did. Without plug-ins there is nothing to wait for."""
         return self.isolation.close(timeout) if self.isolation is not None else 0
 
-    def _state(self, trace_id: str) -> _TraceState:
-        st = self._traces.get(trace_id)
-        if st is None:
-            st = self._traces[trace_id] = self._fresh(self.ruleset)
-        return st
-
     def _fresh(self, rs: Ruleset) -> _TraceState:
         """A trace's state under ``rs``: each check's ``start()``. Worked out once per
         ruleset: which checks override ``observe`` (most only judge the finished run, and
@@ -200,14 +198,15 @@ class Evaluator:
         memo = self._shape_memo
         if memo is None or memo[0] is not rs:
             checks = rs.checks
+            observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe)
             memo = self._shape_memo = (
-                rs, tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe),
-                tuple((i, c) for i, c in enumerate(checks) if type(c).start is not Check.start), [None] * len(checks))
-        _, observing, starting, states = memo
+                rs, observing, tuple((i, c) for i, c in enumerate(checks) if type(c).start is not Check.start),
+                [None] * len(checks), tuple(checks[i] for i in observing))
+        _, observing, starting, states, watchers = memo
         states = states.copy()
         for i, c in starting:
             states[i] = c.start()
-        return _TraceState(rs, states, observing)
+        return _TraceState(rs, states, observing, watchers)
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
@@ -240,8 +239,8 @@ class Evaluator:
         for hi in trace_stretches(spans):
             tid = spans[lo].trace_id
             st = traces.get(tid)
-            if st is None:
-                st = self._state(tid)
+            if st is None:  # the trace's first spans
+                st = traces[tid] = self._fresh(self.ruleset)
             found = []
             for check, state in st.watching:
                 try:
@@ -287,7 +286,7 @@ class Evaluator:
     def run_completed(self, run: Run) -> None:
         # The state goes with the trace's first completed run: a later run of the same
         # trace starts afresh, which only affects early findings, never a verdict.
-        st = self._traces.pop(run.trace_id, None)
+        st = self._traces.pop(run.key.trace_id, None)
         if st is None:
             st = self._fresh(self.ruleset)
         # Whatever raises in here, the run still gets a verdict: otherwise the scan lost the
@@ -351,10 +350,12 @@ class Evaluator:
         members = run.span_ids
         outside = run.outside_span_ids
         early = st.early
-        # by position, in the fields' order: with keywords a NamedTuple's generated ``__new__``
-        # matched 19 names on every run (~3 µs a run, four times the positional call)
-        v = RunVerdict(
-            run.key, run.scenario, run.agent, run.agent_version, run.completion, results, len(run.steps),
+        unread = None if setup_only else run.unread
+        # every field, in order, as the tuple it is (``tuple.__new__``, what ``_make`` calls):
+        # the NamedTuple's generated ``__new__`` is a Python frame more a run, and with
+        # keywords it matched 19 names on every run (~3 µs a run, four times the positional call)
+        return _new_tuple(RunVerdict, (
+            run.key, run.scenario, run.agent, run.agent_version, run.completion, results, run.step_count,
             len(spans),
             spans[0].start_ns if spans else 0,  # first_start_ns: Run.spans are in start order
             setup_only,
@@ -372,9 +373,8 @@ class Evaluator:
             self._shadow(rs, run) if rs.has_shadow and not setup_only else (),  # shadow
             0, "", (), "",  # revision, previous, amended_checks, amended_by
             self._profile(run) if self._profile is not None and not setup_only else None,  # profile
-        )
-        unread = run.unread
-        return v._replace(unread=unread.counts()) if unread and not setup_only else v
+            unread.counts() if unread is not None and unread.reasons else (),  # unread
+        ))
 
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
@@ -386,7 +386,9 @@ class Evaluator:
                 except Exception as e:
                     results.append(self._failed_result(c, run, e))
             unread = run.unread
-            if unread:  # agent work no convention read: no check passes on what it hid
+            # agent work no convention read: no check passes on what it hid (``reasons``:
+            # the work's truth without ``UnreadWork.__bool__``'s Python call)
+            if unread.reasons:
                 return tuple(c.held_to_what_was_read(r, unread, run) for c, r in zip(rs.checks, results))
             return tuple(results)
         views = agent_views(run)

@@ -76,6 +76,20 @@ def test_facts_are_computed_once_and_then_read_from_the_run():
     assert isinstance(Run.__dict__["steps"], _native.RunFact) and Run.steps is Run.__dict__["steps"]
 
 
+def test_the_steps_become_python_objects_only_when_read_and_are_counted_without_them():
+    t = "t"
+    tools = [SpanRecord(t, f"s{i}", None, "execute_tool x", i, tool=ToolExecution("x", "{}", "ok", f"c{i}"))
+             for i in range(3)]
+    run = Run(RunKey(t, "s0"), tools, None, Completion.COMPLETE)
+    assert run.agent and run.step_count == 3
+    assert "agent" in run.__dict__ and "span_ids" in run.__dict__ and "steps" not in run.__dict__
+    steps = run.steps  # read after the other facts: made then, the others kept as they were
+    assert len(steps) == 3 and run.__dict__["steps"] is steps and run.step_count == 3
+    hand = Run(RunKey(t, "s0"), tools, None, Completion.COMPLETE)
+    hand.__dict__["steps"] = (Step(1, "get", "{}", "x", "s1"),)
+    assert hand.step_count == 1  # steps set by hand are what is counted, as the checks read them
+
+
 def test_steps_set_by_hand_are_kept_and_are_what_the_checks_read():
     run = Run(RunKey("t", "r"), [], None, Completion.COMPLETE)
     run.__dict__["steps"] = (Step(1, "get", '{"a": 1}', "x", "s1"),)

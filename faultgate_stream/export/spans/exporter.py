@@ -17,6 +17,7 @@ counted and logged with its trace.
 from __future__ import annotations
 
 import threading
+from operator import attrgetter
 
 import structlog
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -28,6 +29,8 @@ from faultgate_stream.export.spans.split import chunks
 from faultgate_stream.export.spans.telemetry import LedgerMetrics
 from faultgate_stream.model.telemetry import Telemetry
 from faultgate_stream.model.threads import Threads
+
+_SPANS, _PAYLOAD = attrgetter("spans"), attrgetter("payload")
 
 log = structlog.get_logger("faultgate_stream.export.spans")
 # Requests refused as too large are halved down to this size, no further: no collector
@@ -89,8 +92,9 @@ class SpanExporter:
 
     def _send(self, items: list[Item]) -> None:
         kind = items[0].kind
-        spans = sum(i.spans for i in items)
-        payload = b"".join(i.payload for i in items)  # concatenated requests merge their repeated fields
+        # C-level (``map``): most items are one run's root, a generator turn each
+        spans = sum(map(_SPANS, items))
+        payload = b"".join(map(_PAYLOAD, items))  # concatenated requests merge their repeated fields
         tally = _Tally()
         try:
             if kind == "traces":

@@ -23,6 +23,8 @@ from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.verdict import RunVerdict
 from faultgate_stream.read.otlp_proto import Received
 
+_new_tuple = tuple.__new__
+
 
 class Forwarder:
     """A ``SpanConsumer`` wrapping the next one (the live assembler)."""
@@ -74,7 +76,8 @@ class Forwarder:
             if (span_id.hex() != sid or trace_id.hex() != record.trace_id or sid in result.late_runs
                     or sid in result.decided_duplicates or sid in result.closed_runs):
                 return False
-            held.append((i, HeldSpan(resource, resource_schema, scope, scope_schema, span, end_ns)))
+            # every field, as the tuple it is: HeldSpan's own __new__ is a Python frame a root
+            held.append((i, _new_tuple(HeldSpan, (resource, resource_schema, scope, scope_schema, span, end_ns))))
         taken = [i for i, h in held if self._s.held.hold(spans[i].trace_id, spans[i].span_id, h)]
         count = total - len(taken)
         if not count:

@@ -24,6 +24,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import NamedTuple
 
 from faultgate_stream.model.errors import BoundError, CapacityError
@@ -37,6 +38,9 @@ class Item(NamedTuple):
     payload: bytes    # ExportTraceServiceRequest / ExportLogsServiceRequest bytes
     spans: int        # spans it carries (0 for logs)
     records: int = 0  # log records it carries
+
+
+_RECORDS = attrgetter("records")
 
 
 class Ledger(NamedTuple):
@@ -64,7 +68,11 @@ class SendQueue:
         self._on_error = on_error
         self._queued_spans = 0
         self._queued_bytes = 0   # payload bytes queued, for a lingering take
-        self._cv = threading.Condition()
+        # the condition's own lock (an RLock, as ``Condition()`` makes), entered directly by
+        # whoever does not wait or notify: ``Condition.__enter__``/``__exit__`` are Python,
+        # two frames a put, and a put is per decided run
+        self._lock = threading.RLock()
+        self._cv = threading.Condition(self._lock)
         self._closed = False
         self.full_refusals = 0
         # the limits a lingering take waits to reach (its max_spans, max_bytes); until a take
@@ -82,7 +90,7 @@ class SendQueue:
         return self._open + self._queued_spans + self._sending_spans
 
     def ledger(self) -> Ledger:
-        with self._cv:
+        with self._lock:
             return Ledger(self.in_flight, self._sent, dict(self._failed), self._filtered)
 
     def _error(self) -> None:
@@ -102,7 +110,7 @@ class SendQueue:
             # retrying could never help: not even an empty queue holds it (issue 9, defect 10)
             raise BoundError(f"request has {spans} spans, more than the export queue holds "
                              f"(export.queue_spans: {self.capacity}); send smaller batches", bound="export_queue")
-        with self._cv:
+        with self._lock:
             if self.in_flight + spans > self.capacity:
                 self.full_refusals += 1
                 raise CapacityError(f"export queue full ({self.in_flight} of {self.capacity} spans in flight)",
@@ -113,7 +121,7 @@ class SendQueue:
         """Give back room for spans that will not be queued: reserved in error (the request
         was refused after all), left out by configuration (``filtered``), or failed for good
         before they were queued (``failed``: the reason)."""
-        with self._cv:
+        with self._lock:
             self._unreserve(spans)
             if filtered:
                 self._filtered += spans
@@ -129,7 +137,7 @@ class SendQueue:
 
     def put(self, item: Item) -> None:
         """Queue an item whose spans were reserved. Never blocks, never refuses."""
-        with self._cv:
+        with self._lock:
             self._unreserve(item.spans)
             self._number(item)
             self._items.append(item)
@@ -152,12 +160,12 @@ class SendQueue:
 
     def mark(self) -> int:
         """A number covering every item queued so far."""
-        with self._cv:
+        with self._lock:
             return self._seq
 
     def passed(self, mark: int) -> bool:
         """True once every item queued up to ``mark`` was sent or failed for good."""
-        with self._cv:
+        with self._lock:
             oldest = self._seq_of[id(self._items[0])] if self._items else mark + 1
             if self._sending:
                 oldest = min(oldest, min(self._sending.values()))
@@ -167,7 +175,7 @@ class SendQueue:
         """Queue evaluation log records unless their own bound is reached. They are derived
         from verdicts, not received data, so at the bound they are dropped (and counted by
         the caller) rather than refusing spans upstream."""
-        with self._cv:
+        with self._lock:
             if self._queued_records + item.records > self.capacity_records:
                 return False
             self._number(item)
@@ -183,7 +191,7 @@ class SendQueue:
         limits are reached: each export call has a fixed cost, and taking only what was
         queued sent ~90 spans a call under load (bench/README.md). Closing ends the wait."""
         deadline = time.monotonic() + timeout
-        with self._cv:
+        with self._lock:
             while True:
                 while not self._items:
                     left = deadline - time.monotonic()
@@ -211,7 +219,7 @@ class SendQueue:
                 size += len(nxt.payload)
             self._queued_spans -= spans
             self._queued_bytes -= size
-            self._queued_records -= sum(i.records for i in out)
+            self._queued_records -= sum(map(_RECORDS, out))  # C-level: an item is often one run's root
             self._sending_spans += spans
             for i in out:
                 self._sending[id(i)] = self._seq_of.pop(id(i))
@@ -221,7 +229,7 @@ class SendQueue:
         """Spans taken and finished with: exported (``sent``) or failed for good (``failed``,
         by reason), counted in the same instant their room is freed. ``items``: the ones
         taken that are finished with (their numbers leave ``passed``'s reckoning)."""
-        with self._cv:
+        with self._lock:
             for i in items:
                 self._sending.pop(id(i), None)
             if spans > self._sending_spans:  # spans never taken: a bug, counted
@@ -236,7 +244,7 @@ class SendQueue:
     def wait_empty(self, timeout: float) -> bool:
         """True once every reserved span was exported or failed (shutdown drains with it)."""
         deadline = time.monotonic() + timeout
-        with self._cv:
+        with self._lock:
             while self.in_flight > 0:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -245,6 +253,6 @@ class SendQueue:
             return True
 
     def close(self) -> None:
-        with self._cv:
+        with self._lock:
             self._closed = True
             self._cv.notify_all()

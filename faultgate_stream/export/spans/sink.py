@@ -19,6 +19,8 @@ from faultgate_stream.export.spans.state import ExportState
 from faultgate_stream.export.spans.split import packed
 from faultgate_stream.model.verdict import EarlyFinding, RunVerdict
 
+_new_tuple = tuple.__new__
+
 
 class SpanSink:
     releases_spans = True  # hears of traces that are not runs too (``RunVerdict.setup_only``)
@@ -69,7 +71,8 @@ class SpanSink:
                 annex = self._verdict_bytes(v, h.end_ns)
             entries.append(span_entry(h.resource, h.resource_schema, h.scope, h.scope_schema, body, annex))
         if len(entries) == 1:  # a run's root alone, as most runs release
-            self._s.queue.put(Item("traces", entries[0], 1))
+            # every field, as the tuple it is: Item's own __new__ is a Python frame a run
+            self._s.queue.put(_new_tuple(Item, ("traces", entries[0], 1, 0)))
             return
         for payload, n in packed(entries, cfg.max_batch_spans, cfg.max_batch_bytes):
             self._s.queue.put(Item("traces", payload, n))

@@ -125,7 +125,8 @@ class VerdictStream:
         """Nothing: early findings reach subscribers inside their run's verdict (``Verdict.early``)."""
 
     def verdict(self, v: RunVerdict) -> None:
-        if not any(s.wants(v) for s in self._subs):
+        subs = self._subs
+        if not subs or not any(s.wants(v) for s in subs):  # most verdicts: no one listens
             return
         payload = encode(v, self._redact).SerializeToString()
         self._publish(payload, lambda s: s.wants(v))

@@ -86,7 +86,9 @@ pub fn core_of<'py>(run: &Bound<'py, PyAny>) -> PyResult<Bound<'py, CoreRun>> {
     }
     let key = run.getattr(intern!(py, "key"))?.downcast_into::<PyTuple>()?;
     let root_span_id = id_text(&key.get_item(1)?)?;
-    let completion = run.getattr(intern!(py, "completion"))?.getattr(intern!(py, "value"))?.extract::<String>()?;
+    // the member's own `_value_` (what Enum's `value` property returns): the property is
+    // two Python calls, one a run for every built-in check's first look
+    let completion = run.getattr(intern!(py, "completion"))?.getattr(intern!(py, "_value_"))?.extract::<String>()?;
     let core = Run {
         trace_id: TraceId::parse(&id_text(&key.get_item(0)?)?),
         root_span_id: if root_span_id.is_empty() { None } else { Some(SpanId::parse(&root_span_id)) },
@@ -166,9 +168,13 @@ fn opt_float(py: Python<'_>, x: Option<f64>) -> PyResult<Bound<'_, PyAny>> {
     Ok(x.into_pyobject(py)?.into_any())
 }
 
-/// Every fact of the run, into its `__dict__`; a fact already there is kept (a test may
-/// set `steps` by hand).
-fn write_facts(run: &Bound<'_, PyAny>) -> PyResult<()> {
+/// Every fact of the run into its `__dict__`, the steps only when `with_steps` (the read
+/// was of `steps`); a fact already there is kept (a test may set `steps` by hand), and one
+/// is made only when it is not there. The steps as Python objects are the costliest fact
+/// (a tuple of 9 fields a step, ~1,200 instructions a span on bench/hot_path.py's
+/// workload), and the live path reads none of them: the built-in checks judge the core's
+/// own and the verdict counts them (`step_count`).
+fn write_facts(run: &Bound<'_, PyAny>, with_steps: bool) -> PyResult<()> {
     let py = run.py();
     let core = core_of(run)?;
     let c = core.get();
@@ -176,7 +182,7 @@ fn write_facts(run: &Bound<'_, PyAny>) -> PyResult<()> {
     let dict = run.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
     let t = types(py)?;
     let spans = run.getattr(intern!(py, "spans"))?.downcast_into::<PyTuple>()?;
-    if !dict.contains(intern!(py, "steps"))? {
+    if with_steps && !dict.contains(intern!(py, "steps"))? {
         let mut steps = Vec::with_capacity(f.steps.len());
         for st in &f.steps {
             // its span's own objects, as the Python steps carried them: its id, its start, and
@@ -208,28 +214,33 @@ fn write_facts(run: &Bound<'_, PyAny>) -> PyResult<()> {
         let _ = c.steps.set(steps.clone().unbind());
         dict.set_item(intern!(py, "steps"), steps)?;
     }
-    let put = |k: &Bound<'_, PyString>, v: Bound<'_, PyAny>| -> PyResult<()> {
-        if dict.contains(k)? {
-            return Ok(());
-        }
-        dict.set_item(k, v)
-    };
-    put(intern!(py, "prompt"), py_text(py, &f.prompt)?.into_any())?;
-    put(intern!(py, "answer"), py_text(py, &f.answer)?.into_any())?;
-    put(intern!(py, "agent"), py_text(py, &f.agent)?.into_any())?;
-    put(intern!(py, "scenario"), py_text(py, &f.scenario)?.into_any())?;
-    put(intern!(py, "agent_version"), py_text(py, &f.agent_version)?.into_any())?;
-    put(intern!(py, "termination"), py_text(py, &f.termination)?.into_any())?;
-    put(intern!(py, "usage_tokens"), opt_float(py, f.usage_tokens)?)?;
-    put(intern!(py, "latency_ms"), opt_float(py, f.latency_ms)?)?;
-    put(intern!(py, "cost_usd"), opt_float(py, f.cost_usd)?)?;
-    put(intern!(py, "missing"), f.missing.into_pyobject(py)?.into_any())?;
-    put(intern!(py, "has_content"), PyBool::new(py, f.has_content).to_owned().into_any())?;
-    put(intern!(py, "answer_not_captured"), PyString::new(py, &f.answer_not_captured).into_any())?;
-    put(intern!(py, "calls_not_captured"), PyString::new(py, &f.calls_not_captured).into_any())?;
-    put(intern!(py, "last_end_ns"), int_to_py(py, f.last_end_ns)?)?;
-    let ids: Vec<Bound<'_, PyAny>> = spans.iter().map(|s| s.get_item(1)).collect::<PyResult<_>>()?;
-    put(intern!(py, "span_ids"), PyFrozenSet::new(py, ids.iter())?.into_any())?;
+    // the value is made only for a fact not there yet: a later read of `steps` calls this
+    // again, with the others written
+    macro_rules! put {
+        ($k:literal, $v:expr) => {
+            if !dict.contains(intern!(py, $k))? {
+                dict.set_item(intern!(py, $k), $v)?;
+            }
+        };
+    }
+    put!("prompt", py_text(py, &f.prompt)?);
+    put!("answer", py_text(py, &f.answer)?);
+    put!("agent", py_text(py, &f.agent)?);
+    put!("scenario", py_text(py, &f.scenario)?);
+    put!("agent_version", py_text(py, &f.agent_version)?);
+    put!("termination", py_text(py, &f.termination)?);
+    put!("usage_tokens", opt_float(py, f.usage_tokens)?);
+    put!("latency_ms", opt_float(py, f.latency_ms)?);
+    put!("cost_usd", opt_float(py, f.cost_usd)?);
+    put!("missing", f.missing.into_pyobject(py)?);
+    put!("has_content", PyBool::new(py, f.has_content).to_owned());
+    put!("answer_not_captured", PyString::new(py, &f.answer_not_captured));
+    put!("calls_not_captured", PyString::new(py, &f.calls_not_captured));
+    put!("last_end_ns", int_to_py(py, f.last_end_ns)?);
+    put!("span_ids", {
+        let ids: Vec<Bound<'_, PyAny>> = spans.iter().map(|s| s.get_item(1)).collect::<PyResult<_>>()?;
+        PyFrozenSet::new(py, ids.iter())?
+    });
     Ok(())
 }
 
@@ -251,13 +262,21 @@ impl RunFact {
         let py = slf.py();
         let Some(run) = run else { return Ok(slf.into_any().unbind()) };
         let name = slf.get().name.bind(py);
-        crate::python::guard::guarded("the compiled run facts", || write_facts(&run))?;
+        let with_steps = name.to_str()? == "steps";
+        crate::python::guard::guarded("the compiled run facts", || write_facts(&run, with_steps))?;
         let dict = run.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
         match dict.get_item(name)? {
             Some(v) => Ok(v.unbind()),
             None => Err(PyAttributeError::new_err(name.to_string())),
         }
     }
+}
+
+/// `Run.step_count`: how many steps the run has (its `steps` set by hand, else the core's
+/// own), without making the steps Python objects.
+#[pyfunction(name = "step_count")]
+pub fn step_count_py(run: &Bound<'_, PyAny>) -> PyResult<usize> {
+    crate::python::guard::guarded("the compiled run facts", || judged(run, |_, f, _| Ok(f.steps.len())))
 }
 
 /// `Run.steps_not_captured(flags)`: why some steps' arguments or results cannot be read.
@@ -272,5 +291,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RunFact>()?;
     m.add_class::<CoreRun>()?;
     m.add_function(wrap_pyfunction!(steps_not_captured_py, m)?)?;
+    m.add_function(wrap_pyfunction!(step_count_py, m)?)?;
     Ok(())
 }
