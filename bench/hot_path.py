@@ -34,8 +34,10 @@ import argparse
 import cProfile
 import pstats
 import random
+import os
 import statistics
 import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -44,7 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from live import DOWNSTREAM_COMPRESSION, SPANS_PER_RUN, Requests, build_template, callgrind_instructions  # noqa: E402
+from live import (DOWNSTREAM_COMPRESSION, EXTRA_CHECKS, SPANS_PER_RUN, Requests, build_template,  # noqa: E402
+                  callgrind_instructions, extra_config)
 
 from faultgate_stream import config as service_config  # noqa: E402
 from faultgate_stream.cli import heap  # noqa: E402
@@ -84,7 +87,9 @@ class CompressingSender:
         return Answer(0, "")
 
 
-def build(export: bool, gzip: bool = False) -> tuple[Service, ManualClock, CompressingSender]:
+def build(export: bool, gzip: bool = False, checks: str | None = None) -> tuple[Service, ManualClock, CompressingSender]:
+    """The service as ``serve`` builds it; ``checks``: one of ``live.py``'s extra configurations
+    (``plugin``, ``rules`` ...) beside the default rules, its files in a scratch directory."""
     env = {"FAULTGATE_STREAM__LOG__VERDICTS": "false", "FAULTGATE_STREAM__ASSEMBLE__ROOT_GRACE": "0.5s",
            "FAULTGATE_STREAM__RECEIVE__GRPC_ENDPOINT": "127.0.0.1:0",
            "FAULTGATE_STREAM__RECEIVE__HTTP_ENDPOINT": "127.0.0.1:0",
@@ -93,7 +98,14 @@ def build(export: bool, gzip: bool = False) -> tuple[Service, ManualClock, Compr
         env["FAULTGATE_STREAM__EXPORT__ENDPOINT"] = "127.0.0.1:9"
         env["FAULTGATE_STREAM__EXPORT__COMPRESSION"] = "gzip" if gzip else DOWNSTREAM_COMPRESSION
     clock = ManualClock(1_700_000_000 * 10**9)
-    service = Service(service_config.load(None, env), clock=clock)
+    path = None
+    if checks:
+        workdir = Path(tempfile.mkdtemp(prefix="hot_path-"))
+        sys.path.insert(0, str(workdir))  # a plug-in's module, as the service imports it from its cwd
+        path = workdir / "service.yaml"
+        path.write_text("\n".join(extra_config(workdir, checks)) + "\n")
+        os.chdir(workdir)  # the rules file is named relative to it, as live.py runs the service
+    service = Service(service_config.load(path, env), clock=clock)
     sender = CompressingSender(service.config.export.compression == "gzip")
     if export:
         service.exporter._senders["traces"] = sender
@@ -123,6 +135,9 @@ def drive(service: Service, clock: ManualClock, bodies: list[bytes], step_s: flo
         _drain(service)
     clock.advance(service.config.assemble.root_grace + 0.1)
     live._scan()
+    stage = service.evaluator.isolation  # plug-ins (``--checks plugin``): their thread hands the last verdicts on
+    if stage is not None:
+        stage.drain(60)
     _drain(service)
 
 
@@ -176,16 +191,17 @@ def stages(service: Service, clock: ManualClock, bodies: list[bytes], spans: int
 LONG, SHORT = 70, 10  # --instructions' two runs, in requests
 
 
-def instructions(export: bool) -> int:
+def instructions(export: bool, checks: str | None = None) -> int:
     """Instructions per span, by callgrind: the run with 70 measured requests minus the run with
     10 (at the clock's pace, the first 50 are in flight together: the collector's walks of the
     spans held are counted too)."""
     def count(requests: int) -> int:
         return callgrind_instructions([__file__, "--rounds", "1", "--requests", str(requests)]
-                                      + ([] if export else ["--no-export"]))
+                                      + ([] if export else ["--no-export"]) + (["--checks", checks] if checks else []))
     spans = (LONG - SHORT) * RUNS_PER_REQUEST * SPANS_PER_RUN
     per_span = (count(LONG) - count(SHORT)) // spans
-    print(f"export {'on' if export else 'off'}: {per_span:,} instructions per span (callgrind, {LONG} minus {SHORT} "
+    print(f"export {'on' if export else 'off'}{f', checks {checks}' if checks else ''}: {per_span:,} instructions "
+          f"per span (callgrind, {LONG} minus {SHORT} "
           f"requests, {spans:,} spans)")
     print(f"RESULT hot_path_instructions_per_span={per_span}")
     return 0
@@ -202,9 +218,11 @@ def main() -> int:
     p.add_argument("--decode", action="store_true")
     p.add_argument("--instructions", action="store_true",
                    help="instructions per span by callgrind (load-proof; ~2 min)")
+    p.add_argument("--checks", choices=sorted(EXTRA_CHECKS),
+                   help="beside the default rules, live.py's configuration of that name (plugin, rules ...)")
     args = p.parse_args()
     if args.instructions:
-        return instructions(not args.no_export)
+        return instructions(not args.no_export, args.checks)
     template, offsets, spans_per_request = build_template(RUNS_PER_REQUEST, random.Random(20261201))
     source = Requests(template, offsets, 0)
     if args.decode:
@@ -229,7 +247,7 @@ def main() -> int:
               f"[{min(figures):.2f}-{max(figures):.2f}] over {args.rounds} rounds of {spans:,} spans")
         return 0
     export = not args.no_export
-    service, clock, sender = build(export, args.gzip)
+    service, clock, sender = build(export, args.gzip, args.checks)
     heap.settle()  # the collector as `serve` leaves it: start-up frozen, the backstop thresholds
     drive(service, clock, [source.next() for _ in range(10)])  # warm: imports, caches, first verdicts
     spans = args.requests * spans_per_request
