@@ -43,6 +43,13 @@ impl<'a> Fields<'a> {
     }
 
     fn varint(&mut self) -> Result<u64> {
+        // tags, lengths and most enum values are one byte
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
         let mut out: u64 = 0;
         for i in 0..10 {
             let b = *self.buf.get(self.pos).ok_or(Malformed("truncated varint"))?;

@@ -132,7 +132,7 @@ impl<'py> Ids<'py> {
         if let Some((_, o)) = self.traces.iter().rev().take(4).find(|(t, _)| t == id) {
             return o.clone();
         }
-        let o = pyo3::types::PyString::new(py, &id.to_string()).into_any();
+        let o = id.with_text(|t| pyo3::types::PyString::new(py, t)).into_any();
         self.traces.push((id.clone(), o.clone()));
         o
     }
@@ -141,7 +141,7 @@ impl<'py> Ids<'py> {
         if let Some((_, o)) = self.spans.iter().rev().take(8).find(|(s, _)| s == id) {
             return o.clone();
         }
-        let o = pyo3::types::PyString::new(py, &id.to_string()).into_any();
+        let o = id.with_text(|t| pyo3::types::PyString::new(py, t)).into_any();
         self.spans.push((id.clone(), o.clone()));
         o
     }

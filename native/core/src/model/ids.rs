@@ -54,6 +54,22 @@ fn hex64(b: &[u8]) -> Option<u64> {
     Some((u64::from(hex8(word(0))?) << 32) | u64::from(hex8(word(8))?))
 }
 
+/// ``v`` as 16 lowercase hex digits, most significant first. Not `write!("{v:016x}")`:
+/// formatting went through `fmt`'s padding and a `write_char` a digit, ~800 instructions
+/// an id, and every span's id and parent id are written for Python.
+pub fn hex16(v: u64) -> [u8; 16] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 16];
+    for (i, d) in out.iter_mut().enumerate() {
+        *d = DIGITS[((v >> (60 - 4 * i)) & 0xf) as usize];
+    }
+    out
+}
+
+fn hex_str(b: &[u8]) -> &str {
+    std::str::from_utf8(b).expect("hex digits are ASCII")
+}
+
 // The maps keyed by ids use `IdHash`: a folded multiply of each word with a key drawn once
 // per process. std's SipHash cost ~100 instructions an id, and a span has several; this
 // costs a few, and an id's hash still cannot be foreseen from outside (ids are the
@@ -167,8 +183,16 @@ impl SpanId {
     /// The id as its text: 16 lowercase hex digits, or the text it was.
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            SpanId::Hex(v) => format!("{v:016x}").into(),
+            SpanId::Hex(v) => hex_str(&hex16(*v)).to_owned().into(),
             SpanId::Text(t) => std::borrow::Cow::Borrowed(t),
+        }
+    }
+
+    /// ``f`` of the id's text, made on the stack.
+    pub fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        match self {
+            SpanId::Hex(v) => f(hex_str(&hex16(*v))),
+            SpanId::Text(t) => f(t),
         }
     }
 }
@@ -201,12 +225,25 @@ impl TraceId {
         TraceId::Text(s.into())
     }
 
+    /// ``f`` of the id's text (32 lowercase hex digits, or the text it was), made on the stack.
+    pub fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        match self {
+            TraceId::Hex(hi, lo) => {
+                let mut b = [0u8; 32];
+                b[..16].copy_from_slice(&hex16(*hi));
+                b[16..].copy_from_slice(&hex16(*lo));
+                f(hex_str(&b))
+            }
+            TraceId::Text(t) => f(t),
+        }
+    }
+
 }
 
 impl fmt::Display for SpanId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SpanId::Hex(v) => write!(f, "{v:016x}"),
+            SpanId::Hex(v) => f.write_str(hex_str(&hex16(*v))),
             SpanId::Text(t) => f.write_str(t),
         }
     }
@@ -215,7 +252,7 @@ impl fmt::Display for SpanId {
 impl fmt::Display for TraceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TraceId::Hex(hi, lo) => write!(f, "{hi:016x}{lo:016x}"),
+            TraceId::Hex(..) => self.with_text(|t| f.write_str(t)),
             TraceId::Text(t) => f.write_str(t),
         }
     }
@@ -241,5 +278,20 @@ mod tests {
         assert!(matches!(SpanId::parse("0123456789abcdeé"), SpanId::Text(_)));
         let ab = u64::from_str_radix(&"ab".repeat(8), 16).unwrap();
         assert_eq!(TraceId::parse(&"ab".repeat(16)), TraceId::Hex(ab, ab));
+    }
+
+    #[test]
+    fn hex_ids_are_written_as_python_writes_them_and_read_back() {
+        for v in [0u64, 1, 0xf, 0x10, 0x0123_4567_89ab_cdef, u64::MAX, 0x8000_0000_0000_0000] {
+            let s = SpanId::Hex(v);
+            assert_eq!(s.to_string(), format!("{v:016x}"));
+            assert_eq!(s.with_text(str::to_owned), format!("{v:016x}"));
+            assert_eq!(SpanId::parse(&s.text()), s);
+            let t = TraceId::Hex(v, !v);
+            assert_eq!(t.to_string(), format!("{v:016x}{:016x}", !v));
+            assert_eq!(TraceId::parse(&t.with_text(str::to_owned)), t);
+        }
+        assert_eq!(SpanId::Text("x y".into()).with_text(str::to_owned), "x y");
+        assert_eq!(TraceId::Text("trace-1".into()).to_string(), "trace-1");
     }
 }

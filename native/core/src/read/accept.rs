@@ -236,7 +236,9 @@ fn check(buf: &[u8], m: Msg, depth: u32) -> Checked<()> {
             4 => refused("a group ends that never started"),
             _ => match (c.value(wt)?, known) {
                 (Some(body), Some((_, Kind::Message(sub), _))) => {
-                    if depth + 1 > MAX_DEPTH {
+                    if matches!(sub, Msg::KeyValue) && plain_key_value(body) {
+                        Ok(())
+                    } else if depth + 1 > MAX_DEPTH {
                         refused("messages are nested more than 100 deep")
                     } else {
                         check(body, sub, depth + 1)
@@ -259,6 +261,47 @@ fn check(buf: &[u8], m: Msg, depth: u32) -> Checked<()> {
         }
     }
     Ok(())
+}
+
+/// Whether ``b`` is a `KeyValue` of the usual shape, which upb accepts: a UTF-8 key, then
+/// (or not) a value holding one string, bool, int or double, each field once, in order.
+/// False says nothing: the general walk decides, and names what is wrong. Attributes are
+/// most of a span's fields, and the general walk of one (its key, its value's message, the
+/// value) cost ~3 times this.
+fn plain_key_value(b: &[u8]) -> bool {
+    let mut c = Cursor { buf: b, pos: 1 };
+    if b.first() != Some(&(1 << 3 | 2)) {
+        return false;
+    }
+    let Some(key) = c.varint32("").ok().and_then(|n| c.skip(n as usize).ok()) else { return false };
+    if !key.is_ascii() && std::str::from_utf8(key).is_err() {
+        return false;
+    }
+    if c.pos == b.len() {
+        return true;
+    }
+    if b[c.pos] != (2 << 3 | 2) {
+        return false;
+    }
+    c.pos += 1;
+    let Some(value) = c.varint32("").ok().and_then(|n| c.skip(n as usize).ok()) else { return false };
+    c.pos == b.len() && plain_any_value(value)
+}
+
+/// Whether ``v`` is an `AnyValue` holding nothing, or one string, bool, int or double.
+fn plain_any_value(v: &[u8]) -> bool {
+    let Some(&tag) = v.first() else { return true };
+    let mut c = Cursor { buf: v, pos: 1 };
+    let ok = match tag {
+        t if t == (1 << 3 | 2) => match c.varint32("").ok().and_then(|n| c.skip(n as usize).ok()) {
+            Some(s) => s.is_ascii() || std::str::from_utf8(s).is_ok(),
+            None => false,
+        },
+        t if t == (2 << 3) || t == (3 << 3) => c.varint(10).is_ok(),
+        t if t == (4 << 3 | 1) => c.skip(8).is_ok(),
+        _ => false,
+    };
+    ok && c.pos == v.len()
 }
 
 /// How many fields numbered ``n`` come before offset ``at`` of a message that was walked
@@ -325,6 +368,42 @@ mod tests {
     fn a_length_past_the_end_is_refused() {
         let err = check_traces(&[1 << 3 | 2, 5, 0]).unwrap_err();
         assert!(err.starts_with("the request") || err.starts_with("resource_spans[0]"), "{err}");
+    }
+
+    fn kv(body: &[u8]) -> Vec<u8> {
+        request_with_span(&field(9, body))
+    }
+
+    #[test]
+    fn attributes_of_the_usual_shape_and_of_every_other_are_judged_alike() {
+        let key = field(1, b"gen_ai.tool.name");
+        let ok = |value: &[u8]| {
+            let mut b = key.clone();
+            b.extend(field(2, value));
+            check_traces(&kv(&b))
+        };
+        // the usual shapes: a string, a bool, an int, a double, an empty value, no value
+        assert_eq!(ok(&field(1, "caf\u{e9}".as_bytes())), Ok(()));
+        assert_eq!(ok(&[2 << 3, 1]), Ok(()));
+        assert_eq!(ok(&[3 << 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), Ok(()));
+        assert_eq!(ok(&[4 << 3 | 1, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]), Ok(()));
+        assert_eq!(ok(b""), Ok(()));
+        assert_eq!(check_traces(&kv(&key)), Ok(()));
+        // others the general walk takes: a value set twice, an array, the value before the key
+        let mut twice = field(1, b"a");
+        twice.extend(field(1, b"b"));
+        assert_eq!(ok(&twice), Ok(()));
+        assert_eq!(ok(&field(5, &field(1, &field(1, b"x")))), Ok(()));
+        let mut reversed = field(2, &field(1, b"v"));
+        reversed.extend(key.clone());
+        assert_eq!(check_traces(&kv(&reversed)), Ok(()));
+        // refused, and named, as before: a value that is not UTF-8, in a key or a value; an
+        // int cut short; a double cut short
+        let at = "resource_spans[0].scope_spans[0].spans[0].attributes[0]";
+        assert_eq!(ok(&field(1, &[0xff])).unwrap_err(), format!("{at}.value.string_value: a string is not UTF-8"));
+        assert_eq!(check_traces(&kv(&field(1, &[0xc3]))).unwrap_err(), format!("{at}.key: a string is not UTF-8"));
+        assert_eq!(ok(&[3 << 3, 0x80]).unwrap_err(), format!("{at}.value: a varint is cut short"));
+        assert!(ok(&[4 << 3 | 1, 0, 0]).unwrap_err().starts_with(&format!("{at}.value")));
     }
 
     #[test]

@@ -25,22 +25,36 @@ pub struct Attr<'a> {
     pub origin: Option<u32>,
 }
 
+/// A key's bit among 64: from its length and two of its bytes (keys of one vocabulary
+/// share a prefix, and often a last word, but seldom all three).
+fn signature(key: &[u8]) -> u64 {
+    let n = key.len();
+    if n == 0 {
+        return 1;
+    }
+    1 << ((n as u32).wrapping_mul(7).wrapping_add(u32::from(key[n - 1])).wrapping_add(u32::from(key[n / 2]) * 3) & 63)
+}
+
 /// Insertion-ordered, keys unique: a key set again keeps its place and takes the new
 /// value, as a dict does.
 #[derive(Clone, Debug, Default)]
 pub struct Attrs<'a> {
     pub items: Vec<Attr<'a>>,
+    /// A bit per key held (`signature`): most keys looked for are absent (the conventions
+    /// ask for each vocabulary's keys), and a bit that is not set says so without a scan.
+    seen: u64,
     index: Option<std::collections::HashMap<Vec<u8>, usize, foldhash::fast::RandomState>>,
 }
 
 impl<'a> Attrs<'a> {
     pub fn with_capacity(n: usize) -> Self {
-        Attrs { items: Vec::with_capacity(n), index: None }
+        Attrs { items: Vec::with_capacity(n), seen: 0, index: None }
     }
 
     fn find(&self, key: &[u8]) -> Option<usize> {
         match &self.index {
             Some(ix) => ix.get(key).copied(),
+            None if self.seen & signature(key) == 0 => None,
             None => self.items.iter().position(|a| &*a.key == key),
         }
     }
@@ -70,6 +84,7 @@ impl<'a> Attrs<'a> {
                 if let Some(ix) = self.index.as_mut() {
                     ix.insert(attr.key.to_vec(), self.items.len());
                 }
+                self.seen |= signature(&attr.key);
                 self.items.push(attr);
                 if self.index.is_none() && self.items.len() > INDEXED_PAST {
                     self.index = Some(self.items.iter().enumerate().map(|(i, a)| (a.key.to_vec(), i)).collect());
@@ -91,6 +106,7 @@ impl<'a> Attrs<'a> {
 
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
         self.items.retain(|a| keep(&a.key));
+        self.seen = self.items.iter().fold(0, |m, a| m | signature(&a.key));
         self.index = None;
         if self.items.len() > INDEXED_PAST {
             self.index = Some(self.items.iter().enumerate().map(|(i, a)| (a.key.to_vec(), i)).collect());
@@ -108,5 +124,40 @@ impl<'a> Attrs<'a> {
             Value::Str(s) => char_len(s),
             _ => 8,
         }).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(s: &str) -> Value<'static> {
+        Value::Str(Cow::Owned(s.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn every_key_set_is_found_and_no_other_before_or_after_a_retain_or_an_index() {
+        let mut attrs = Attrs::with_capacity(4);
+        let keys: Vec<String> = (0..40).map(|i| format!("gen_ai.key.{i}")).collect();
+        for (i, k) in keys.iter().enumerate() {
+            attrs.set(Attr { key: Cow::Owned(k.as_bytes().to_vec()), val: text(k), origin: None });
+            for (j, other) in keys.iter().enumerate() {
+                assert_eq!(attrs.has(other), j <= i, "{other} after {i} keys");
+            }
+            assert!(!attrs.has("gen_ai.key.") && !attrs.has("") && !attrs.has("gen_ai.key.99"));
+        }
+        // a key set again keeps its place and takes the new value
+        attrs.set_value("gen_ai.key.3", text("again"));
+        assert_eq!(attrs.items[3].val, text("again"));
+        assert_eq!(attrs.items.len(), 40);
+        attrs.retain(|k| k.ends_with(b"7"));
+        assert_eq!(attrs.items.len(), 4);
+        for k in &keys {
+            assert_eq!(attrs.has(k), k.ends_with('7'), "{k}");
+        }
+        let mut empty_key = Attrs::default();
+        assert!(!empty_key.has(""));
+        empty_key.set_value("", text("x"));
+        assert!(empty_key.has("") && !empty_key.has("a"));
     }
 }

@@ -268,9 +268,9 @@ struct Row<'a> {
     code: i32,
     message: &'a [u8],
     attrs: Attrs<'a>,
-    /// Every attribute as the wire has it: with a projection, those it left out may still
-    /// say what the span is (unread.rs), when no convention claimed it.
-    kvs: Vec<&'a [u8]>,
+    /// The attributes a projection left out, (key, value's occurrences) as the wire has
+    /// them: they may still say what the span is (unread.rs), when no convention claimed it.
+    left_out: Vec<(&'a [u8], Many<'a>)>,
     evaluations: Option<Value<'static>>,
     over: Option<Over>, // its attributes are past a bound (bounds.rs): rejected, not read
     /// its events that may carry GenAI content (content_events.rs), None when it has none
@@ -329,6 +329,7 @@ fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, 
     utf8(message)?;
     // a repeated key keeps its first place and its last value, as a dict does
     let mut attrs = Attrs::with_capacity(kvs.len());
+    let mut left_out = Vec::new();
     // every attribute is bounded, the span's and its events', read or not: whether a span
     // is taken must not hang on which attributes the checks of the day read
     let mut seen = 0usize;
@@ -348,23 +349,25 @@ fn span_row<'a>(span: &'a [u8], place: (usize, usize, usize), event_name: &str, 
         }
         if over.is_some() {
             return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message,
-                            attrs: Attrs::with_capacity(0), kvs: Vec::new(), evaluations: None, over,
+                            attrs: Attrs::with_capacity(0), left_out: Vec::new(), evaluations: None, over,
                             content: None });
         }
         if projection.is_none_or(|p| p.wants(key)) {
             let key = Cow::Borrowed(utf8(key)?.as_bytes());
             attrs.set(Attr { key, val: any_value(value.as_slice(), 0)?, origin: None });
+        } else {
+            left_out.push((key, value));
         }
     }
     if over.is_some() {  // an event's attributes, past a bound, and a span with no attributes
-        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs,
+        return Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, left_out,
                         evaluations: None, over, content: None });
     }
     let (evaluations, content) = match events {
         Many::None => (None, None),
         _ => (evaluations(events.as_slice(), event_name)?, content_events(events.as_slice())?),
     };
-    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, kvs, evaluations, over: None,
+    Ok(Row { place, trace_id, span_id, parent, name, start, end, code, message, attrs, left_out, evaluations, over: None,
              content })
 }
 
@@ -510,13 +513,9 @@ pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_na
             instant: row.start == row.end,
         };
         let built = conventions::build_seen(&head, attrs, |sniff| {
-            let Some(p) = projection else { return Ok(()) };
-            for &kv in &row.kvs {
-                let (key, value) = key_value(kv)?;
-                if !p.wants(key) {
-                    let v = if sniff.needs_value(key) { Some(any_value(value.as_slice(), 0)?) } else { None };
-                    sniff.key(key, v.as_ref(), false);
-                }
+            for (key, value) in &row.left_out {
+                let v = if sniff.needs_value(key) { Some(any_value(value.as_slice(), 0)?) } else { None };
+                sniff.key(key, v.as_ref(), false);
             }
             Ok(())
         })?;
