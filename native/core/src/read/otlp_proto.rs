@@ -450,26 +450,9 @@ pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_na
                                      projection: Option<&Projection>,
                                      mut each: impl FnMut(Head<'a>, Built<'a>) -> std::result::Result<(), E>)
     -> std::result::Result<(Vec<Rejection>, String), E> {
-    let mut versions: Vec<Value<'_>> = Vec::new();
-    let mut rows = Vec::new();
-    let mut request = Fields::new(data);
-    let mut i = 0usize;
-    while let Some((n, v)) = request.next().map_err(|m| E::from(m.into()))? {
-        let rs = match (n, v) {
-            (1, Wire::Bytes(rs)) => rs,
-            _ => continue,
-        };
-        let (resource, scope_entries) = resource_and_scopes(rs)?;
-        versions.push(resource_value(&resource, version_key)?);
-        for (j, scope) in scope_entries.into_iter().enumerate() {
-            for (k, span) in repeated(scope, 2).map_err(|m| E::from(m.into()))?.into_iter().enumerate() {
-                rows.push(span_row(span, (i, j, k), event_name, projection)?);
-            }
-        }
-        i += 1;
-    }
     let (mut rejected, mut first_problem) = (Vec::new(), String::new());
-    for row in rows {
+    // each span is taken as it is read: its resource's version is read before its scopes
+    let mut take = |row: Row<'a>, version: &Value<'a>| -> std::result::Result<(), E> {
         let (reason, problem): (&'static str, Cow<'static, str>) =
             if id_bytes(row.trace_id, TRACE_ID_BYTES).is_none_or(<[u8]>::is_empty) {
                 ("invalid_span", "trace_id is not 16 bytes, or is all zero".into())
@@ -488,11 +471,10 @@ pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_na
             if first_problem.is_empty() {
                 first_problem = format!("resource_spans[{i}].scope_spans[{j}].spans[{k}]: {problem}");
             }
-            continue;
+            return Ok(());
         }
         let has_parent = !row.parent.is_empty();
         let mut attrs = row.attrs;
-        let version = &versions[row.place.0];
         if version.truthy()
             && (!has_parent || attrs.get("gen_ai.operation.name").is_some_and(|op| op.eq_str("invoke_agent")))
             && !attrs.has(version_key)
@@ -529,6 +511,23 @@ pub fn each_span<'a, E: From<Error>>(data: &'a [u8], version_key: &str, event_na
             status_code: row.code,
             status_message: row.message,
         }, built)?;
+        Ok(())
+    };
+    let mut request = Fields::new(data);
+    let mut i = 0usize;
+    while let Some((n, v)) = request.next().map_err(|m| E::from(m.into()))? {
+        let rs = match (n, v) {
+            (1, Wire::Bytes(rs)) => rs,
+            _ => continue,
+        };
+        let (resource, scope_entries) = resource_and_scopes(rs)?;
+        let version = resource_value(&resource, version_key)?;
+        for (j, scope) in scope_entries.into_iter().enumerate() {
+            for (k, span) in repeated(scope, 2).map_err(|m| E::from(m.into()))?.into_iter().enumerate() {
+                take(span_row(span, (i, j, k), event_name, projection)?, &version)?;
+            }
+        }
+        i += 1;
     }
     Ok((rejected, first_problem))
 }
