@@ -15,7 +15,7 @@
 //! tests/read/test_conventions_parity.py holds the two equal.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use super::key_set::KeySet;
 
 use super::attrs::{Attr, Attrs};
 use super::openinference::{self, OI_MESSAGES};
@@ -137,7 +137,7 @@ pub struct Built<'a> {
 /// The only attributes a record keeps (read/projection.py), or all but content.
 pub enum Kept<'k> {
     All,
-    Names(&'k HashSet<Vec<u8>, foldhash::fast::RandomState>),
+    Names(&'k KeySet),
 }
 
 impl<'a> Built<'a> {

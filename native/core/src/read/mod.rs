@@ -5,6 +5,7 @@ pub mod attrs;
 pub mod bounds;
 pub mod content_events;
 pub mod conventions;
+pub mod key_set;
 pub mod openinference;
 pub mod openllmetry;
 pub mod otlp_proto;

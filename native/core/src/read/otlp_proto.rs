@@ -19,11 +19,11 @@
 //! Anything that is not protobuf at all is an error instead of a guess.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 use super::attrs::{Attr, Attrs};
 use super::bounds::{check_any_value, Over};
 use super::content_events::{self, Event};
+use super::key_set::KeySet;
 use super::conventions::{self, read_names, read_prefixes, Built, Kept, SpanHead};
 use crate::model::ids::{SpanId, TraceId};
 use crate::error::{Error, Result};
@@ -44,14 +44,14 @@ pub const EVALUATIONS: &str = "@evaluations";
 /// dozen no check reads (model names, request ids, temperatures), and held until its run's
 /// verdict they were a third of a record's memory.
 pub struct Projection {
-    names: HashSet<Vec<u8>, foldhash::fast::RandomState>,
+    names: KeySet,
     prefixes: Vec<Vec<u8>>,
-    pub kept: HashSet<Vec<u8>, foldhash::fast::RandomState>,
+    pub kept: KeySet,
 }
 
 impl Projection {
     pub fn new(kept: impl IntoIterator<Item = Vec<u8>>) -> Projection {
-        let kept: HashSet<Vec<u8>, _> = kept.into_iter().collect();
+        let kept: KeySet = kept.into_iter().collect();
         let mut names = kept.clone();
         names.extend(read_names().map(|n| n.as_bytes().to_vec()));
         Projection { names, prefixes: read_prefixes().map(|p| p.as_bytes().to_vec()).collect(), kept }

@@ -2,11 +2,10 @@
 //! Python dict, built by the core's conventions (native/core/src/read/conventions.rs), for
 //! the vendor formats, the log events and tests; and the conventions' names for Python.
 
-use std::collections::HashSet;
-
 use faultgate_core::read::attrs::{Attr, Attrs, RECORD_BYTES};
 use faultgate_core::read::conventions::{self as core, Kept, SpanHead, BUDGET_ANSWERS, CONTENT_KEYS, MODEL_OPERATIONS,
                                         OI_KIND, TL_KIND, TOOL_CONTENT_KEYS, USER_KEYS};
+use faultgate_core::read::key_set::KeySet;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyFrozenSet, PyString, PyTuple};
 
@@ -45,9 +44,9 @@ pub fn build_span<'py>(py: Python<'py>, trace_id: Bound<'py, PyAny>, span_id: Bo
             instant: start_ns.eq(&end_ns)?,
         };
         let built = core::build(&head, a).or_raise()?;
-        let names: Option<HashSet<Vec<u8>, foldhash::fast::RandomState>> = match &kept {
+        let names: Option<KeySet> = match &kept {
             Some(k) if !k.is_none() => {
-                let mut out = HashSet::default();
+                let mut out = KeySet::default();
                 for key in k.try_iter()? {
                     if let Ok(s) = key?.downcast::<PyString>() {
                         out.insert(text_of(s)?.into_owned());
