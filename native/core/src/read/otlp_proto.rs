@@ -110,13 +110,32 @@ fn one_and_many(msg: &[u8], single: u64, many: u64) -> Result<(&[u8], Many<'_>)>
 
 /// A `KeyValue`'s key and its value's occurrences.
 pub fn key_value(kv: &[u8]) -> Result<(&[u8], Many<'_>)> {
-    one_and_many(kv, 1, 2)
+    match plain_key_value(kv) {
+        Some((key, value)) => Ok((key, Many::One(value))),
+        None => one_and_many(kv, 1, 2),
+    }
+}
+
+/// The key and value of a `KeyValue` of the usual shape (its key, then its value, each
+/// once, lengths of one byte), or None for the general walk: most of a span's fields are
+/// attributes, and the walk's loop cost twice this.
+fn plain_key_value(kv: &[u8]) -> Option<(&[u8], &[u8])> {
+    let [0x0a, n, rest @ ..] = kv else { return None };
+    let (key, rest) = rest.split_at_checked(usize::from(*n)).filter(|_| *n < 0x80)?;
+    let [0x12, m, value @ ..] = rest else { return None };
+    (usize::from(*m) == value.len() && *m < 0x80).then_some((key, value))
 }
 
 /// The `AnyValue` of its occurrences (merged), strings and bytes where they lie.
 pub fn any_value<'a>(chunks: &[&'a [u8]], depth: u32) -> Result<Value<'a>> {
     if depth > MAX_DEPTH {
         return Err(Error::Malformed("values nested too deep".into()));
+    }
+    // most values are one short string, once
+    if let [[0x0a, n, text @ ..]] = chunks {
+        if usize::from(*n) == text.len() && *n < 0x80 {
+            return Ok(Value::Str(Cow::Borrowed(utf8(text)?.as_bytes())));
+        }
     }
     let mut member = Value::Null;
     let mut parts: Vec<&'a [u8]> = Vec::new(); // of the array or kvlist member, merged
@@ -653,6 +672,37 @@ mod tests {
                     "{}", read.first_problem);
             assert_eq!(read.records.len(), 1);
         }
+    }
+
+    #[test]
+    fn a_key_value_of_any_shape_reads_as_the_general_walk_reads_it() {
+        let shapes: Vec<Vec<u8>> = vec![
+            [field(1, b"k"), field(2, &field(1, b"v"))].concat(),             // the usual shape
+            [field(2, &field(1, b"v")), field(1, b"k")].concat(),             // value first
+            [field(1, b"k"), field(2, &field(1, b"a")), field(2, &field(3, &[1]))].concat(), // two values
+            [field(1, b"k"), field(1, b"k2"), field(2, &field(1, b"v"))].concat(), // two keys
+            [field(1, b"k"), field(2, &field(1, &[b'v'; 200]))].concat(),     // a long value
+            [field(1, &[b'k'; 130]), field(2, b"")].concat(),                 // a long key
+            field(1, b"k"),                                                   // no value
+            vec![],
+        ];
+        for kv in shapes {
+            let (key, many) = key_value(&kv).ok().unwrap();
+            let (k2, m2) = one_and_many(&kv, 1, 2).ok().unwrap();
+            assert_eq!(key, k2);
+            assert_eq!(many.as_slice(), m2.as_slice());
+        }
+    }
+
+    #[test]
+    fn a_short_string_value_reads_as_any_other_and_one_not_utf8_is_refused() {
+        let value = field(1, "caf\u{e9}".as_bytes());
+        assert_eq!(any_value(&[&value], 0).ok(), Some(Value::Str(Cow::Borrowed("caf\u{e9}".as_bytes()))));
+        // set twice: the last; then an int after it: the int
+        let twice = [field(1, b"a"), field(1, b"b")].concat();
+        assert_eq!(any_value(&[&twice], 0).ok(), Some(Value::Str(Cow::Borrowed(b"b"))));
+        assert_eq!(any_value(&[&value, &[3 << 3, 5]], 0).ok(), Some(Value::Int(5)));
+        assert!(any_value(&[&field(1, &[0xff])], 0).is_err());
     }
 
     #[test]
