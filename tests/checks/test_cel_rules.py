@@ -388,6 +388,50 @@ def test_a_runs_steps_and_calls_built_in_rust_hold_what_the_python_map_holds(run
     assert _typed(native.map_of(r.steps, rest)) == _typed({**want, **plain(rest)})
 
 
+SHARED_STEP_FIELDS = ["index", "tool", "arguments", "args", "result", "ok", "status", "arguments_captured",
+                      "result_captured"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.sampled_from([SHARED_STEP_FIELDS, ["ok", "tool"], ["args"], None]))
+def test_a_runs_map_read_off_the_cores_steps_holds_what_one_read_off_its_python_steps_holds(run, step_fields):
+    """Where the run rules read only step fields runs may share, their map is built from
+    the core's steps, never made Python objects (native/py/src/checks/rules.rs,
+    ``core_map``): the values and types ``map_of`` gives on ``run.steps``."""
+    from faultgate_stream._native import RunRules
+
+    r, _ = both(*run)
+    native = RunRules(["true"], [], step_fields, True)
+    from_core = native.core_map_of(r)
+    assert "steps" not in r.__dict__  # read off the core's: no Python step was made
+    assert _typed(from_core) == _typed(native.map_of(r.steps, None))
+    assert _typed(native.core_map_of(r)) == _typed(from_core)  # the core's own steps, once made Python's
+
+
+def test_run_rules_judge_steps_set_by_hand_and_the_cores_own_without_making_them_python_objects():
+    """``evaluate_run`` reads the core's steps when the run's were not set by hand (no
+    Python step is made for the rules), and the steps set by hand when they were; the two
+    kinds of run are kept apart."""
+    from faultgate_stream._native import RunRules
+    from faultgate_stream.model.records import Step
+
+    t = trace_id()
+    a = agent(t, name="shop", prompt="q", answer="done")
+    spans = [a, tool(t, a.span_id, "lookup", {"id": 1}, "ok", start_s=1),
+             tool(t, a.span_id, "lookup", {"id": 2}, "ok", start_s=2, status=2)]
+    native = RunRules(['run.steps.filter(s, !s.ok).size() >= 1 && run.calls["lookup"] == 2'], [], ["ok"], True)
+    run, _ = both(spans, a)
+    assert native.evaluate_run(run, None) == ((True, ""),)
+    assert "steps" not in run.__dict__
+    assert native.evaluate(run.steps, None) == ((True, ""),)  # the Python steps agree
+    hand, _ = both(spans, a)
+    hand.steps = tuple(Step(i + 1, "lookup", "{}", "r", f"s{i}", f"c{i}", i, True) for i in range(2))
+    assert native.evaluate_run(hand, None) == ((False, ""),)  # all ok: the steps set by hand are judged
+    # a field no two runs share is read off the Python steps, whose ids are the spans'
+    ids = RunRules([f'run.steps.exists(s, s.span_id == "{spans[2].span_id}")'], [], ["span_id"], False)
+    assert ids.evaluate_run(run, None) == ((True, ""),)
+
+
 def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_not(tmp_path):
     """A rule's outcome is kept a batch by what the fields it reads are made of (native/py/
     src/checks/rules.rs): spans differing only in a field it does not read share it, a span

@@ -147,7 +147,10 @@ class RunRules:
     """A file's run rules, evaluated together on a run in one native call. The run's steps
     and calls are built into its map there, from the run's steps, when the rules read no
     step field that needs the spans (``end_ns``, ``model`` ...); the other fields they name
-    are built once a run in Python (``PlainRun``) and converted. Without those, runs alike in
+    are built once a run in Python (``PlainRun``) and converted. When Python builds none
+    and the rules read no field unique to a run (a step's span id, call id, start), the
+    steps are read off the core's own, never made Python objects (``Run.steps`` is the
+    costliest of a run's facts, and the live path reads it for nothing else). Without those, runs alike in
     what the rules read of their steps share one evaluation (the native side keeps the
     outcomes by it, bounded), so the answer is a tuple: shared, never changed."""
 
@@ -178,7 +181,7 @@ class RunRules:
         got = run.derived.get(self.key)
         if got is None:
             plain = self.plain
-            got = run.derived[self.key] = self.native.evaluate(run.steps, plain(run) if plain is not None else None)
+            got = run.derived[self.key] = self.native.evaluate_run(run, plain(run) if plain is not None else None)
         return got
 
 

@@ -17,7 +17,8 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, P
 use rustc_hash::FxHashMap;
 
 use super::guarded;
-use crate::convert::text_of;
+use crate::convert::{py_text, text_of};
+use faultgate_core::run::facts::Step;
 use crate::records::field;
 
 
@@ -636,17 +637,31 @@ impl RunRules {
             let bound = self.rules.bind("run", self.run_map(py, &steps, &rest)?);
             let got = PyTuple::new(py, (0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))))?.unbind();
             if let Some(k) = key {
-                let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-                let (keys, bytes) = &mut *kept;
-                if keys.len() >= MAX_RUN_KEYS || *bytes + k.len() > MAX_RUN_KEPT_BYTES {
-                    keys.clear();
-                    *bytes = 0;
-                }
-                *bytes += k.len();
-                keys.insert(k, got.clone_ref(py));
+                self.keep(py, k, &got);
             }
             Ok(got)
         })
+    }
+
+    /// `evaluate` on `run`'s steps: read from the core's own (`Step`s as facts.rs made
+    /// them, never made Python objects) when Python built nothing of the map, the rules read
+    /// only fields runs may share, and the steps were not set by hand; else `run.steps`.
+    fn evaluate_run(&self, py: Python<'_>, run: Bound<'_, PyAny>, rest: Bound<'_, PyAny>) -> PyResult<Py<PyTuple>> {
+        if rest.is_none() && self.steps.unwrap_or(0) & !SHARED == 0 {
+            let got = guarded(|| crate::run::own_steps(&run, |steps| self.evaluate_core(py, steps)))?;
+            if let Some(got) = got {
+                return Ok(got);
+            }
+        }
+        self.evaluate(py, run.getattr(intern!(py, "steps"))?, rest)
+    }
+
+    /// `run`'s map as `evaluate_run` builds it from the core's steps (None: they were set by
+    /// hand), in Python: the tests compare it with `map_of` on the Python steps.
+    fn core_map_of<'py>(&self, py: Python<'py>, run: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let v = crate::run::own_steps(&run, |steps| self.core_map(py, steps))?;
+        v.map(|v| to_python(py, &value_of(&v).ok_or_else(|| PyValueError::new_err("a value with no Value"))?))
+            .transpose()
     }
 
     fn map_of<'py>(&self, py: Python<'py>, steps: Bound<'py, PyAny>, rest: Bound<'py, PyAny>)
@@ -656,7 +671,129 @@ impl RunRules {
     }
 }
 
+/// The step fields two runs may share (not `span_id`, `call_id`, `start_ns`): runs are
+/// keyed, and their maps built from the core's steps, only when the rules read no others.
+const SHARED: u32 = !(1 << 7 | 1 << 8 | 1 << 9);
+
 impl RunRules {
+    /// The outcomes on a run whose steps are the core's: kept by `core_key`, as `evaluate`.
+    fn evaluate_core(&self, py: Python<'_>, steps: &[Step]) -> PyResult<Py<PyTuple>> {
+        let key = self.core_key(steps);
+        if let Some(k) = &key {
+            if let Some(got) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).0.get(k) {
+                return Ok(got.clone_ref(py));
+            }
+        }
+        let bound = self.rules.bind("run", self.core_map(py, steps)?);
+        let got = PyTuple::new(py, (0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))))?.unbind();
+        if let Some(k) = key {
+            self.keep(py, k, &got);
+        }
+        Ok(got)
+    }
+
+    fn keep(&self, py: Python<'_>, k: Vec<u8>, got: &Py<PyTuple>) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let (keys, bytes) = &mut *kept;
+        if keys.len() >= MAX_RUN_KEYS || *bytes + k.len() > MAX_RUN_KEPT_BYTES {
+            keys.clear();
+            *bytes = 0;
+        }
+        *bytes += k.len();
+        keys.insert(k, got.clone_ref(py));
+    }
+
+    /// `run_key` of the core's steps: the same items, read off them, under a tag of its own
+    /// (a key of either kind never equals one of the other).
+    fn core_key(&self, steps: &[Step]) -> Option<Vec<u8>> {
+        let wanted = self.steps.unwrap_or(0);
+        let mut key = Vec::with_capacity(9 + steps.len() * 16);
+        key.push(b'C');
+        key.extend_from_slice(&(steps.len() as u64).to_le_bytes());
+        let text = |t: &[u8], key: &mut Vec<u8>| {
+            key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+            key.extend_from_slice(t);
+        };
+        for st in steps {
+            key.push(b'|');
+            if wanted & 1 << 0 != 0 {
+                key.extend_from_slice(&(st.index as u64).to_le_bytes());
+            }
+            if wanted & 1 << 1 != 0 {
+                text(&st.tool, &mut key);
+            }
+            if wanted & (1 << 2 | 1 << 3) != 0 {
+                text(&st.arguments, &mut key);
+            }
+            if wanted & 1 << 4 != 0 {
+                text(&st.result, &mut key);
+            }
+            if wanted & (1 << 5 | 1 << 6) != 0 {
+                key.push(st.ok as u8);
+            }
+            if wanted & (1 << 10 | 1 << 11) != 0 {
+                key.extend_from_slice(&st.missing.to_le_bytes());
+            }
+            if self.calls {
+                text(&st.tool, &mut key);
+            }
+            if key.len() > MAX_RUN_KEY_BYTES {
+                return None;
+            }
+        }
+        Some(key)
+    }
+
+    /// `run_map` of the core's steps: each field as `step_map` reads it off the Python
+    /// step write_facts (run/mod.rs) makes of it (texts lossily, as a Python str's), the
+    /// fields runs may share only.
+    fn core_map(&self, py: Python<'_>, steps: &[Step]) -> PyResult<Val> {
+        let mut out: Vec<(String, Val)> = Vec::with_capacity(2);
+        let lossy = |t: &[u8]| text(String::from_utf8_lossy(t));
+        if let Some(wanted) = self.steps {
+            let mut list_ = Vec::with_capacity(steps.len());
+            for st in steps {
+                let mut m = Vec::with_capacity(wanted.count_ones() as usize);
+                for (b, f) in STEP_FIELDS.iter().enumerate() {
+                    if wanted & (1 << b) == 0 {
+                        continue;
+                    }
+                    let v = match *f {
+                        "index" => cel_int(st.index as i64),
+                        "tool" => lossy(&st.tool),
+                        "arguments" => lossy(&st.arguments),
+                        "args" => match std::str::from_utf8(&st.arguments).ok().and_then(args_value) {
+                            Some(v) => v,
+                            None => plain(&py.import("faultgate_stream.checks.plugins.adapt")?.getattr("plain_args")?
+                                .call1((py_text(py, &st.arguments)?,))?, 0)?,
+                        },
+                        "result" => lossy(&st.result),
+                        "ok" => boolean(st.ok),
+                        "status" => constant(if st.ok { "ok" } else { "error" }),
+                        "arguments_captured" => boolean(i64::from(st.missing) & self.missing.0 == 0),
+                        "result_captured" => boolean(i64::from(st.missing) & self.missing.1 == 0),
+                        _ => continue,  // span_id, call_id, start_ns: never asked for here (SHARED)
+                    };
+                    m.push((*f, v));
+                }
+                list_.push(fields(m));
+            }
+            out.push(("steps".to_owned(), list(list_)));
+        }
+        if self.calls {
+            let mut counts: Vec<(String, i64)> = Vec::new();
+            for st in steps {
+                let tool = String::from_utf8_lossy(&st.tool);
+                match counts.iter_mut().find(|(t, _)| *t == tool) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((tool.into_owned(), 1)),
+                }
+            }
+            out.push(("calls".to_owned(), map(counts.into_iter().map(|(t, n)| (t, cel_int(n))))));
+        }
+        Ok(map(out))
+    }
+
     fn run_map(&self, py: Python<'_>, steps: &Bound<'_, PyAny>, rest: &Bound<'_, PyAny>) -> PyResult<Val> {
         let mut out: Vec<(String, Val)> = Vec::new();
         if !rest.is_none() {
@@ -695,13 +832,13 @@ impl RunRules {
     /// step, the items each built field reads (each tagged by type: a value of another type
     /// makes no key), and for `calls` its tool. None: the run is evaluated unkept.
     fn run_key(&self, steps: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
-        const SHARED: u32 = !(1 << 7 | 1 << 8 | 1 << 9);  // span_id, call_id, start_ns: no two runs share them
         let wanted = self.steps.unwrap_or(0);
         if wanted & !SHARED != 0 {
             return Ok(None);
         }
         let items = seq(steps)?;
-        let mut key = Vec::with_capacity(8 + items.len() * 16);
+        let mut key = Vec::with_capacity(9 + items.len() * 16);
+        key.push(b'P');  // a key of Python steps (`core_key`'s are tagged C)
         key.extend_from_slice(&(items.len() as u64).to_le_bytes());
         // the step items each built field reads (`step_map`), in `STEP_FIELDS`' order
         const READS: [(u32, usize); 9] = [
