@@ -452,6 +452,32 @@ def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_n
                    (True, True, False), (False, False, True)]
 
 
+def test_a_rule_whose_keys_keep_missing_in_a_batch_is_no_longer_keyed_and_answers_every_span_as_alone(tmp_path):
+    """A rule reading what the batch's spans do not share (each call's arguments) stops
+    being keyed after some misses (native/py/src/checks/rules.rs, ``worth_keying``), and a
+    rule whose keys hit goes on being keyed: every span's outcome is the one it gets in a
+    batch of its own, where spans alike come late in the batch too."""
+    from faultgate_stream.checks.rules.check import SpanRules
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rules = load_rules(_file(tmp_path, [
+        {"name": "big", "tools": ["t"], "when": "span.args.n > 50", "reason": "b"},
+        {"name": "failed", "when": 'span.status == "error" && span.tool == "t"', "reason": "f"},
+        {"name": "bad", "tools": ["t"], "when": "span.args.n.size() > 0", "reason": "x"}]))
+    native = SpanRules(rules.rules).native
+    batch = []
+    for i in range(120):
+        n = i if i < 60 else [7, 70, "x"][i % 3]  # unique, then three values over and over
+        batch.append(SpanRecord(f"{i:032x}", f"{i:016x}", None, "execute_tool t", 1, 2, status_code=1 + i % 2,
+                                tool=ToolExecution("t", json.dumps({"n": n}), "ok")))
+    fired, errors = native.evaluate(batch)
+    alone = [native.evaluate([s]) for s in batch]
+    for rule in range(3):
+        assert fired[rule] == [p for p, (f, _) in enumerate(alone) if f[rule]]
+        assert errors[rule] == [(p, e[rule][0][1]) for p, (_, e) in enumerate(alone) if e[rule]]
+    assert (len(fired[0]), len(fired[1]), len(fired[2]), len(errors[2])) == (9 + 20, 60, 20, 100)  # each can fail
+
+
 def test_runs_alike_in_what_the_run_rules_read_share_their_answer_and_runs_unlike_do_not():
     """A run's outcomes are kept by what its map is made of (native/py/src/checks/rules.rs,
     ``RunRules.run_key``): a run differing only in what no rule reads gets the kept answer,

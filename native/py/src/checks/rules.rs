@@ -104,6 +104,8 @@ impl SpanRules {
             let mut seen: FxHashMap<Vec<u8>, Outcome> = FxHashMap::default();
             let mut missed: Vec<(usize, Option<Vec<u8>>)> = Vec::with_capacity(n);
             let mut key: Vec<u8> = Vec::new();
+            // per rule: its keyed looks that missed, and that hit
+            let mut looks = vec![(0u32, 0u32); n];
             let items = seq(&spans)?;
             for (pos, s) in items.iter().enumerate() {
                 let s = s.downcast::<PyTuple>()?;
@@ -134,7 +136,8 @@ impl SpanRules {
                 let mut wanted = 0u32;
                 for &i in &which {
                     let mut k = None;
-                    if self.fields[i] & !KEYED == 0 && self.fields[i] & UNIQUE == 0 {
+                    let (misses, hits) = looks[i];
+                    if self.fields[i] & !KEYED == 0 && self.fields[i] & UNIQUE == 0 && worth_keying(misses, hits) {
                         key.clear();
                         key.extend_from_slice(&(i as u64).to_le_bytes());
                         match name_text.as_deref() {  // the tool's name (none: a byte no text holds)
@@ -147,8 +150,10 @@ impl SpanRules {
                         if source_key(s, tool.as_ref(), self.fields[i], &mut key)? {
                             if let Some(o) = seen.get(key.as_slice()) {
                                 record(&mut fired, &mut errors, i, pos, o);
+                                looks[i].1 += 1;
                                 continue;
                             }
+                            looks[i].0 += 1;
                             k = Some(key.clone());
                         }
                     }
@@ -312,6 +317,17 @@ impl SpanRules {
 
 /// Outcomes a batch keeps by key (a batch is bounded already; this bounds the keys' bytes).
 const MAX_KEYS: usize = 4096;
+
+/// Keyed looks a rule gets in a batch before its hits must pay for them: a rule reading
+/// what spans rarely share (a tool call's arguments: on bench/live.py's workload every
+/// call's differ) missed on every span, each miss a key built, copied and kept for nothing
+/// (~600 instructions a span of five rules). Keying only ever saves an evaluation: an
+/// outcome is the same kept or worked out.
+const KEY_TRIES: u32 = 16;
+
+fn worth_keying(misses: u32, hits: u32) -> bool {
+    misses < KEY_TRIES || hits >= misses / 4
+}
 
 fn record(fired: &mut [Vec<usize>], errors: &mut [Vec<(usize, String)>], rule: usize, pos: usize, o: &Outcome) {
     match o {
