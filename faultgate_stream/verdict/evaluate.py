@@ -48,17 +48,42 @@ def _log() -> Any:
     return structlog.get_logger("faultgate_stream.verdict")
 
 
+def _groups(checks: tuple[Check, ...]) -> list[tuple[Any, tuple[int, ...]]]:
+    """The groups of ``checks`` (a check's ``group``: a rules file's span rules,
+    checks/rules/check.py), each with the indexes of its observing members (``observers``),
+    when every one of those is among ``checks``, once, and observes.
+
+    A group stands for its observing members on the every-run span path, as one check
+    that costs one loop turn and one call a stretch for all of them: ``start()`` is the
+    state they all share (each member's ``finish`` reads it), and ``observe_spans`` gives
+    None or every member's first finding in the stretch, as (index, reason, member, ""),
+    by span and then in the members' order: what each member observing on its own finds."""
+    out = []
+    seen: set[int] = set()
+    for c in checks:
+        g = getattr(c, "group", None)
+        if g is None or id(g) in seen:
+            continue
+        seen.add(id(g))
+        at = tuple(i for m in g.observers for i, c2 in enumerate(checks) if c2 is m)
+        if len(at) == len(g.observers) and at and list(at) == sorted(at) and all(
+                type(checks[i]).observe is not Check.observe for i in at):
+            out.append((g, at))
+    return out
+
+
 class _TraceState:
     __slots__ = ("ruleset", "states", "observing", "watching", "bound_states", "agents", "early", "fired_early")
 
     def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...],
-                 watchers: tuple[Check, ...]) -> None:
+                 watchers: tuple[Check, ...], watched: tuple[int, ...]) -> None:
         self.ruleset = ruleset
         self.states = states
         self.observing = observing  # indexes of the checks that look at spans as they arrive
         # ... as (check, state) pairs, what the span path loops over; ``watchers`` are those
-        # checks (``Evaluator._fresh`` works them out once per ruleset), paired in C
-        self.watching = tuple(zip(watchers, map(states.__getitem__, observing)))
+        # checks, a group's members as the group (``Evaluator._fresh`` works them out once
+        # per ruleset), and ``watched`` the indexes of their states, paired in C
+        self.watching = tuple(zip(watchers, map(states.__getitem__, watched)))
         self.bound_states: dict[int, Any] = {}  # id(check) -> early state
         # span -> its nearest agent's name: only a check bound to an agent needs it, and most
         # rulesets bind none (it was built for every trace: four dicts)
@@ -193,20 +218,37 @@ class Evaluator:
     def _fresh(self, rs: Ruleset) -> _TraceState:
         """A trace's state under ``rs``: each check's ``start()``. Worked out once per
         ruleset: which checks override ``observe`` (most only judge the finished run, and
-        calling their no-op ``observe`` on every span cost more than the ones that look)
-        and which override ``start`` (the others start from None without a call each)."""
+        calling their no-op ``observe`` on every span cost more than the ones that look),
+        which override ``start`` (the others start from None without a call each), and the
+        groups (``_groups``) whose observing members share one state and one look."""
         memo = self._shape_memo
         if memo is None or memo[0] is not rs:
-            checks = rs.checks
-            observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe)
-            memo = self._shape_memo = (
-                rs, observing, tuple((i, c) for i, c in enumerate(checks) if type(c).start is not Check.start),
-                [None] * len(checks), tuple(checks[i] for i in observing))
-        _, observing, starting, states, watchers = memo
+            memo = self._shape_memo = self._shape(rs)
+        _, observing, starting, states, watchers, watched, groups = memo
         states = states.copy()
         for i, c in starting:
             states[i] = c.start()
-        return _TraceState(rs, states, observing, watchers)
+        if groups:
+            for g, at in groups:
+                state = g.start()
+                for i in at:
+                    states[i] = state
+        return _TraceState(rs, states, observing, watchers, watched)
+
+    @staticmethod
+    def _shape(rs: Ruleset) -> tuple:
+        checks = rs.checks
+        observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe)
+        starting = [(i, c) for i, c in enumerate(checks) if type(c).start is not Check.start]
+        watch = [(i, checks[i]) for i in observing]
+        groups = []
+        for g, at in _groups(checks):
+            # the members that observe: one state, started by the group, and one look, the group's
+            groups.append((g, at))
+            starting = [(i, c) for i, c in starting if i not in at]
+            watch = [(i, g if i == at[0] else c) for i, c in watch if i not in at[1:]]
+        return (rs, observing, tuple(starting), [None] * len(checks), tuple(c for _, c in watch),
+                tuple(i for i, _ in watch), tuple(groups))
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
@@ -246,10 +288,14 @@ class Evaluator:
                 try:
                     first = check.observe_spans(state, spans, lo, hi)
                 except Exception:
-                    self._failed(check, "observe", tid)
+                    for c in getattr(check, "observers", (check,)):  # a group: each of its members
+                        self._failed(c, "observe", tid)
                     continue
                 if first is not None:
-                    found.append((first[0], first[1], check, ""))
+                    if type(first) is list:  # a group's: each member's first finding (``_groups``)
+                        found += first
+                    else:
+                        found.append((first[0], first[1], check, ""))
             if st.agents is not None:  # the ruleset binds agents
                 for i in range(lo, hi):
                     self._observe_bound(st, spans[i], i, found)

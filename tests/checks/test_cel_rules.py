@@ -138,10 +138,10 @@ def _by_check(verdicts, name):
 
 
 def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_path, monkeypatch):
-    """On the every-run path the file's first span rule observes for all its span rules
-    (checks/rules/check.py): each still finds, early and at the verdict, what it finds in a
-    file of its own; and when the first rule's look raises on a stretch, the others look
-    at it themselves."""
+    """On the every-run path a file's span rules observe as one group (checks/rules/
+    check.py, ``SpanRules.observe_spans``): each still finds, early and at the verdict,
+    what it finds in a file of its own; and when the group's look raises on a stretch, the
+    early findings there are lost to every rule and no verdict changes."""
     from faultgate_stream.checks.rules.check import SpanRules
 
     def file_of(name, rules):
@@ -168,11 +168,35 @@ def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_pat
 
     monkeypatch.setattr(SpanRules, "stretch", raises_once)
     failing = check_spans(batches, file_of("all", TOGETHER))
-    assert len(calls) == 6
-    for rule in TOGETHER[1:]:
-        assert _by_check(failing, rule["name"]) == _by_check(together, rule["name"]), rule["name"]
-    # the first rule's own early finding on that stretch is lost with its look; its verdict is not
-    assert _by_check(failing, "drop")[0] == _by_check(together, "drop")[0]
+    assert len(calls) == 6  # one look a stretch for all the rules
+    for rule in TOGETHER:  # the stretch was judged again at the verdict
+        assert _by_check(failing, rule["name"])[0] == _by_check(together, rule["name"])[0], rule["name"]
+    first = {s.span_id for s in batches[0] if s.trace_id == batches[0][0].trace_id}
+    assert not any(f.span_id in first for v in failing for f in v.early)
+    assert any(f.span_id in first for v in together for f in v.early)
+
+
+def test_a_files_span_rules_as_a_group_give_the_verdicts_and_early_findings_in_the_order_each_looking_gives(tmp_path):
+    """The group (verdict/evaluate.py, ``_groups``) against the same rules each observing
+    on its own, over batches where two rules match one span and rules match spans out of
+    the file's order: the same verdicts, early findings in the same order."""
+    from faultgate_stream.checks.rules.check import SpanRules
+
+    rules = [*TOGETHER, {"name": "refund_any", "when": 'span.tool == "issue_refund"', "reason": "any"},
+             {"name": "first", "when": 'span.operation == "invoke_agent"', "reason": "agent"}]
+    batches = _interleaved()
+    one = [[s for b in batches for s in b]]
+    grouped = rule_checks(load_rules(_file(tmp_path, rules)))
+    alone = rule_checks(load_rules(_file(tmp_path, rules)))
+    for c in alone:
+        if isinstance(getattr(c, "group", None), SpanRules):
+            c.group = None  # each looks on its own (``SpanRuleCheck.observe_spans``)
+    for b in (batches, one, [[s] for s in one[0]]):
+        want = check_spans(b, alone)
+        got = check_spans(b, grouped)
+        assert [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in got] == \
+            [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in want]
+        assert sum(len(v.early) for v in got) >= 9  # findings early, several at a span, to order
 
 
 def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and_the_other_fires(tmp_path):
