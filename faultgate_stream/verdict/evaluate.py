@@ -48,37 +48,44 @@ def _log() -> Any:
     return structlog.get_logger("faultgate_stream.verdict")
 
 
-def _groups(checks: tuple[Check, ...]) -> list[tuple[Any, tuple[int, ...]]]:
-    """The groups of ``checks`` (a check's ``group``: a rules file's span rules,
-    checks/rules/check.py), each with the indexes of its observing members (``observers``),
-    when every one of those is among ``checks``, once, and observes.
+def _groups(checks: tuple[Check, ...]) -> list[tuple[Any, int, tuple[int, ...]]]:
+    """The groups of ``checks`` (a check's ``group``: a rules file's rules, checks/rules/
+    check.py ``RulesGroup``) whose ``members`` are all among ``checks``, once, one after
+    another and in order, with where the first is and the indexes of those that observe
+    (``observers``: each one observes).
 
-    A group stands for its observing members on the every-run span path, as one check
-    that costs one loop turn and one call a stretch for all of them: ``start()`` is the
-    state they all share (each member's ``finish`` reads it), and ``observe_spans`` gives
-    None or every member's first finding in the stretch, as (index, reason, member, ""),
-    by span and then in the members' order: what each member observing on its own finds."""
+    A group stands for its members on the every-run path, as one check that costs one loop
+    turn and one call for all of them: ``start()`` is the state its observers all share
+    (each member's own ``finish`` reads it too); ``observe_spans`` gives None or every
+    observer's first finding in the stretch, as (index, reason, member, ""), by span and
+    then in the members' order; ``finish_all(state, run)`` every member's result, in order.
+    Each is what the members give looking and judging on their own."""
     out = []
     seen: set[int] = set()
+    where = {id(c): i for i, c in enumerate(checks)}
     for c in checks:
         g = getattr(c, "group", None)
         if g is None or id(g) in seen:
             continue
         seen.add(id(g))
-        at = tuple(i for m in g.observers for i, c2 in enumerate(checks) if c2 is m)
-        if len(at) == len(g.observers) and at and list(at) == sorted(at) and all(
-                type(checks[i]).observe is not Check.observe for i in at):
-            out.append((g, at))
+        first = where.get(id(g.members[0]), -1)
+        at = tuple(where.get(id(m), -1) for m in g.observers)
+        if (first >= 0 and all(checks[first + k] is m for k, m in enumerate(g.members[:len(checks) - first]))
+                and first + len(g.members) <= len(checks) and len(where) == len(checks)
+                and all(type(checks[i]).observe is not Check.observe for i in at)):
+            out.append((g, first, at))
     return out
 
 
 class _TraceState:
-    __slots__ = ("ruleset", "states", "observing", "watching", "bound_states", "agents", "early", "fired_early")
+    __slots__ = ("ruleset", "states", "observing", "watching", "finishing", "bound_states", "agents", "early",
+                 "fired_early")
 
     def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...],
-                 watchers: tuple[Check, ...], watched: tuple[int, ...]) -> None:
+                 watchers: tuple[Check, ...], watched: tuple[int, ...], finishing: tuple | None) -> None:
         self.ruleset = ruleset
         self.states = states
+        self.finishing = finishing  # with groups: what ``_results`` calls (``Evaluator._shape``)
         self.observing = observing  # indexes of the checks that look at spans as they arrive
         # ... as (check, state) pairs, what the span path loops over; ``watchers`` are those
         # checks, a group's members as the group (``Evaluator._fresh`` works them out once
@@ -224,7 +231,7 @@ class Evaluator:
         memo = self._shape_memo
         if memo is None or memo[0] is not rs:
             memo = self._shape_memo = self._shape(rs)
-        _, observing, starting, states, watchers, watched, groups = memo
+        _, observing, starting, states, watchers, watched, groups, finishing = memo
         states = states.copy()
         for i, c in starting:
             states[i] = c.start()
@@ -233,7 +240,7 @@ class Evaluator:
                 state = g.start()
                 for i in at:
                     states[i] = state
-        return _TraceState(rs, states, observing, watchers, watched)
+        return _TraceState(rs, states, observing, watchers, watched, finishing)
 
     @staticmethod
     def _shape(rs: Ruleset) -> tuple:
@@ -242,13 +249,31 @@ class Evaluator:
         starting = [(i, c) for i, c in enumerate(checks) if type(c).start is not Check.start]
         watch = [(i, checks[i]) for i in observing]
         groups = []
-        for g, at in _groups(checks):
-            # the members that observe: one state, started by the group, and one look, the group's
-            groups.append((g, at))
-            starting = [(i, c) for i, c in starting if i not in at]
-            watch = [(i, g if i == at[0] else c) for i, c in watch if i not in at[1:]]
+        # what ``_results`` calls, in order: (check, its state's index, 0), or for a group
+        # (the group, its observers' state's index or -1, how many members) ...
+        finishing: list[tuple[Any, int, int]] = [(c, i, 0) for i, c in enumerate(checks)]
+        for g, first, at in _groups(checks):
+            n = len(g.members)
+            starting = [(i, c) for i, c in starting if not first <= i < first + n]
+            if at:  # its observers: one state, started by the group, and one look, the group's
+                groups.append((g, at))
+                watch = [(i, g if i == at[0] else c) for i, c in watch if i not in at[1:]]
+            finishing = [(g, at[0] if at else -1, n) if c is g.members[0] else (c, i, k)
+                         for c, i, k in finishing if not (i != first and first <= i < first + n and k == 0)]
+        # ... as runs of checks on their own, each (checks, their states' indexes, 0), and groups
+        segments: list[tuple[Any, Any, int]] = []
+        for c, i, k in finishing:
+            if k:
+                segments.append((c, i, k))
+            elif segments and not segments[-1][2]:
+                segments[-1][0].append(c)
+                segments[-1][1].append(i)
+            else:
+                segments.append(([c], [i], 0))
+        segments = [(tuple(a), tuple(b), 0) if not k else (a, b, k) for a, b, k in segments]
+        grouped = any(k for _, _, k in finishing)
         return (rs, observing, tuple(starting), [None] * len(checks), tuple(c for _, c in watch),
-                tuple(i for i, _ in watch), tuple(groups))
+                tuple(i for i, _ in watch), tuple(groups), tuple(segments) if grouped else None)
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
@@ -425,12 +450,15 @@ class Evaluator:
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
         if not rs.bindings:
-            results = []
-            for c, state in zip(rs.checks, st.states):
-                try:  # ``_finish`` inlined: the one loop every run goes through
-                    results.append(c.finish(state, run))
-                except Exception as e:
-                    results.append(self._failed_result(c, run, e))
+            if st.finishing is not None:
+                results = self._grouped_results(st.finishing, st.states, run)
+            else:
+                results = []
+                for c, state in zip(rs.checks, st.states):
+                    try:  # ``_finish`` inlined: the one loop every run goes through
+                        results.append(c.finish(state, run))
+                    except Exception as e:
+                        results.append(self._failed_result(c, run, e))
             unread = run.unread
             # agent work no convention read: no check passes on what it hid (``reasons``:
             # the work's truth without ``UnreadWork.__bool__``'s Python call)
@@ -447,6 +475,29 @@ class Evaluator:
                 r = self._judge_view(check, view)
                 results.append(r._replace(agent=agent) if multi else r)
         return tuple(results)
+
+    def _grouped_results(self, finishing: tuple, states: list[Any], run: Run) -> list[CheckResult]:
+        """Every every-run check's result, a group's (``_groups``) from one call; where that
+        raises, each of its members is asked on its own, as without the group."""
+        results: list[CheckResult] = []
+        for c, i, n in finishing:
+            if not n:  # checks on their own (``c``), their states at ``i``
+                for check, state in zip(c, map(states.__getitem__, i)):
+                    try:
+                        results.append(check.finish(state, run))
+                    except Exception as e:
+                        results.append(self._failed_result(check, run, e))
+                continue
+            try:
+                results += c.finish_all(states[i] if i >= 0 else None, run)
+            except Exception:
+                first = len(results)
+                for m, state in zip(c.members, states[first:first + n]):
+                    try:
+                        results.append(m.finish(state, run))
+                    except Exception as e:
+                        results.append(self._failed_result(m, run, e))
+        return results
 
     def _shadow(self, rs: Ruleset, run: Run) -> tuple[CheckResult, ...]:
         """Shadow checks judge each agent's view like bound ones, after the fact: they

@@ -180,23 +180,58 @@ def test_a_files_span_rules_as_a_group_give_the_verdicts_and_early_findings_in_t
     """The group (verdict/evaluate.py, ``_groups``) against the same rules each observing
     on its own, over batches where two rules match one span and rules match spans out of
     the file's order: the same verdicts, early findings in the same order."""
-    from faultgate_stream.checks.rules.check import SpanRules
-
     rules = [*TOGETHER, {"name": "refund_any", "when": 'span.tool == "issue_refund"', "reason": "any"},
+             {"name": "nothing", "level": "run", "when": 'run.calls["nothing"] > 0', "reason": "n"},
              {"name": "first", "when": 'span.operation == "invoke_agent"', "reason": "agent"}]
     batches = _interleaved()
     one = [[s for b in batches for s in b]]
     grouped = rule_checks(load_rules(_file(tmp_path, rules)))
     alone = rule_checks(load_rules(_file(tmp_path, rules)))
     for c in alone:
-        if isinstance(getattr(c, "group", None), SpanRules):
-            c.group = None  # each looks on its own (``SpanRuleCheck.observe_spans``)
+        c.group = None  # each looks and judges on its own (``SpanRuleCheck.observe_spans``, ``finish``)
     for b in (batches, one, [[s] for s in one[0]]):
         want = check_spans(b, alone)
         got = check_spans(b, grouped)
         assert [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in got] == \
             [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in want]
         assert sum(len(v.early) for v in got) >= 9  # findings early, several at a span, to order
+        assert all(r.undecided for v in got for r in v.results if r.check == "nothing")
+
+
+def test_a_rules_file_whose_group_raises_or_is_split_in_the_ruleset_judges_as_its_rules_on_their_own(
+        tmp_path, monkeypatch):
+    """Where the group's ``finish_all`` raises, each rule is asked on its own, and a rule
+    that raises then is undecided alone; a file whose rules are not one after another in
+    the ruleset is not taken as a group (verdict/evaluate.py, ``_groups``)."""
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.checks.rules.check import RulesGroup, RunRules
+
+    batches = _interleaved()
+    made = lambda: rule_checks(load_rules(_file(tmp_path, TOGETHER)))  # noqa: E731
+    alone = made()
+    for c in alone:
+        c.group = None
+    want = check_spans(batches, alone)
+    split = made()
+    split = [*split[:2], *select(None), *split[2:]]
+    for got in (check_spans(batches, split), check_spans(batches, made())):
+        assert [(v.key, [r for r in v.results if r.kind == "rule" and r.check in {x["name"] for x in TOGETHER}])
+                for v in got] == [(v.key, list(v.results)) for v in want]
+
+    calls = []
+
+    def raises(self, *args):
+        calls.append(type(self).__name__)
+        raise RuntimeError("the group's verdict failed")
+
+    monkeypatch.setattr(RulesGroup, "finish_all", raises)
+    assert [v.results for v in check_spans(batches, made())] == [v.results for v in want]
+    assert calls == ["RulesGroup"] * len(want)  # asked once a run, then each rule
+    monkeypatch.setattr(RunRules, "on", raises)
+    got = check_spans(batches, made())
+    for v, w in zip(got, want):
+        for r, x in zip(v.results, w.results):
+            assert r == x if r.check != "ran" else (r.undecided and "RuntimeError" in r.reason), r
 
 
 def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and_the_other_fires(tmp_path):
