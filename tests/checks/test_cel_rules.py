@@ -234,6 +234,20 @@ def test_a_rules_file_whose_group_raises_or_is_split_in_the_ruleset_judges_as_it
             assert r == x if r.check != "ran" else (r.undecided and "RuntimeError" in r.reason), r
 
 
+def test_the_span_ids_of_a_stretch_are_what_the_span_rules_saw_of_it():
+    """``SpanRules.add_ids`` (native/py/src/checks/rules.rs): the ids of ``spans[lo:hi]``, of
+    a list or a tuple, into the set of what a file's span rules saw of a trace."""
+    from faultgate_stream._native import SpanRules
+
+    spans = _spans()
+    for given in (spans, tuple(spans)):
+        seen = {"before"}
+        SpanRules.add_ids(seen, given, 1, 3)
+        assert seen == {"before", spans[1].span_id, spans[2].span_id}
+        SpanRules.add_ids(seen, given, 4, 99)
+        assert seen == {"before", spans[1].span_id, spans[2].span_id, spans[4].span_id}
+
+
 def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and_the_other_fires(tmp_path):
     rules = [{"name": "any_refund", "when": 'span.tool == "issue_refund"', "reason": "a refund"},
              {"name": "big_refund", "tools": ["issue_refund"], "when": "span.args.amount > 500", "reason": "big"}]

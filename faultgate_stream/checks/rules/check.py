@@ -82,6 +82,7 @@ class SpanRules:
         from faultgate_stream._native import SpanRules as Native
 
         self.rules = rules
+        self.add_ids = Native.add_ids  # each span id of spans[lo:hi] into a set, in one call
         self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}),
                              [sorted(r.tools) if r.tools is not None else None for r in rules],
                              [sorted(r.fields) for r in rules],
@@ -444,9 +445,10 @@ class RulesGroup:
         """Every span rule on ``spans[lo:hi]``: None, or each one's first finding there as
         (index, reason, the rule's check, ""), by span, then in the file's order."""
         sh = state.shared
-        answers = self._span.stretch(spans, lo, hi, sh)
+        span = self._span
+        answers = span.stretch(spans, lo, hi, sh)
         # seen once looked at: a stretch whose look raised is judged again at the verdict
-        sh.seen.update(map(_span_id, spans[lo:hi]))
+        span.add_ids(sh.seen, spans, lo, hi)
         if answers is None:
             return None
         found = [(a[0], a[1], c, "") for a, c in zip(answers, self.observers) if a is not None]

@@ -13,7 +13,7 @@ use faultgate_core::checks::rules::{args_value, boolean, constant, double, empty
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PySet, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 
 use super::guarded;
@@ -177,6 +177,23 @@ impl SpanRules {
             }
             Ok((fired, errors))
         })
+    }
+
+    /// Each span id of `spans[lo:hi]` (records) added to `seen`, a set: what a file's span
+    /// rules saw of a trace (check.py's `_Shared.seen`), without a Python call a span.
+    #[staticmethod]
+    fn add_ids(seen: Bound<'_, PySet>, spans: Bound<'_, PyAny>, lo: usize, hi: usize) -> PyResult<()> {
+        let id = |s: Bound<'_, PyAny>| -> PyResult<()> { seen.add(s.downcast::<PyTuple>()?.get_item(field::SPAN_ID)?) };
+        if let Ok(l) = spans.downcast::<PyList>() {
+            for i in lo..hi.min(l.len()) {
+                id(l.get_item(i)?)?;
+            }
+        } else {
+            for i in lo..hi.min(spans.len()?) {
+                id(spans.get_item(i)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// `span`'s map as the rules would see it with `fields` (empty: all), in Python: for
