@@ -551,6 +551,34 @@ def test_a_rule_whose_keys_keep_missing_in_a_batch_is_no_longer_keyed_and_answer
     assert (len(fired[0]), len(fired[1]), len(fired[2]), len(errors[2])) == (9 + 20, 60, 20, 100)  # each can fail
 
 
+def test_a_rule_reading_arguments_by_key_shares_its_answer_on_spans_alike_in_those_keys_values(tmp_path):
+    """A rule that reads ``span.args`` only by literal keys is keyed by those keys' values
+    (native/py/src/checks/rules.rs, ``arg_values_key``), not by the arguments' text: spans
+    whose other arguments differ share its answer, and an int, a double, a string, a map
+    or no key at all are each told apart; every span's outcome is the one it gets alone."""
+    from faultgate_stream.checks.rules.check import SpanRules
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rules = load_rules(_file(tmp_path, [
+        {"name": "big", "tools": ["t"], "when": "span.args.n > 50", "reason": "b"},
+        {"name": "has", "tools": ["t"], "when": "has(span.args.n) && span.args.pad != ''", "reason": "h"},
+        {"name": "whole", "tools": ["t"], "when": "size(span.args) > 1", "reason": "w"}]))
+    native = SpanRules(rules.rules).native
+    values = [7, 70, 7.0, 70.0, "x", None, {"a": 1}, [51], "missing"]
+    batch = []
+    for i in range(90):
+        v = values[i % len(values)]
+        args = json.dumps({"pad": f"p{i}"} if v == "missing" else {"n": v, "pad": f"p{i}"})
+        batch.append(SpanRecord(f"{i:032x}", f"{i:016x}", None, "execute_tool t", 1, 2,
+                                tool=ToolExecution("t", args if i != 5 else "{not json", "ok")))
+    fired, errors = native.evaluate(batch)
+    alone = [native.evaluate([s]) for s in batch]
+    for rule in range(3):
+        assert fired[rule] == [p for p, (f, _) in enumerate(alone) if f[rule]], rule
+        assert errors[rule] == [(p, e[rule][0][1]) for p, (_, e) in enumerate(alone) if e[rule]], rule
+    assert len(fired[0]) == 20 and errors[0] and fired[1] and fired[2]  # each can fire, or fail
+
+
 def test_runs_alike_in_what_the_run_rules_read_share_their_answer_and_runs_unlike_do_not():
     """A run's outcomes are kept by what its map is made of (native/py/src/checks/rules.rs,
     ``RunRules.run_key``): a run differing only in what no rule reads gets the kept answer,

@@ -8,8 +8,8 @@
 
 use std::sync::Mutex;
 
-use faultgate_core::checks::rules::{args_value, boolean, constant, double, empty_map, fields, int as cel_int, list, map,
-                                     null, text, value_of, Outcome, Rules, Val};
+use faultgate_core::checks::rules::{args_document, args_of, args_value, boolean, constant, double, empty_map, fields,
+                                     int as cel_int, list, map, null, text, value_of, Outcome, Rules, Val};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -54,6 +54,9 @@ pub struct SpanRules {
     rules: Rules,
     tools: Vec<Option<Vec<String>>>,
     fields: Vec<u32>,
+    /// per rule, the argument keys it reads when it reads `args` only by them (`arg_keys`):
+    /// it is keyed by their values rather than by the arguments' text
+    arg_keys: Vec<Option<Vec<String>>>,
     attributes: Vec<Py<PyString>>,
     plain_args: Py<PyAny>,
 }
@@ -74,7 +77,7 @@ impl SpanRules {
             (given, None) => given,
             (None, implied) => implied,
         }).collect();
-        let fields = fields.iter().map(|names| {
+        let fields: Vec<u32> = fields.iter().map(|names| {
             if names.is_empty() {
                 return ALL;
             }
@@ -87,7 +90,10 @@ impl SpanRules {
             })
         }).collect();
         let attributes = attributes.iter().map(|a| PyString::new(py, a).unbind()).collect();
-        Ok(SpanRules { rules, tools, fields, attributes, plain_args })
+        let arg_keys = fields.iter().enumerate().map(|(i, f): (usize, &u32)| {
+            if f & bit("args") != 0 && f & bit("arguments") == 0 { rules.arg_keys(i, "span") } else { None }
+        }).collect();
+        Ok(SpanRules { rules, tools, fields, arg_keys, attributes, plain_args })
     }
 
     /// Every rule over every span of `spans` (a list or tuple of records): per rule, the
@@ -134,6 +140,9 @@ impl SpanRules {
                 }
                 missed.clear();
                 let mut wanted = 0u32;
+                // the arguments' document, read once a span for the keys and the map (None
+                // inside: for Python to read)
+                let mut doc: Option<Option<serde_json::Value>> = None;
                 for &i in &which {
                     let mut k = None;
                     let (misses, hits) = looks[i];
@@ -147,7 +156,20 @@ impl SpanRules {
                             }
                             None => key.push(0xff),
                         }
-                        if source_key(s, tool.as_ref(), self.fields[i], &mut key)? {
+                        let by_keys = self.arg_keys[i].as_deref();
+                        let sources = if by_keys.is_some() { self.fields[i] & !bit("args") } else { self.fields[i] };
+                        let mut keyed = source_key(s, tool.as_ref(), sources, &mut key)?;
+                        if let (true, Some(names)) = (keyed, by_keys) {
+                            let d = match &doc {
+                                Some(d) => d,
+                                None => doc.insert(arguments_document(tool.as_ref())?),
+                            };
+                            keyed = d.as_ref().is_some_and(|d| {
+                                arg_values_key(d, names, &mut key);
+                                true
+                            });
+                        }
+                        if keyed {
                             if let Some(o) = seen.get(key.as_slice()) {
                                 record(&mut fired, &mut errors, i, pos, o);
                                 looks[i].1 += 1;
@@ -163,7 +185,7 @@ impl SpanRules {
                 if missed.is_empty() {
                     continue;
                 }
-                let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted)?;
+                let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted, doc.flatten())?;
                 let bound = self.rules.bind("span", value);
                 for (i, k) in missed.drain(..) {
                     let o = bound.evaluate(i);
@@ -212,14 +234,16 @@ impl SpanRules {
             Some(t) => Some(t.get_item(0)?.downcast_into::<PyString>()?),
             None => None,
         };
-        let v = self.span_map(py, &span, tool.as_ref(), name.as_ref(), wanted)?;
+        let v = self.span_map(py, &span, tool.as_ref(), name.as_ref(), wanted, None)?;
         to_python(py, &value_of(&v).ok_or_else(|| PyValueError::new_err("a value with no Value"))?)
     }
 }
 
 impl SpanRules {
+    /// `doc`: the arguments' document when the caller read it already (`arguments_document`).
     fn span_map<'py>(&self, py: Python<'py>, s: &Bound<'py, PyTuple>, tool: Option<&Bound<'py, PyTuple>>,
-                     name: Option<&Bound<'py, PyString>>, wanted: u32) -> PyResult<Val> {
+                     name: Option<&Bound<'py, PyString>>, wanted: u32, mut doc: Option<serde_json::Value>)
+                     -> PyResult<Val> {
         let mut out: Vec<(&'static str, Val)> = Vec::with_capacity(wanted.count_ones() as usize);
         let str_at = |i: usize| -> PyResult<Val> { string(&s.get_item(i)?) };
         let tool_str = |i: usize| -> PyResult<Val> {
@@ -275,6 +299,7 @@ impl SpanRules {
                 "call_id" => tool_str(3)?,
                 "args" => match tool {
                     None => empty_map(),
+                    Some(_) if doc.is_some() => args_of(doc.take().unwrap_or_else(|| unreachable!())),
                     Some(t) => {
                         let a = t.get_item(1)?;
                         let parsed = match a.downcast::<PyString>() {
@@ -329,6 +354,35 @@ impl SpanRules {
             out.push(("attributes", empty_map()));
         }
         Ok(fields(out))
+    }
+}
+
+/// The tool's arguments as `args_document` reads them: None where `args_value` would not
+/// read them itself (no text, empty, or text serde_json refuses: Python reads those).
+fn arguments_document(tool: Option<&Bound<'_, PyTuple>>) -> PyResult<Option<serde_json::Value>> {
+    let Some(t) = tool else { return Ok(None) };
+    let a = t.get_item(1)?;
+    Ok(match a.downcast::<PyString>() {
+        Ok(text) => text.to_str().ok().filter(|t| !t.is_empty()).and_then(args_document),
+        Err(_) => None,
+    })
+}
+
+/// The values of the argument keys `names` in `doc`, appended to `key`: each key's value
+/// as JSON text (serde_json writes equal values alike, a number as it was written: `5` and
+/// `5.0` are an int and a double to CEL, and two keys), or a byte for a key it lacks.
+fn arg_values_key(doc: &serde_json::Value, names: &[String], key: &mut Vec<u8>) {
+    for n in names {
+        key.push(b'|');
+        match doc.as_object().and_then(|m| m.get(n)) {
+            Some(v) => {
+                let t = v.to_string();
+                key.push(1);
+                key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                key.extend_from_slice(t.as_bytes());
+            }
+            None => key.push(0),
+        }
     }
 }
 
