@@ -49,8 +49,8 @@ def _log() -> Any:
 
 
 def _groups(checks: tuple[Check, ...]) -> list[tuple[Any, int, tuple[int, ...]]]:
-    """The groups of ``checks`` (a check's ``group``: a rules file's rules, checks/rules/
-    check.py ``RulesGroup``) whose ``members`` are all among ``checks``, once, one after
+    """The groups of ``checks`` (a check's ``check_group``: a rules file's rules, checks/
+    rules/check.py ``RulesGroup``) whose ``members`` are all among ``checks``, once, one after
     another and in order, with where the first is and the indexes of those that observe
     (``observers``: each one observes).
 
@@ -64,9 +64,9 @@ def _groups(checks: tuple[Check, ...]) -> list[tuple[Any, int, tuple[int, ...]]]
     seen: set[int] = set()
     where = {id(c): i for i, c in enumerate(checks)}
     for c in checks:
-        g = getattr(c, "group", None)
-        if g is None or id(g) in seen:
-            continue
+        g = getattr(c, "check_group", None)
+        if g is None or id(g) in seen or not any(m is c for m in getattr(g, "members", ())):
+            continue  # none, or not a group this check is a member of (a plug-in's own attribute)
         seen.add(id(g))
         first = where.get(id(g.members[0]), -1)
         at = tuple(where.get(id(m), -1) for m in g.observers)
@@ -313,7 +313,7 @@ class Evaluator:
                 try:
                     first = check.observe_spans(state, spans, lo, hi)
                 except Exception:
-                    for c in getattr(check, "observers", (check,)):  # a group: each of its members
+                    for c in (check,) if isinstance(check, Check) else check.observers:  # a group: each member
                         self._failed(c, "observe", tid)
                     continue
                 if first is not None:

@@ -188,7 +188,7 @@ def test_a_files_span_rules_as_a_group_give_the_verdicts_and_early_findings_in_t
     grouped = rule_checks(load_rules(_file(tmp_path, rules)))
     alone = rule_checks(load_rules(_file(tmp_path, rules)))
     for c in alone:
-        c.group = None  # each looks and judges on its own (``SpanRuleCheck.observe_spans``, ``finish``)
+        c.check_group = None  # each looks and judges on its own (``SpanRuleCheck.observe_spans``, ``finish``)
     for b in (batches, one, [[s] for s in one[0]]):
         want = check_spans(b, alone)
         got = check_spans(b, grouped)
@@ -196,6 +196,20 @@ def test_a_files_span_rules_as_a_group_give_the_verdicts_and_early_findings_in_t
             [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in want]
         assert sum(len(v.early) for v in got) >= 9  # findings early, several at a span, to order
         assert all(r.undecided for v in got for r in v.results if r.check == "nothing")
+
+
+def test_a_check_with_an_attribute_named_as_a_groups_is_judged_on_its_own(tmp_path):
+    """A check whose ``check_group`` names no group it is a member of (a plug-in's own
+    attribute, say) is judged as any other check (verdict/evaluate.py, ``_groups``)."""
+    from faultgate_stream.checks.registry import select
+
+    own = select(None)  # fresh checks: the attributes set here go with them
+    own[0].check_group = "safety"
+    other = rule_checks(load_rules(_file(tmp_path, TOGETHER)))
+    own[1].check_group = other[0].check_group  # a group it is not a member of
+    batches = _interleaved()
+    want = check_spans(batches, select(None))
+    assert [v.results for v in check_spans(batches, own)] == [v.results for v in want]
 
 
 def test_a_rules_file_whose_group_raises_or_is_split_in_the_ruleset_judges_as_its_rules_on_their_own(
@@ -210,7 +224,7 @@ def test_a_rules_file_whose_group_raises_or_is_split_in_the_ruleset_judges_as_it
     made = lambda: rule_checks(load_rules(_file(tmp_path, TOGETHER)))  # noqa: E731
     alone = made()
     for c in alone:
-        c.group = None
+        c.check_group = None
     want = check_spans(batches, alone)
     split = made()
     split = [*split[:2], *select(None), *split[2:]]

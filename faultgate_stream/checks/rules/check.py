@@ -255,7 +255,7 @@ class SpanRuleCheck(_RuleCheck):
     (``observe``: a check bound to an agent, a view replayed) each looks on its own."""
 
     _together: SpanRules
-    group: RulesGroup | None = None
+    check_group: RulesGroup | None = None
     # it fires on a span it matched: evidence, which stands beside a run's unread work (a
     # run rule may fire on an absence, "never consulted the retriever", and does not)
     fires_on_evidence = True
@@ -388,7 +388,7 @@ class SpanRuleCheck(_RuleCheck):
 
 class RunRuleCheck(_RuleCheck):
     _together: RunRules
-    group: RulesGroup | None = None
+    check_group: RulesGroup | None = None
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         together = self._together
@@ -500,5 +500,5 @@ def rule_checks(file: RulesFile) -> list[Check]:
         span_together.passed = [c._passed for c in span_together.checks]
     group = RulesGroup(tuple(out), span_together, run_together)
     for c in out:
-        c.group = group  # type: ignore[attr-defined]
+        c.check_group = group  # type: ignore[attr-defined]
     return out
