@@ -48,17 +48,49 @@ def _log() -> Any:
     return structlog.get_logger("faultgate_stream.verdict")
 
 
+def _groups(checks: tuple[Check, ...]) -> list[tuple[Any, int, tuple[int, ...]]]:
+    """The groups of ``checks`` (a check's ``check_group``: a rules file's rules, checks/
+    rules/check.py ``RulesGroup``) whose ``members`` are all among ``checks``, once, one after
+    another and in order, with where the first is and the indexes of those that observe
+    (``observers``: each one observes).
+
+    A group stands for its members on the every-run path, as one check that costs one loop
+    turn and one call for all of them: ``start()`` is the state its observers all share
+    (each member's own ``finish`` reads it too); ``observe_spans`` gives None or every
+    observer's first finding in the stretch, as (index, reason, member, ""), by span and
+    then in the members' order; ``finish_all(state, run)`` every member's result, in order.
+    Each is what the members give looking and judging on their own."""
+    out = []
+    seen: set[int] = set()
+    where = {id(c): i for i, c in enumerate(checks)}
+    for c in checks:
+        g = getattr(c, "check_group", None)
+        if g is None or id(g) in seen or not any(m is c for m in getattr(g, "members", ())):
+            continue  # none, or not a group this check is a member of (a plug-in's own attribute)
+        seen.add(id(g))
+        first = where.get(id(g.members[0]), -1)
+        at = tuple(where.get(id(m), -1) for m in g.observers)
+        if (first >= 0 and all(checks[first + k] is m for k, m in enumerate(g.members[:len(checks) - first]))
+                and first + len(g.members) <= len(checks) and len(where) == len(checks)
+                and all(type(checks[i]).observe is not Check.observe for i in at)):
+            out.append((g, first, at))
+    return out
+
+
 class _TraceState:
-    __slots__ = ("ruleset", "states", "observing", "watching", "bound_states", "agents", "early", "fired_early")
+    __slots__ = ("ruleset", "states", "observing", "watching", "finishing", "bound_states", "agents", "early",
+                 "fired_early")
 
     def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...],
-                 watchers: tuple[Check, ...]) -> None:
+                 watchers: tuple[Check, ...], watched: tuple[int, ...], finishing: tuple | None) -> None:
         self.ruleset = ruleset
         self.states = states
+        self.finishing = finishing  # with groups: what ``_results`` calls (``Evaluator._shape``)
         self.observing = observing  # indexes of the checks that look at spans as they arrive
         # ... as (check, state) pairs, what the span path loops over; ``watchers`` are those
-        # checks (``Evaluator._fresh`` works them out once per ruleset), paired in C
-        self.watching = tuple(zip(watchers, map(states.__getitem__, observing)))
+        # checks, a group's members as the group (``Evaluator._fresh`` works them out once
+        # per ruleset), and ``watched`` the indexes of their states, paired in C
+        self.watching = tuple(zip(watchers, map(states.__getitem__, watched)))
         self.bound_states: dict[int, Any] = {}  # id(check) -> early state
         # span -> its nearest agent's name: only a check bound to an agent needs it, and most
         # rulesets bind none (it was built for every trace: four dicts)
@@ -193,20 +225,55 @@ class Evaluator:
     def _fresh(self, rs: Ruleset) -> _TraceState:
         """A trace's state under ``rs``: each check's ``start()``. Worked out once per
         ruleset: which checks override ``observe`` (most only judge the finished run, and
-        calling their no-op ``observe`` on every span cost more than the ones that look)
-        and which override ``start`` (the others start from None without a call each)."""
+        calling their no-op ``observe`` on every span cost more than the ones that look),
+        which override ``start`` (the others start from None without a call each), and the
+        groups (``_groups``) whose observing members share one state and one look."""
         memo = self._shape_memo
         if memo is None or memo[0] is not rs:
-            checks = rs.checks
-            observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe)
-            memo = self._shape_memo = (
-                rs, observing, tuple((i, c) for i, c in enumerate(checks) if type(c).start is not Check.start),
-                [None] * len(checks), tuple(checks[i] for i in observing))
-        _, observing, starting, states, watchers = memo
+            memo = self._shape_memo = self._shape(rs)
+        _, observing, starting, states, watchers, watched, groups, finishing = memo
         states = states.copy()
         for i, c in starting:
             states[i] = c.start()
-        return _TraceState(rs, states, observing, watchers)
+        if groups:
+            for g, at in groups:
+                state = g.start()
+                for i in at:
+                    states[i] = state
+        return _TraceState(rs, states, observing, watchers, watched, finishing)
+
+    @staticmethod
+    def _shape(rs: Ruleset) -> tuple:
+        checks = rs.checks
+        observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe)
+        starting = [(i, c) for i, c in enumerate(checks) if type(c).start is not Check.start]
+        watch = [(i, checks[i]) for i in observing]
+        groups = []
+        # what ``_results`` calls, in order: (check, its state's index, 0), or for a group
+        # (the group, its observers' state's index or -1, how many members) ...
+        finishing: list[tuple[Any, int, int]] = [(c, i, 0) for i, c in enumerate(checks)]
+        for g, first, at in _groups(checks):
+            n = len(g.members)
+            starting = [(i, c) for i, c in starting if not first <= i < first + n]
+            if at:  # its observers: one state, started by the group, and one look, the group's
+                groups.append((g, at))
+                watch = [(i, g if i == at[0] else c) for i, c in watch if i not in at[1:]]
+            finishing = [(g, at[0] if at else -1, n) if c is g.members[0] else (c, i, k)
+                         for c, i, k in finishing if not (i != first and first <= i < first + n and k == 0)]
+        # ... as runs of checks on their own, each (checks, their states' indexes, 0), and groups
+        segments: list[tuple[Any, Any, int]] = []
+        for c, i, k in finishing:
+            if k:
+                segments.append((c, i, k))
+            elif segments and not segments[-1][2]:
+                segments[-1][0].append(c)
+                segments[-1][1].append(i)
+            else:
+                segments.append(([c], [i], 0))
+        segments = [(tuple(a), tuple(b), 0) if not k else (a, b, k) for a, b, k in segments]
+        grouped = any(k for _, _, k in finishing)
+        return (rs, observing, tuple(starting), [None] * len(checks), tuple(c for _, c in watch),
+                tuple(i for i, _ in watch), tuple(groups), tuple(segments) if grouped else None)
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
@@ -246,10 +313,14 @@ class Evaluator:
                 try:
                     first = check.observe_spans(state, spans, lo, hi)
                 except Exception:
-                    self._failed(check, "observe", tid)
+                    for c in (check,) if isinstance(check, Check) else check.observers:  # a group: each member
+                        self._failed(c, "observe", tid)
                     continue
                 if first is not None:
-                    found.append((first[0], first[1], check, ""))
+                    if type(first) is list:  # a group's: each member's first finding (``_groups``)
+                        found += first
+                    else:
+                        found.append((first[0], first[1], check, ""))
             if st.agents is not None:  # the ruleset binds agents
                 for i in range(lo, hi):
                     self._observe_bound(st, spans[i], i, found)
@@ -379,12 +450,15 @@ class Evaluator:
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
         if not rs.bindings:
-            results = []
-            for c, state in zip(rs.checks, st.states):
-                try:  # ``_finish`` inlined: the one loop every run goes through
-                    results.append(c.finish(state, run))
-                except Exception as e:
-                    results.append(self._failed_result(c, run, e))
+            if st.finishing is not None:
+                results = self._grouped_results(st.finishing, st.states, run)
+            else:
+                results = []
+                for c, state in zip(rs.checks, st.states):
+                    try:  # ``_finish`` inlined: the one loop every run goes through
+                        results.append(c.finish(state, run))
+                    except Exception as e:
+                        results.append(self._failed_result(c, run, e))
             unread = run.unread
             # agent work no convention read: no check passes on what it hid (``reasons``:
             # the work's truth without ``UnreadWork.__bool__``'s Python call)
@@ -401,6 +475,29 @@ class Evaluator:
                 r = self._judge_view(check, view)
                 results.append(r._replace(agent=agent) if multi else r)
         return tuple(results)
+
+    def _grouped_results(self, finishing: tuple, states: list[Any], run: Run) -> list[CheckResult]:
+        """Every every-run check's result, a group's (``_groups``) from one call; where that
+        raises, each of its members is asked on its own, as without the group."""
+        results: list[CheckResult] = []
+        for c, i, n in finishing:
+            if not n:  # checks on their own (``c``), their states at ``i``
+                for check, state in zip(c, map(states.__getitem__, i)):
+                    try:
+                        results.append(check.finish(state, run))
+                    except Exception as e:
+                        results.append(self._failed_result(check, run, e))
+                continue
+            try:
+                results += c.finish_all(states[i] if i >= 0 else None, run)
+            except Exception:
+                first = len(results)
+                for m, state in zip(c.members, states[first:first + n]):
+                    try:
+                        results.append(m.finish(state, run))
+                    except Exception as e:
+                        results.append(self._failed_result(m, run, e))
+        return results
 
     def _shadow(self, rs: Ruleset, run: Run) -> tuple[CheckResult, ...]:
         """Shadow checks judge each agent's view like bound ones, after the fact: they

@@ -138,10 +138,10 @@ def _by_check(verdicts, name):
 
 
 def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_path, monkeypatch):
-    """On the every-run path the file's first span rule observes for all its span rules
-    (checks/rules/check.py): each still finds, early and at the verdict, what it finds in a
-    file of its own; and when the first rule's look raises on a stretch, the others look
-    at it themselves."""
+    """On the every-run path a file's span rules observe as one group (checks/rules/
+    check.py, ``SpanRules.observe_spans``): each still finds, early and at the verdict,
+    what it finds in a file of its own; and when the group's look raises on a stretch, the
+    early findings there are lost to every rule and no verdict changes."""
     from faultgate_stream.checks.rules.check import SpanRules
 
     def file_of(name, rules):
@@ -168,11 +168,98 @@ def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_pat
 
     monkeypatch.setattr(SpanRules, "stretch", raises_once)
     failing = check_spans(batches, file_of("all", TOGETHER))
-    assert len(calls) == 6
-    for rule in TOGETHER[1:]:
-        assert _by_check(failing, rule["name"]) == _by_check(together, rule["name"]), rule["name"]
-    # the first rule's own early finding on that stretch is lost with its look; its verdict is not
-    assert _by_check(failing, "drop")[0] == _by_check(together, "drop")[0]
+    assert len(calls) == 6  # one look a stretch for all the rules
+    for rule in TOGETHER:  # the stretch was judged again at the verdict
+        assert _by_check(failing, rule["name"])[0] == _by_check(together, rule["name"])[0], rule["name"]
+    first = {s.span_id for s in batches[0] if s.trace_id == batches[0][0].trace_id}
+    assert not any(f.span_id in first for v in failing for f in v.early)
+    assert any(f.span_id in first for v in together for f in v.early)
+
+
+def test_a_files_span_rules_as_a_group_give_the_verdicts_and_early_findings_in_the_order_each_looking_gives(tmp_path):
+    """The group (verdict/evaluate.py, ``_groups``) against the same rules each observing
+    on its own, over batches where two rules match one span and rules match spans out of
+    the file's order: the same verdicts, early findings in the same order."""
+    rules = [*TOGETHER, {"name": "refund_any", "when": 'span.tool == "issue_refund"', "reason": "any"},
+             {"name": "nothing", "level": "run", "when": 'run.calls["nothing"] > 0', "reason": "n"},
+             {"name": "first", "when": 'span.operation == "invoke_agent"', "reason": "agent"}]
+    batches = _interleaved()
+    one = [[s for b in batches for s in b]]
+    grouped = rule_checks(load_rules(_file(tmp_path, rules)))
+    alone = rule_checks(load_rules(_file(tmp_path, rules)))
+    for c in alone:
+        c.check_group = None  # each looks and judges on its own (``SpanRuleCheck.observe_spans``, ``finish``)
+    for b in (batches, one, [[s] for s in one[0]]):
+        want = check_spans(b, alone)
+        got = check_spans(b, grouped)
+        assert [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in got] == \
+            [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in want]
+        assert sum(len(v.early) for v in got) >= 9  # findings early, several at a span, to order
+        assert all(r.undecided for v in got for r in v.results if r.check == "nothing")
+
+
+def test_a_check_with_an_attribute_named_as_a_groups_is_judged_on_its_own(tmp_path):
+    """A check whose ``check_group`` names no group it is a member of (a plug-in's own
+    attribute, say) is judged as any other check (verdict/evaluate.py, ``_groups``)."""
+    from faultgate_stream.checks.registry import select
+
+    own = select(None)  # fresh checks: the attributes set here go with them
+    own[0].check_group = "safety"
+    other = rule_checks(load_rules(_file(tmp_path, TOGETHER)))
+    own[1].check_group = other[0].check_group  # a group it is not a member of
+    batches = _interleaved()
+    want = check_spans(batches, select(None))
+    assert [v.results for v in check_spans(batches, own)] == [v.results for v in want]
+
+
+def test_a_rules_file_whose_group_raises_or_is_split_in_the_ruleset_judges_as_its_rules_on_their_own(
+        tmp_path, monkeypatch):
+    """Where the group's ``finish_all`` raises, each rule is asked on its own, and a rule
+    that raises then is undecided alone; a file whose rules are not one after another in
+    the ruleset is not taken as a group (verdict/evaluate.py, ``_groups``)."""
+    from faultgate_stream.checks.registry import select
+    from faultgate_stream.checks.rules.check import RulesGroup, RunRules
+
+    batches = _interleaved()
+    made = lambda: rule_checks(load_rules(_file(tmp_path, TOGETHER)))  # noqa: E731
+    alone = made()
+    for c in alone:
+        c.check_group = None
+    want = check_spans(batches, alone)
+    split = made()
+    split = [*split[:2], *select(None), *split[2:]]
+    for got in (check_spans(batches, split), check_spans(batches, made())):
+        assert [(v.key, [r for r in v.results if r.kind == "rule" and r.check in {x["name"] for x in TOGETHER}])
+                for v in got] == [(v.key, list(v.results)) for v in want]
+
+    calls = []
+
+    def raises(self, *args):
+        calls.append(type(self).__name__)
+        raise RuntimeError("the group's verdict failed")
+
+    monkeypatch.setattr(RulesGroup, "finish_all", raises)
+    assert [v.results for v in check_spans(batches, made())] == [v.results for v in want]
+    assert calls == ["RulesGroup"] * len(want)  # asked once a run, then each rule
+    monkeypatch.setattr(RunRules, "on", raises)
+    got = check_spans(batches, made())
+    for v, w in zip(got, want):
+        for r, x in zip(v.results, w.results):
+            assert r == x if r.check != "ran" else (r.undecided and "RuntimeError" in r.reason), r
+
+
+def test_the_span_ids_of_a_stretch_are_what_the_span_rules_saw_of_it():
+    """``SpanRules.add_ids`` (native/py/src/checks/rules.rs): the ids of ``spans[lo:hi]``, of
+    a list or a tuple, into the set of what a file's span rules saw of a trace."""
+    from faultgate_stream._native import SpanRules
+
+    spans = _spans()
+    for given in (spans, tuple(spans)):
+        seen = {"before"}
+        SpanRules.add_ids(seen, given, 1, 3)
+        assert seen == {"before", spans[1].span_id, spans[2].span_id}
+        SpanRules.add_ids(seen, given, 4, 99)
+        assert seen == {"before", spans[1].span_id, spans[2].span_id, spans[4].span_id}
 
 
 def test_a_rule_that_fails_on_a_span_another_rule_matched_is_undecided_there_and_the_other_fires(tmp_path):
@@ -388,6 +475,50 @@ def test_a_runs_steps_and_calls_built_in_rust_hold_what_the_python_map_holds(run
     assert _typed(native.map_of(r.steps, rest)) == _typed({**want, **plain(rest)})
 
 
+SHARED_STEP_FIELDS = ["index", "tool", "arguments", "args", "result", "ok", "status", "arguments_captured",
+                      "result_captured"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runs(), st.sampled_from([SHARED_STEP_FIELDS, ["ok", "tool"], ["args"], None]))
+def test_a_runs_map_read_off_the_cores_steps_holds_what_one_read_off_its_python_steps_holds(run, step_fields):
+    """Where the run rules read only step fields runs may share, their map is built from
+    the core's steps, never made Python objects (native/py/src/checks/rules.rs,
+    ``core_map``): the values and types ``map_of`` gives on ``run.steps``."""
+    from faultgate_stream._native import RunRules
+
+    r, _ = both(*run)
+    native = RunRules(["true"], [], step_fields, True)
+    from_core = native.core_map_of(r)
+    assert "steps" not in r.__dict__  # read off the core's: no Python step was made
+    assert _typed(from_core) == _typed(native.map_of(r.steps, None))
+    assert _typed(native.core_map_of(r)) == _typed(from_core)  # the core's own steps, once made Python's
+
+
+def test_run_rules_judge_steps_set_by_hand_and_the_cores_own_without_making_them_python_objects():
+    """``evaluate_run`` reads the core's steps when the run's were not set by hand (no
+    Python step is made for the rules), and the steps set by hand when they were; the two
+    kinds of run are kept apart."""
+    from faultgate_stream._native import RunRules
+    from faultgate_stream.model.records import Step
+
+    t = trace_id()
+    a = agent(t, name="shop", prompt="q", answer="done")
+    spans = [a, tool(t, a.span_id, "lookup", {"id": 1}, "ok", start_s=1),
+             tool(t, a.span_id, "lookup", {"id": 2}, "ok", start_s=2, status=2)]
+    native = RunRules(['run.steps.filter(s, !s.ok).size() >= 1 && run.calls["lookup"] == 2'], [], ["ok"], True)
+    run, _ = both(spans, a)
+    assert native.evaluate_run(run, None) == ((True, ""),)
+    assert "steps" not in run.__dict__
+    assert native.evaluate(run.steps, None) == ((True, ""),)  # the Python steps agree
+    hand, _ = both(spans, a)
+    hand.steps = tuple(Step(i + 1, "lookup", "{}", "r", f"s{i}", f"c{i}", i, True) for i in range(2))
+    assert native.evaluate_run(hand, None) == ((False, ""),)  # all ok: the steps set by hand are judged
+    # a field no two runs share is read off the Python steps, whose ids are the spans'
+    ids = RunRules([f'run.steps.exists(s, s.span_id == "{spans[2].span_id}")'], [], ["span_id"], False)
+    assert ids.evaluate_run(run, None) == ((True, ""),)
+
+
 def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_not(tmp_path):
     """A rule's outcome is kept a batch by what the fields it reads are made of (native/py/
     src/checks/rules.rs): spans differing only in a field it does not read share it, a span
@@ -406,6 +537,60 @@ def test_spans_alike_in_what_a_rule_reads_share_its_answer_and_spans_unlike_do_n
             verdicts[s.trace_id]["big"].undecided) for s in batch]
     assert got == [(False, False, False), (False, True, False), (True, False, False), (False, False, False),
                    (True, True, False), (False, False, True)]
+
+
+def test_a_rule_whose_keys_keep_missing_in_a_batch_is_no_longer_keyed_and_answers_every_span_as_alone(tmp_path):
+    """A rule reading what the batch's spans do not share (each call's arguments) stops
+    being keyed after some misses (native/py/src/checks/rules.rs, ``worth_keying``), and a
+    rule whose keys hit goes on being keyed: every span's outcome is the one it gets in a
+    batch of its own, where spans alike come late in the batch too."""
+    from faultgate_stream.checks.rules.check import SpanRules
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rules = load_rules(_file(tmp_path, [
+        {"name": "big", "tools": ["t"], "when": "span.args.n > 50", "reason": "b"},
+        {"name": "failed", "when": 'span.status == "error" && span.tool == "t"', "reason": "f"},
+        {"name": "bad", "tools": ["t"], "when": "span.args.n.size() > 0", "reason": "x"}]))
+    native = SpanRules(rules.rules).native
+    batch = []
+    for i in range(120):
+        n = i if i < 60 else [7, 70, "x"][i % 3]  # unique, then three values over and over
+        batch.append(SpanRecord(f"{i:032x}", f"{i:016x}", None, "execute_tool t", 1, 2, status_code=1 + i % 2,
+                                tool=ToolExecution("t", json.dumps({"n": n}), "ok")))
+    fired, errors = native.evaluate(batch)
+    alone = [native.evaluate([s]) for s in batch]
+    for rule in range(3):
+        assert fired[rule] == [p for p, (f, _) in enumerate(alone) if f[rule]]
+        assert errors[rule] == [(p, e[rule][0][1]) for p, (_, e) in enumerate(alone) if e[rule]]
+    assert (len(fired[0]), len(fired[1]), len(fired[2]), len(errors[2])) == (9 + 20, 60, 20, 100)  # each can fail
+
+
+def test_a_rule_reading_arguments_by_key_shares_its_answer_on_spans_alike_in_those_keys_values(tmp_path):
+    """A rule that reads ``span.args`` only by literal keys is keyed by those keys' values
+    (native/py/src/checks/rules.rs, ``arg_values_key``), not by the arguments' text: spans
+    whose other arguments differ share its answer, and an int, a double, a string, a map
+    or no key at all are each told apart; every span's outcome is the one it gets alone."""
+    from faultgate_stream.checks.rules.check import SpanRules
+    from faultgate_stream.model.records import SpanRecord, ToolExecution
+
+    rules = load_rules(_file(tmp_path, [
+        {"name": "big", "tools": ["t"], "when": "span.args.n > 50", "reason": "b"},
+        {"name": "has", "tools": ["t"], "when": "has(span.args.n) && span.args.pad != ''", "reason": "h"},
+        {"name": "whole", "tools": ["t"], "when": "size(span.args) > 1", "reason": "w"}]))
+    native = SpanRules(rules.rules).native
+    values = [7, 70, 7.0, 70.0, "x", None, {"a": 1}, [51], "missing"]
+    batch = []
+    for i in range(90):
+        v = values[i % len(values)]
+        args = json.dumps({"pad": f"p{i}"} if v == "missing" else {"n": v, "pad": f"p{i}"})
+        batch.append(SpanRecord(f"{i:032x}", f"{i:016x}", None, "execute_tool t", 1, 2,
+                                tool=ToolExecution("t", args if i != 5 else "{not json", "ok")))
+    fired, errors = native.evaluate(batch)
+    alone = [native.evaluate([s]) for s in batch]
+    for rule in range(3):
+        assert fired[rule] == [p for p, (f, _) in enumerate(alone) if f[rule]], rule
+        assert errors[rule] == [(p, e[rule][0][1]) for p, (_, e) in enumerate(alone) if e[rule]], rule
+    assert len(fired[0]) == 20 and errors[0] and fired[1] and fired[2]  # each can fire, or fail
 
 
 def test_runs_alike_in_what_the_run_rules_read_share_their_answer_and_runs_unlike_do_not():

@@ -29,6 +29,7 @@ from faultgate_stream.model.verdict import CheckResult
 
 KIND = "rule"
 _span_id = operator.attrgetter("span_id")
+_at = operator.itemgetter(0)
 # Spans a fired reason names; the count says how many matched.
 SHOWN_SPANS = 3
 
@@ -81,6 +82,7 @@ class SpanRules:
         from faultgate_stream._native import SpanRules as Native
 
         self.rules = rules
+        self.add_ids = Native.add_ids  # each span id of spans[lo:hi] into a set, in one call
         self.native = Native([r.program.source for r in rules], sorted({p for r in rules for p in r.program.patterns}),
                              [sorted(r.tools) if r.tools is not None else None for r in rules],
                              [sorted(r.fields) for r in rules],
@@ -147,7 +149,10 @@ class RunRules:
     """A file's run rules, evaluated together on a run in one native call. The run's steps
     and calls are built into its map there, from the run's steps, when the rules read no
     step field that needs the spans (``end_ns``, ``model`` ...); the other fields they name
-    are built once a run in Python (``PlainRun``) and converted. Without those, runs alike in
+    are built once a run in Python (``PlainRun``) and converted. When Python builds none
+    and the rules read no field unique to a run (a step's span id, call id, start), the
+    steps are read off the core's own, never made Python objects (``Run.steps`` is the
+    costliest of a run's facts, and the live path reads it for nothing else). Without those, runs alike in
     what the rules read of their steps share one evaluation (the native side keeps the
     outcomes by it, bounded), so the answer is a tuple: shared, never changed."""
 
@@ -178,7 +183,7 @@ class RunRules:
         got = run.derived.get(self.key)
         if got is None:
             plain = self.plain
-            got = run.derived[self.key] = self.native.evaluate(run.steps, plain(run) if plain is not None else None)
+            got = run.derived[self.key] = self.native.evaluate_run(run, plain(run) if plain is not None else None)
         return got
 
 
@@ -250,6 +255,7 @@ class SpanRuleCheck(_RuleCheck):
     (``observe``: a check bound to an agent, a view replayed) each looks on its own."""
 
     _together: SpanRules
+    check_group: RulesGroup | None = None
     # it fires on a span it matched: evidence, which stands beside a run's unread work (a
     # run rule may fire on an absence, "never consulted the retriever", and does not)
     fires_on_evidence = True
@@ -382,17 +388,96 @@ class SpanRuleCheck(_RuleCheck):
 
 class RunRuleCheck(_RuleCheck):
     _together: RunRules
+    check_group: RulesGroup | None = None
 
     def finish(self, state: Any, run: Run) -> CheckResult:
         together = self._together
         got = run.derived.get(together.key)
-        matched, error = (got if got is not None else together.on(run))[self._i]
+        return self.outcome(*(got if got is not None else together.on(run))[self._i])
+
+    def outcome(self, matched: bool, error: str) -> CheckResult:
+        """The result of a (matched, error) the file's run rules gave for this one."""
         if matched:
             return CheckResult(self.name, True, 1.0, self.rule.reason, self.severity, KIND)
         if error:
             return CheckResult(self.name, False, 0.0, f"undecided: the rule could not be evaluated on the run: "
                                f"{error}", self.severity, KIND, undecided=True)
         return self._passed
+
+
+# Run rules' results kept by the outcomes they come of (runs mostly share a few): at most so
+# many, emptied when full.
+MAX_KEPT_OUTCOMES = 1024
+
+
+class RulesGroup:
+    """A rules file's checks as the evaluator's every-run path takes them (verdict/
+    evaluate.py, ``_groups``): one check in its loops for all of them, where each rule
+    looking and judging on its own was ~60 bytecodes a run each. Its span rules (the
+    ``observers``) share one state a trace (``start``), observe a stretch in one call
+    (``observe_spans``: each one's first finding), and every rule's result comes of one
+    call at the verdict (``finish_all``): each still finds, fires early and reports what
+    it does on its own, as its own check."""
+
+    def __init__(self, members: tuple[Check, ...], span: SpanRules | None, run: RunRules | None) -> None:
+        self.members = members  # in the file's order
+        self.observers: tuple[SpanRuleCheck, ...] = span.checks if span is not None else ()
+        self._span = span
+        self._run = run
+        self._run_checks = tuple(c for c in members if isinstance(c, RunRuleCheck))
+        # the results come span rules' first, then run rules': where each goes in the file's
+        # order (None: already in it)
+        kinds = [isinstance(c, RunRuleCheck) for c in members]
+        made = [k for k, is_run in enumerate(kinds) if not is_run] + [k for k, is_run in enumerate(kinds) if is_run]
+        self._order = None if made == list(range(len(members))) else tuple(made.index(k) for k in range(len(made)))
+        self._passed = tuple(c._passed for c in members)  # type: ignore[attr-defined]
+        self._run_passed = tuple(c._passed for c in self._run_checks)
+        self._span_passed = span.passed if span is not None else []
+        self._run_results: dict[tuple, tuple[CheckResult, ...]] = {}
+
+    def start(self) -> _SpanState:
+        """The state every span rule of the file shares on a trace: its ``_Shared``."""
+        state = _SpanState()
+        state.shared = _Shared()
+        return state
+
+    def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> list[tuple] | None:
+        """Every span rule on ``spans[lo:hi]``: None, or each one's first finding there as
+        (index, reason, the rule's check, ""), by span, then in the file's order."""
+        sh = state.shared
+        span = self._span
+        answers = span.stretch(spans, lo, hi, sh)
+        # seen once looked at: a stretch whose look raised is judged again at the verdict
+        span.add_ids(sh.seen, spans, lo, hi)
+        if answers is None:
+            return None
+        found = [(a[0], a[1], c, "") for a, c in zip(answers, self.observers) if a is not None]
+        found.sort(key=_at)  # stable: at one span, the rules in the file's order
+        return found
+
+    def finish_all(self, state: _SpanState | None, run: Run) -> tuple[CheckResult, ...] | list[CheckResult]:
+        """Every rule's result on ``run``, in the file's order: ``state`` the span rules'
+        (None without them). Raises where a rule's own ``finish`` would: the evaluator
+        then asks each one."""
+        span = self._span
+        spans = span.judge(state.shared, run) if span is not None else self._span_passed  # type: ignore[union-attr]
+        runs = self._run_passed
+        together = self._run
+        if together is not None:
+            got = run.derived.get(together.key)
+            if got is None:
+                got = together.on(run)
+            runs = self._run_results.get(got)  # type: ignore[assignment]
+            if runs is None:
+                kept = self._run_results
+                if len(kept) >= MAX_KEPT_OUTCOMES:
+                    kept.clear()
+                runs = kept[got] = tuple(c.outcome(*o) for c, o in zip(self._run_checks, got))
+        if spans is self._span_passed and runs is self._run_passed:
+            return self._passed  # the usual run: no rule matched
+        made = [*spans, *runs]
+        order = self._order
+        return made if order is None else [made[k] for k in order]
 
 
 def rule_checks(file: RulesFile) -> list[Check]:
@@ -413,4 +498,7 @@ def rule_checks(file: RulesFile) -> list[Check]:
     if span_together is not None:
         span_together.checks = tuple(c for c in out if isinstance(c, SpanRuleCheck))
         span_together.passed = [c._passed for c in span_together.checks]
+    group = RulesGroup(tuple(out), span_together, run_together)
+    for c in out:
+        c.check_group = group  # type: ignore[attr-defined]
     return out

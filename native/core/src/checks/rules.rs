@@ -94,6 +94,16 @@ impl Rules {
         implied(self.programs[rule].expression(), variable).map(|t| t.into_iter().collect())
     }
 
+    /// The keys of `variable.args` rule `rule` reads, when it reads that map only through
+    /// literal fields (`variable.args.key`, `has(variable.args.key)`): its outcome on a span
+    /// is then a function of those keys' values alone (and of the other fields it reads),
+    /// whatever else the arguments hold. None where it reads the map otherwise (whole, by
+    /// a computed index, `variable` itself whole) or a comprehension binds `variable`.
+    pub fn arg_keys(&self, rule: usize, variable: &str) -> Option<Vec<String>> {
+        let mut keys = BTreeSet::new();
+        reads_args_by_key(self.programs[rule].expression(), variable, &mut keys).then(|| keys.into_iter().collect())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.programs.is_empty()
     }
@@ -125,6 +135,45 @@ fn implied(e: &IdedExpr, variable: &str) -> Option<BTreeSet<String>> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// Whether `e` reads `variable.args` only through literal fields, each added to `keys`.
+fn reads_args_by_key(e: &IdedExpr, variable: &str, keys: &mut BTreeSet<String>) -> bool {
+    let ok = |x: &IdedExpr, keys: &mut BTreeSet<String>| reads_args_by_key(x, variable, keys);
+    match &e.expr {
+        Expr::Select(s) => {
+            let on_variable = matches!(&s.operand.expr, Expr::Ident(v) if v == variable);
+            if on_variable {
+                return s.field != "args";  // `variable.args` itself, not under a field: the map whole
+            }
+            if let Expr::Select(inner) = &s.operand.expr {
+                if !inner.test && inner.field == "args" && matches!(&inner.operand.expr, Expr::Ident(v) if v == variable) {
+                    keys.insert(s.field.clone());
+                    return true;
+                }
+            }
+            ok(&s.operand, keys)
+        }
+        Expr::Ident(v) => v != variable,
+        Expr::Call(c) => c.target.as_deref().is_none_or(|t| ok(t, keys)) && c.args.iter().all(|a| ok(a, keys)),
+        Expr::Comprehension(c) => {
+            c.iter_var != variable && c.accu_var != variable && c.iter_var2.as_deref() != Some(variable)
+                && [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result].iter().all(|x| ok(x, keys))
+        }
+        Expr::List(l) => l.elements.iter().all(|x| ok(x, keys)),
+        Expr::Map(m) => m.entries.iter().all(|x| entry_ok(&x.expr, variable, keys)),
+        Expr::Struct(st) => st.entries.iter().all(|x| entry_ok(&x.expr, variable, keys)),
+        Expr::Literal(_) | Expr::Unspecified => true,
+    }
+}
+
+fn entry_ok(e: &cel::common::ast::EntryExpr, variable: &str, keys: &mut BTreeSet<String>) -> bool {
+    match e {
+        cel::common::ast::EntryExpr::StructField(f) => reads_args_by_key(&f.value, variable, keys),
+        cel::common::ast::EntryExpr::MapEntry(m) => {
+            reads_args_by_key(&m.key, variable, keys) && reads_args_by_key(&m.value, variable, keys)
+        }
     }
 }
 
@@ -277,11 +326,20 @@ pub fn args_value(arguments: &str) -> Option<Val> {
     if arguments.is_empty() {
         return Some(empty_map());
     }
-    let doc: serde_json::Value = serde_json::from_str(arguments).ok()?;
-    Some(match doc {
+    Some(args_of(args_document(arguments)?))
+}
+
+/// The arguments' JSON document, as `args_value` reads it (None: for Python to read).
+pub fn args_document(arguments: &str) -> Option<serde_json::Value> {
+    serde_json::from_str(arguments).ok()
+}
+
+/// `args_value` of a document `args_document` read.
+pub fn args_of(doc: serde_json::Value) -> Val {
+    match doc {
         serde_json::Value::Object(_) => json_value(doc),
         _ => empty_map(),
-    })
+    }
 }
 
 fn json_value(v: serde_json::Value) -> Val {
@@ -389,6 +447,24 @@ mod tests {
         let got: Vec<_> = (0..rules.len()).map(|i| rules.implied_tools(i, "span")).collect();
         let v = |t: &[&str]| Some(t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(got, vec![v(&["calculator"]), v(&["a"]), v(&[]), None, None, None, None]);
+    }
+
+    #[test]
+    fn the_argument_keys_a_rule_reads_are_known_only_where_it_reads_the_map_by_literal_fields() {
+        let rules = Rules::compile(&[
+            "span.args.limit > 100 && has(span.args.q) && span.args.q.x == 1",
+            r#"span.args.query.matches("a") || span.tool == "t""#,
+            "size(span.args) > 1",
+            r#"span.args["limit"] > 1"#,
+            "span.args.exists(k, k == 'a')",
+            "[1].exists(span, span.args.x == 1)",
+            "span.status == 'error'",
+            "has(span.args)",
+            "{'a': span}.a.args.b == 1",
+        ], &[]).unwrap();
+        let got: Vec<_> = (0..rules.len()).map(|i| rules.arg_keys(i, "span")).collect();
+        let v = |t: &[&str]| Some(t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(got, vec![v(&["limit", "q"]), v(&["query"]), None, None, None, None, v(&[]), None, None]);
     }
 
     #[test]

@@ -8,16 +8,17 @@
 
 use std::sync::Mutex;
 
-use faultgate_core::checks::rules::{args_value, boolean, constant, double, empty_map, fields, int as cel_int, list, map,
-                                     null, text, value_of, Outcome, Rules, Val};
+use faultgate_core::checks::rules::{args_document, args_of, args_value, boolean, constant, double, empty_map, fields,
+                                     int as cel_int, list, map, null, text, value_of, Outcome, Rules, Val};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PySet, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 
 use super::guarded;
-use crate::convert::text_of;
+use crate::convert::{py_text, text_of};
+use faultgate_core::run::facts::Step;
 use crate::records::field;
 
 
@@ -53,6 +54,9 @@ pub struct SpanRules {
     rules: Rules,
     tools: Vec<Option<Vec<String>>>,
     fields: Vec<u32>,
+    /// per rule, the argument keys it reads when it reads `args` only by them (`arg_keys`):
+    /// it is keyed by their values rather than by the arguments' text
+    arg_keys: Vec<Option<Vec<String>>>,
     attributes: Vec<Py<PyString>>,
     plain_args: Py<PyAny>,
 }
@@ -73,7 +77,7 @@ impl SpanRules {
             (given, None) => given,
             (None, implied) => implied,
         }).collect();
-        let fields = fields.iter().map(|names| {
+        let fields: Vec<u32> = fields.iter().map(|names| {
             if names.is_empty() {
                 return ALL;
             }
@@ -86,7 +90,10 @@ impl SpanRules {
             })
         }).collect();
         let attributes = attributes.iter().map(|a| PyString::new(py, a).unbind()).collect();
-        Ok(SpanRules { rules, tools, fields, attributes, plain_args })
+        let arg_keys = fields.iter().enumerate().map(|(i, f): (usize, &u32)| {
+            if f & bit("args") != 0 && f & bit("arguments") == 0 { rules.arg_keys(i, "span") } else { None }
+        }).collect();
+        Ok(SpanRules { rules, tools, fields, arg_keys, attributes, plain_args })
     }
 
     /// Every rule over every span of `spans` (a list or tuple of records): per rule, the
@@ -103,6 +110,8 @@ impl SpanRules {
             let mut seen: FxHashMap<Vec<u8>, Outcome> = FxHashMap::default();
             let mut missed: Vec<(usize, Option<Vec<u8>>)> = Vec::with_capacity(n);
             let mut key: Vec<u8> = Vec::new();
+            // per rule: its keyed looks that missed, and that hit
+            let mut looks = vec![(0u32, 0u32); n];
             let items = seq(&spans)?;
             for (pos, s) in items.iter().enumerate() {
                 let s = s.downcast::<PyTuple>()?;
@@ -131,9 +140,13 @@ impl SpanRules {
                 }
                 missed.clear();
                 let mut wanted = 0u32;
+                // the arguments' document, read once a span for the keys and the map (None
+                // inside: for Python to read)
+                let mut doc: Option<Option<serde_json::Value>> = None;
                 for &i in &which {
                     let mut k = None;
-                    if self.fields[i] & !KEYED == 0 && self.fields[i] & UNIQUE == 0 {
+                    let (misses, hits) = looks[i];
+                    if self.fields[i] & !KEYED == 0 && self.fields[i] & UNIQUE == 0 && worth_keying(misses, hits) {
                         key.clear();
                         key.extend_from_slice(&(i as u64).to_le_bytes());
                         match name_text.as_deref() {  // the tool's name (none: a byte no text holds)
@@ -143,11 +156,26 @@ impl SpanRules {
                             }
                             None => key.push(0xff),
                         }
-                        if source_key(s, tool.as_ref(), self.fields[i], &mut key)? {
+                        let by_keys = self.arg_keys[i].as_deref();
+                        let sources = if by_keys.is_some() { self.fields[i] & !bit("args") } else { self.fields[i] };
+                        let mut keyed = source_key(s, tool.as_ref(), sources, &mut key)?;
+                        if let (true, Some(names)) = (keyed, by_keys) {
+                            let d = match &doc {
+                                Some(d) => d,
+                                None => doc.insert(arguments_document(tool.as_ref())?),
+                            };
+                            keyed = d.as_ref().is_some_and(|d| {
+                                arg_values_key(d, names, &mut key);
+                                true
+                            });
+                        }
+                        if keyed {
                             if let Some(o) = seen.get(key.as_slice()) {
                                 record(&mut fired, &mut errors, i, pos, o);
+                                looks[i].1 += 1;
                                 continue;
                             }
+                            looks[i].0 += 1;
                             k = Some(key.clone());
                         }
                     }
@@ -157,7 +185,7 @@ impl SpanRules {
                 if missed.is_empty() {
                     continue;
                 }
-                let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted)?;
+                let value = self.span_map(py, s, tool.as_ref(), name.as_ref(), wanted, doc.flatten())?;
                 let bound = self.rules.bind("span", value);
                 for (i, k) in missed.drain(..) {
                     let o = bound.evaluate(i);
@@ -171,6 +199,23 @@ impl SpanRules {
             }
             Ok((fired, errors))
         })
+    }
+
+    /// Each span id of `spans[lo:hi]` (records) added to `seen`, a set: what a file's span
+    /// rules saw of a trace (check.py's `_Shared.seen`), without a Python call a span.
+    #[staticmethod]
+    fn add_ids(seen: Bound<'_, PySet>, spans: Bound<'_, PyAny>, lo: usize, hi: usize) -> PyResult<()> {
+        let id = |s: Bound<'_, PyAny>| -> PyResult<()> { seen.add(s.downcast::<PyTuple>()?.get_item(field::SPAN_ID)?) };
+        if let Ok(l) = spans.downcast::<PyList>() {
+            for i in lo..hi.min(l.len()) {
+                id(l.get_item(i)?)?;
+            }
+        } else {
+            for i in lo..hi.min(spans.len()?) {
+                id(spans.get_item(i)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// `span`'s map as the rules would see it with `fields` (empty: all), in Python: for
@@ -189,14 +234,16 @@ impl SpanRules {
             Some(t) => Some(t.get_item(0)?.downcast_into::<PyString>()?),
             None => None,
         };
-        let v = self.span_map(py, &span, tool.as_ref(), name.as_ref(), wanted)?;
+        let v = self.span_map(py, &span, tool.as_ref(), name.as_ref(), wanted, None)?;
         to_python(py, &value_of(&v).ok_or_else(|| PyValueError::new_err("a value with no Value"))?)
     }
 }
 
 impl SpanRules {
+    /// `doc`: the arguments' document when the caller read it already (`arguments_document`).
     fn span_map<'py>(&self, py: Python<'py>, s: &Bound<'py, PyTuple>, tool: Option<&Bound<'py, PyTuple>>,
-                     name: Option<&Bound<'py, PyString>>, wanted: u32) -> PyResult<Val> {
+                     name: Option<&Bound<'py, PyString>>, wanted: u32, mut doc: Option<serde_json::Value>)
+                     -> PyResult<Val> {
         let mut out: Vec<(&'static str, Val)> = Vec::with_capacity(wanted.count_ones() as usize);
         let str_at = |i: usize| -> PyResult<Val> { string(&s.get_item(i)?) };
         let tool_str = |i: usize| -> PyResult<Val> {
@@ -252,6 +299,7 @@ impl SpanRules {
                 "call_id" => tool_str(3)?,
                 "args" => match tool {
                     None => empty_map(),
+                    Some(_) if doc.is_some() => args_of(doc.take().unwrap_or_else(|| unreachable!())),
                     Some(t) => {
                         let a = t.get_item(1)?;
                         let parsed = match a.downcast::<PyString>() {
@@ -309,8 +357,48 @@ impl SpanRules {
     }
 }
 
+/// The tool's arguments as `args_document` reads them: None where `args_value` would not
+/// read them itself (no text, empty, or text serde_json refuses: Python reads those).
+fn arguments_document(tool: Option<&Bound<'_, PyTuple>>) -> PyResult<Option<serde_json::Value>> {
+    let Some(t) = tool else { return Ok(None) };
+    let a = t.get_item(1)?;
+    Ok(match a.downcast::<PyString>() {
+        Ok(text) => text.to_str().ok().filter(|t| !t.is_empty()).and_then(args_document),
+        Err(_) => None,
+    })
+}
+
+/// The values of the argument keys `names` in `doc`, appended to `key`: each key's value
+/// as JSON text (serde_json writes equal values alike, a number as it was written: `5` and
+/// `5.0` are an int and a double to CEL, and two keys), or a byte for a key it lacks.
+fn arg_values_key(doc: &serde_json::Value, names: &[String], key: &mut Vec<u8>) {
+    for n in names {
+        key.push(b'|');
+        match doc.as_object().and_then(|m| m.get(n)) {
+            Some(v) => {
+                let t = v.to_string();
+                key.push(1);
+                key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                key.extend_from_slice(t.as_bytes());
+            }
+            None => key.push(0),
+        }
+    }
+}
+
 /// Outcomes a batch keeps by key (a batch is bounded already; this bounds the keys' bytes).
 const MAX_KEYS: usize = 4096;
+
+/// Keyed looks a rule gets in a batch before its hits must pay for them: a rule reading
+/// what spans rarely share (a tool call's arguments: on bench/live.py's workload every
+/// call's differ) missed on every span, each miss a key built, copied and kept for nothing
+/// (~600 instructions a span of five rules). Keying only ever saves an evaluation: an
+/// outcome is the same kept or worked out.
+const KEY_TRIES: u32 = 16;
+
+fn worth_keying(misses: u32, hits: u32) -> bool {
+    misses < KEY_TRIES || hits >= misses / 4
+}
 
 fn record(fired: &mut [Vec<usize>], errors: &mut [Vec<(usize, String)>], rule: usize, pos: usize, o: &Outcome) {
     match o {
@@ -636,17 +724,31 @@ impl RunRules {
             let bound = self.rules.bind("run", self.run_map(py, &steps, &rest)?);
             let got = PyTuple::new(py, (0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))))?.unbind();
             if let Some(k) = key {
-                let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-                let (keys, bytes) = &mut *kept;
-                if keys.len() >= MAX_RUN_KEYS || *bytes + k.len() > MAX_RUN_KEPT_BYTES {
-                    keys.clear();
-                    *bytes = 0;
-                }
-                *bytes += k.len();
-                keys.insert(k, got.clone_ref(py));
+                self.keep(py, k, &got);
             }
             Ok(got)
         })
+    }
+
+    /// `evaluate` on `run`'s steps: read from the core's own (`Step`s as facts.rs made
+    /// them, never made Python objects) when Python built nothing of the map, the rules read
+    /// only fields runs may share, and the steps were not set by hand; else `run.steps`.
+    fn evaluate_run(&self, py: Python<'_>, run: Bound<'_, PyAny>, rest: Bound<'_, PyAny>) -> PyResult<Py<PyTuple>> {
+        if rest.is_none() && self.steps.unwrap_or(0) & !SHARED == 0 {
+            let got = guarded(|| crate::run::own_steps(&run, |steps| self.evaluate_core(py, steps)))?;
+            if let Some(got) = got {
+                return Ok(got);
+            }
+        }
+        self.evaluate(py, run.getattr(intern!(py, "steps"))?, rest)
+    }
+
+    /// `run`'s map as `evaluate_run` builds it from the core's steps (None: they were set by
+    /// hand), in Python: the tests compare it with `map_of` on the Python steps.
+    fn core_map_of<'py>(&self, py: Python<'py>, run: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let v = crate::run::own_steps(&run, |steps| self.core_map(py, steps))?;
+        v.map(|v| to_python(py, &value_of(&v).ok_or_else(|| PyValueError::new_err("a value with no Value"))?))
+            .transpose()
     }
 
     fn map_of<'py>(&self, py: Python<'py>, steps: Bound<'py, PyAny>, rest: Bound<'py, PyAny>)
@@ -656,7 +758,129 @@ impl RunRules {
     }
 }
 
+/// The step fields two runs may share (not `span_id`, `call_id`, `start_ns`): runs are
+/// keyed, and their maps built from the core's steps, only when the rules read no others.
+const SHARED: u32 = !(1 << 7 | 1 << 8 | 1 << 9);
+
 impl RunRules {
+    /// The outcomes on a run whose steps are the core's: kept by `core_key`, as `evaluate`.
+    fn evaluate_core(&self, py: Python<'_>, steps: &[Step]) -> PyResult<Py<PyTuple>> {
+        let key = self.core_key(steps);
+        if let Some(k) = &key {
+            if let Some(got) = self.kept.lock().unwrap_or_else(|e| e.into_inner()).0.get(k) {
+                return Ok(got.clone_ref(py));
+            }
+        }
+        let bound = self.rules.bind("run", self.core_map(py, steps)?);
+        let got = PyTuple::new(py, (0..self.rules.len()).map(|i| outcome_pair(bound.evaluate(i))))?.unbind();
+        if let Some(k) = key {
+            self.keep(py, k, &got);
+        }
+        Ok(got)
+    }
+
+    fn keep(&self, py: Python<'_>, k: Vec<u8>, got: &Py<PyTuple>) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let (keys, bytes) = &mut *kept;
+        if keys.len() >= MAX_RUN_KEYS || *bytes + k.len() > MAX_RUN_KEPT_BYTES {
+            keys.clear();
+            *bytes = 0;
+        }
+        *bytes += k.len();
+        keys.insert(k, got.clone_ref(py));
+    }
+
+    /// `run_key` of the core's steps: the same items, read off them, under a tag of its own
+    /// (a key of either kind never equals one of the other).
+    fn core_key(&self, steps: &[Step]) -> Option<Vec<u8>> {
+        let wanted = self.steps.unwrap_or(0);
+        let mut key = Vec::with_capacity(9 + steps.len() * 16);
+        key.push(b'C');
+        key.extend_from_slice(&(steps.len() as u64).to_le_bytes());
+        let text = |t: &[u8], key: &mut Vec<u8>| {
+            key.extend_from_slice(&(t.len() as u64).to_le_bytes());
+            key.extend_from_slice(t);
+        };
+        for st in steps {
+            key.push(b'|');
+            if wanted & 1 << 0 != 0 {
+                key.extend_from_slice(&(st.index as u64).to_le_bytes());
+            }
+            if wanted & 1 << 1 != 0 {
+                text(&st.tool, &mut key);
+            }
+            if wanted & (1 << 2 | 1 << 3) != 0 {
+                text(&st.arguments, &mut key);
+            }
+            if wanted & 1 << 4 != 0 {
+                text(&st.result, &mut key);
+            }
+            if wanted & (1 << 5 | 1 << 6) != 0 {
+                key.push(st.ok as u8);
+            }
+            if wanted & (1 << 10 | 1 << 11) != 0 {
+                key.extend_from_slice(&st.missing.to_le_bytes());
+            }
+            if self.calls {
+                text(&st.tool, &mut key);
+            }
+            if key.len() > MAX_RUN_KEY_BYTES {
+                return None;
+            }
+        }
+        Some(key)
+    }
+
+    /// `run_map` of the core's steps: each field as `step_map` reads it off the Python
+    /// step write_facts (run/mod.rs) makes of it (texts lossily, as a Python str's), the
+    /// fields runs may share only.
+    fn core_map(&self, py: Python<'_>, steps: &[Step]) -> PyResult<Val> {
+        let mut out: Vec<(String, Val)> = Vec::with_capacity(2);
+        let lossy = |t: &[u8]| text(String::from_utf8_lossy(t));
+        if let Some(wanted) = self.steps {
+            let mut list_ = Vec::with_capacity(steps.len());
+            for st in steps {
+                let mut m = Vec::with_capacity(wanted.count_ones() as usize);
+                for (b, f) in STEP_FIELDS.iter().enumerate() {
+                    if wanted & (1 << b) == 0 {
+                        continue;
+                    }
+                    let v = match *f {
+                        "index" => cel_int(st.index as i64),
+                        "tool" => lossy(&st.tool),
+                        "arguments" => lossy(&st.arguments),
+                        "args" => match std::str::from_utf8(&st.arguments).ok().and_then(args_value) {
+                            Some(v) => v,
+                            None => plain(&py.import("faultgate_stream.checks.plugins.adapt")?.getattr("plain_args")?
+                                .call1((py_text(py, &st.arguments)?,))?, 0)?,
+                        },
+                        "result" => lossy(&st.result),
+                        "ok" => boolean(st.ok),
+                        "status" => constant(if st.ok { "ok" } else { "error" }),
+                        "arguments_captured" => boolean(i64::from(st.missing) & self.missing.0 == 0),
+                        "result_captured" => boolean(i64::from(st.missing) & self.missing.1 == 0),
+                        _ => continue,  // span_id, call_id, start_ns: never asked for here (SHARED)
+                    };
+                    m.push((*f, v));
+                }
+                list_.push(fields(m));
+            }
+            out.push(("steps".to_owned(), list(list_)));
+        }
+        if self.calls {
+            let mut counts: Vec<(String, i64)> = Vec::new();
+            for st in steps {
+                let tool = String::from_utf8_lossy(&st.tool);
+                match counts.iter_mut().find(|(t, _)| *t == tool) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((tool.into_owned(), 1)),
+                }
+            }
+            out.push(("calls".to_owned(), map(counts.into_iter().map(|(t, n)| (t, cel_int(n))))));
+        }
+        Ok(map(out))
+    }
+
     fn run_map(&self, py: Python<'_>, steps: &Bound<'_, PyAny>, rest: &Bound<'_, PyAny>) -> PyResult<Val> {
         let mut out: Vec<(String, Val)> = Vec::new();
         if !rest.is_none() {
@@ -695,13 +919,13 @@ impl RunRules {
     /// step, the items each built field reads (each tagged by type: a value of another type
     /// makes no key), and for `calls` its tool. None: the run is evaluated unkept.
     fn run_key(&self, steps: &Bound<'_, PyAny>) -> PyResult<Option<Vec<u8>>> {
-        const SHARED: u32 = !(1 << 7 | 1 << 8 | 1 << 9);  // span_id, call_id, start_ns: no two runs share them
         let wanted = self.steps.unwrap_or(0);
         if wanted & !SHARED != 0 {
             return Ok(None);
         }
         let items = seq(steps)?;
-        let mut key = Vec::with_capacity(8 + items.len() * 16);
+        let mut key = Vec::with_capacity(9 + items.len() * 16);
+        key.push(b'P');  // a key of Python steps (`core_key`'s are tagged C)
         key.extend_from_slice(&(items.len() as u64).to_le_bytes());
         // the step items each built field reads (`step_map`), in `STEP_FIELDS`' order
         const READS: [(u32, usize); 9] = [

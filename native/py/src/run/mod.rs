@@ -155,6 +155,21 @@ pub fn judged<T>(run: &Bound<'_, PyAny>, f: impl FnOnce(&Run, &Facts, &Derived) 
     f(&c.run, &held.0, &held.1)
 }
 
+/// The core's own steps of a Python `Run`, unless its `steps` were set by hand (None: read
+/// those): what the run rules read without the steps made Python objects.
+pub fn own_steps<T>(run: &Bound<'_, PyAny>, f: impl FnOnce(&[Step]) -> PyResult<T>) -> PyResult<Option<T>> {
+    let py = run.py();
+    let core = core_of(run)?;
+    let c = core.get();
+    let dict = run.getattr(intern!(py, "__dict__"))?.downcast_into::<PyDict>()?;
+    if let Some(steps) = dict.get_item(intern!(py, "steps"))? {
+        if !c.steps.get().is_some_and(|own| own.bind(py).is(&steps)) {
+            return Ok(None);
+        }
+    }
+    f(&c.facts(py)?.steps).map(Some)
+}
+
 /// An int as Python's: 64 bits the quick way (pyo3 makes a 128-bit one through Python's
 /// own calls under abi3).
 fn int_to_py(py: Python<'_>, x: i128) -> PyResult<Bound<'_, PyAny>> {
