@@ -12,6 +12,7 @@
 //! taking the place of the records' fields.
 
 mod assemble;
+mod attributes;
 mod checks;
 mod convert;
 mod export;
@@ -32,6 +33,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(types::use_types, m)?)?;
     python::register(m)?;
+    attributes::register(m)?;
     receive::register(m)?;
     read::register(m)?;
     assemble::register(m)?;

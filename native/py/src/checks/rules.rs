@@ -17,6 +17,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, P
 use rustc_hash::FxHashMap;
 
 use super::guarded;
+use crate::attributes::SpanAttributes;
 use crate::convert::text_of;
 use crate::records::field;
 
@@ -430,6 +431,9 @@ fn tagged(o: &Bound<'_, PyAny>, key: &mut Vec<u8>) -> PyResult<bool> {
 
 /// A mapping's value at `key` when it has the key (its value may be None), else None.
 fn get<'py>(m: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Ok(a) = m.downcast::<SpanAttributes>() {
+        return a.get().value(key);
+    }
     match m.downcast::<PyDict>() {
         Ok(d) => d.get_item(key),
         Err(_) if m.len()? == 0 => Ok(None),
