@@ -33,8 +33,8 @@ impl SpanAttributes {
 
     /// The value at a Python key, made now; None when it is absent (or not a str).
     pub fn value<'py>(&self, key: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        match self.position(key)? {
-            Some(i) => Ok(Some(to_py(key.py(), &self.attrs[i].1, &mut Strings::unshared())?)),
+        match self.position(key)?.and_then(|i| self.attrs.value(i)) {
+            Some(v) => Ok(Some(to_py(key.py(), &v, &mut Strings::unshared())?)),
             None => Ok(None),
         }
     }
@@ -51,7 +51,7 @@ impl SpanAttributes {
         let out = PyDict::new(py);
         let mut strings = Strings::default();
         for (k, v) in self.attrs.iter() {
-            out.set_item(strings.text(py, k)?, to_py(py, v, &mut strings)?)?;
+            out.set_item(strings.text(py, k)?, to_py(py, &v, &mut strings)?)?;
         }
         Ok(out)
     }
@@ -150,7 +150,7 @@ impl SpanAttributeKeys {
     }
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyString>>> {
-        let Some((k, _)) = self.attrs.as_slice().get(self.at) else { return Ok(None) };
+        let Some(k) = self.attrs.key(self.at) else { return Ok(None) };
         self.at += 1;
         Ok(Some(crate::convert::py_text(py, k)?))
     }

@@ -10,7 +10,6 @@
 use faultgate_core::model::ids::{SpanId, TraceId};
 use faultgate_core::model::attributes::Attributes;
 use faultgate_core::model::record::{Fields, SpanRecord, Str, ToolCall, ToolExecution};
-use faultgate_core::model::value::Value;
 use faultgate_core::read::attrs::Attr;
 use faultgate_core::read::conventions::{Built, Kept};
 use pyo3::exceptions::PyTypeError;
@@ -127,12 +126,11 @@ fn attrs_of<'py>(py: Python<'py>, strings: &mut Strings<'py>, f: &Built<'_>, kep
         }
         return Ok(attrs.into_any());
     }
-    let items: Vec<(Str, Value<'static>)> = f.attrs.items.iter().filter(|a| f.keeps(&a.key, kept))
-        .map(|a| (a.key.as_ref().into(), a.val.clone().into_owned())).collect();
-    if items.is_empty() {
+    let attrs = f.kept_attributes(kept);
+    if attrs.is_empty() {
         return Ok(types(py)?.no_attrs.bind(py).clone());
     }
-    Ok(Bound::new(py, SpanAttributes::new(Attributes::new(items)))?.into_any())
+    Ok(Bound::new(py, SpanAttributes::new(attrs))?.into_any())
 }
 
 /// Ids already made in a request: a trace's spans share its id, siblings their parent's.
@@ -214,19 +212,21 @@ pub fn attributes_of(a: &Bound<'_, PyAny>) -> PyResult<Attributes> {
     if let Ok(m) = a.downcast::<SpanAttributes>() {
         return Ok(m.get().attrs.clone());
     }
-    let mut attrs = Vec::new();
+    let mut items = Vec::new();
     if let Ok(d) = a.downcast::<PyDict>() {
-        for (k, v) in d.iter() {
-            attrs.push((owned_text(&k, "attribute key")?, value_of(&v, 0)?.into_owned()));
-        }
+        items.extend(d.iter());
     } else if a.len()? > 0 {
         for k in a.try_iter()? {
             let k = k?;
             let v = a.get_item(&k)?;
-            attrs.push((owned_text(&k, "attribute key")?, value_of(&v, 0)?.into_owned()));
+            items.push((k, v));
         }
     }
-    Ok(Attributes::new(attrs))
+    let mut attrs = Vec::with_capacity(items.len());
+    for (k, v) in &items {
+        attrs.push((owned_text(k, "attribute key")?, value_of(v, 0)?));
+    }
+    Ok(Attributes::new(&attrs))
 }
 
 /// A `SpanRecord` (any tuple of its fields in order) as the core's record: every field

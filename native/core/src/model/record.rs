@@ -76,7 +76,7 @@ impl Fields {
     }
 
     /// `attrs.get(key)`.
-    pub fn attr(&self, key: &str) -> Option<&Value<'static>> {
+    pub fn attr(&self, key: &str) -> Option<std::borrow::Cow<'_, Value<'_>>> {
         self.attrs.get(key.as_bytes())
     }
 }

@@ -25,6 +25,7 @@ use super::payload::{call_arguments, decode, lc_tool_result, load_json, messages
 use super::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
 use super::vercel::{self, AI_OPERATION};
 use crate::error::Result;
+use crate::model::attributes::{Attributes, Builder};
 use crate::model::json::{dumps, Default, PLAIN};
 use crate::model::record::{sub_text, Fields, Str, ToolCall, ToolExecution, EXECUTE_TOOL, INVOKE_AGENT,
                            MISSING_INPUT, MISSING_OUTPUT, MISSING_FINISH, MISSING_TOOL_ARGUMENTS,
@@ -153,11 +154,25 @@ impl<'a> Built<'a> {
         }
     }
 
+    /// The attributes the record keeps, copied.
+    pub fn kept_attributes(&self, kept: &Kept<'_>) -> Attributes {
+        let mut items = 0;
+        let mut text = 0;
+        for a in self.attrs.items.iter().filter(|a| self.keeps(&a.key, kept)) {
+            items += 1;
+            text += Builder::text_len(&a.key, &a.val);
+        }
+        let mut b = Builder::with_capacity(items, text);
+        for a in self.attrs.items.iter().filter(|a| self.keeps(&a.key, kept)) {
+            b.push(&a.key, &a.val);
+        }
+        b.finish()
+    }
+
     /// The record's fields, owned.
     pub fn into_fields(self, kept: &Kept<'_>) -> Fields {
         let s = |t: &Text<'_>| -> Str { t.as_ref().into() };
-        let attrs = self.attrs.items.iter().filter(|a| self.keeps(&a.key, kept))
-            .map(|a| (s(&a.key), a.val.clone().into_owned())).collect();
+        let attrs = self.kept_attributes(kept);
         Fields {
             operation: self.operation.as_ref().map(s),
             attrs,
