@@ -77,7 +77,7 @@ pub struct Head<'py> {
 pub type Origins<'py> = [(Bound<'py, PyAny>, Bound<'py, PyAny>)];
 
 /// The `SpanRecord` of a span whose fields the conventions built (`Built`), its attributes
-/// the `kept` ones; an attribute the caller handed in unchanged is the caller's object.
+/// the `kept` ones (`attrs_of`: the core's, or the caller's objects where it handed some in).
 pub fn from_built<'py>(py: Python<'py>, strings: &mut Strings<'py>, head: Head<'py>, f: &Built<'_>,
                        kept: &Kept<'_>, origins: &Origins<'py>) -> PyResult<Bound<'py, PyAny>> {
     let t = types(py)?;

@@ -156,14 +156,30 @@ impl<'a> Built<'a> {
 
     /// The attributes the record keeps, copied.
     pub fn kept_attributes(&self, kept: &Kept<'_>) -> Attributes {
-        let mut items = 0;
-        let mut text = 0;
-        for a in self.attrs.items.iter().filter(|a| self.keeps(&a.key, kept)) {
-            items += 1;
-            text += Builder::text_len(&a.key, &a.val);
+        // `keeps` once each (a hash of the key, or a scan of the content keys), remembered
+        // in a word where a span reads at most 64 (almost all), without an allocation
+        let all = &self.attrs.items;
+        if all.len() <= 64 {
+            let (mut mask, mut n, mut text) = (0u64, 0, 0);
+            for (i, a) in all.iter().enumerate() {
+                if self.keeps(&a.key, kept) {
+                    mask |= 1 << i;
+                    n += 1;
+                    text += Builder::text_len(&a.key, &a.val);
+                }
+            }
+            let mut b = Builder::with_capacity(n, text);
+            for (i, a) in all.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    b.push(&a.key, &a.val);
+                }
+            }
+            return b.finish();
         }
-        let mut b = Builder::with_capacity(items, text);
-        for a in self.attrs.items.iter().filter(|a| self.keeps(&a.key, kept)) {
+        let items: Vec<&Attr<'_>> = all.iter().filter(|a| self.keeps(&a.key, kept)).collect();
+        let text = items.iter().map(|a| Builder::text_len(&a.key, &a.val)).sum();
+        let mut b = Builder::with_capacity(items.len(), text);
+        for a in items {
             b.push(&a.key, &a.val);
         }
         b.finish()
@@ -606,6 +622,24 @@ mod tests {
             a.set(Attr { key: Cow::Borrowed(k.as_bytes()), val: v.clone(), origin: None });
         }
         a
+    }
+
+    #[test]
+    fn a_record_keeps_the_named_attributes_or_all_but_content_in_the_spans_order_however_many() {
+        for n in [3usize, 64, 65, 300] {
+            let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+            let mut items: Vec<(&str, Value<'_>)> = keys.iter().map(|k| (k.as_str(), Value::Int(1))).collect();
+            items.insert(1, ("gen_ai.input.messages", Value::str("[]")));
+            let b = build(&head("work"), attrs(&items)).unwrap();
+            let everything = b.kept_attributes(&Kept::All);
+            assert_eq!(everything.len(), n, "{n}: content is not kept");
+            assert!(everything.iter().map(|(k, _)| k.to_vec()).eq(keys.iter().map(|k| k.as_bytes().to_vec())));
+            let names: HashSet<Vec<u8>, foldhash::fast::RandomState> =
+                [b"k2".to_vec(), b"k0".to_vec(), b"absent".to_vec()].into_iter().collect();
+            let some = b.kept_attributes(&Kept::Names(&names));
+            assert!(some.iter().map(|(k, _)| k.to_vec()).eq([b"k0".to_vec(), b"k2".to_vec()]), "{n}");
+            assert_eq!(some.get(b"k2").as_deref(), Some(&Value::Int(1)));
+        }
     }
 
     #[test]
