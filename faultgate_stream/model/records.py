@@ -77,7 +77,8 @@ class SpanRecord(NamedTuple):
     status_code: int = 0          # OTLP: 0 unset, 1 ok, 2 error
     status_message: str = ""
     operation: str | None = None  # gen_ai.operation.name after convention mapping; None when absent
-    attrs: Mapping[str, Any] = NO_ATTRS  # attributes other than message content
+    # attributes other than message content: a dict, or the core's (``SpanAttributes``)
+    attrs: Mapping[str, Any] = NO_ATTRS
     prompt: str = ""              # the user's text in this span's input messages
     answer: str = ""              # the assistant's text in this span's output messages
     tool: ToolExecution | None = None
@@ -138,3 +139,7 @@ from faultgate_stream import _native  # noqa: E402  (after the classes it is giv
 from faultgate_stream.model.reason import Quote, Reason  # noqa: E402
 
 _native.use_types(SpanRecord, ToolExecution, ToolCall, Step, NO_ATTRS, Reason, Quote)
+# A record the compiled reader built holds its attributes in the core: ``attrs`` is then a
+# read-only mapping over them (``SpanAttributes``), each value made when it is read.
+SpanAttributes = _native.SpanAttributes
+Mapping.register(SpanAttributes)

@@ -15,17 +15,23 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from faultgate_stream.model.records import SpanRecord
 from faultgate_stream.model.run import SERVICE_VERSION
 from faultgate_stream.read import content_events, events
 from tests.read import conventions_oracle
 
 
 def comparable(x: Any) -> Any:
-    """``x`` with every value tagged by its type (a record's ``{}`` is not its ``NO_ATTRS``,
-    a str is not a list), dicts as their items in order, and NaN equal to itself (the same
-    value on both sides, but NaN != NaN)."""
+    """``x`` with every value tagged by its type (a str is not a list), dicts as their items
+    in order, and NaN equal to itself (the same value on both sides, but NaN != NaN). A
+    record's attributes are their items in order, whichever mapping holds them: a dict, the
+    shared ``NO_ATTRS`` when none is kept, or the core's own (``SpanAttributes``), whose
+    values are made as the reader made them when they are read."""
     if isinstance(x, float) and math.isnan(x):
         return ("float", "NaN")
+    if isinstance(x, SpanRecord):
+        return ("SpanRecord", [("attrs", [(comparable(k), comparable(v)) for k, v in v.items()]) if f == "attrs"
+                               else comparable(v) for f, v in zip(x._fields, x)])
     if isinstance(x, (list, tuple)):
         return (type(x).__name__, [comparable(v) for v in x])
     if isinstance(x, Mapping):

@@ -16,7 +16,9 @@ from types import MappingProxyType
 from typing import Any
 
 from faultgate_stream.checks import api
-from faultgate_stream.model.records import MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, MISSING_WHAT, SpanRecord
+from faultgate_stream import _native
+from faultgate_stream.model.records import (MISSING_TOOL_ARGUMENTS, MISSING_TOOL_RESULT, MISSING_WHAT, SpanAttributes,
+                                            SpanRecord)
 from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult, Severity
 
@@ -30,10 +32,13 @@ class Views:
     ``STANDARD_ATTRIBUTES`` and what those checks declared, offline as live (where the
     reader keeps nothing else), so a check never reads an attribute on one side only."""
 
-    __slots__ = ("allowed",)
+    __slots__ = ("allowed", "_select")
 
     def __init__(self, declared: Iterable[str] = ()) -> None:
         self.allowed = api.STANDARD_ATTRIBUTES | frozenset(declared)
+        # the core's attributes of a record, cut without a Python object made (a value is
+        # made when the check reads it); a record built in Python holds a dict
+        self._select = _native.AttributeSelection(self.allowed)
 
     def span(self, rec: SpanRecord) -> api.SpanView:
         v = object.__new__(api.SpanView)
@@ -55,7 +60,9 @@ class Views:
         put(v, "call_id", tool.call_id if tool is not None else "")
         put(v, "prompt", rec.prompt)
         put(v, "answer", rec.answer)
-        put(v, "attributes", MappingProxyType({k: x for k, x in rec.attrs.items() if k in allowed}))
+        a = rec.attrs
+        put(v, "attributes", self._select(a) if type(a) is SpanAttributes
+            else MappingProxyType({k: x for k, x in a.items() if k in allowed}))
         put(v, "_args", None)
         put(v, "_src", rec)  # for the built-ins behind the API (``BuiltinCheck``), not part of it
         return v

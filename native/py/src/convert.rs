@@ -159,10 +159,20 @@ const SHARED_BYTES: usize = 32;
 pub struct Strings<'py> {
     seen: HashMap<Vec<u8>, Bound<'py, PyString>, foldhash::fast::RandomState>,
     empty: Option<Bound<'py, PyString>>,
+    unshared: bool,
 }
 
 impl<'py> Strings<'py> {
+    /// Strings made for one value read, shared with nothing: remembering them would cost
+    /// more than making them.
+    pub fn unshared() -> Strings<'py> {
+        Strings { unshared: true, ..Strings::default() }
+    }
+
     pub fn text(&mut self, py: Python<'py>, s: &[u8]) -> PyResult<Bound<'py, PyString>> {
+        if self.unshared {
+            return py_text(py, s);
+        }
         if s.is_empty() {
             // most records' prompt, answer and status message
             return Ok(self.empty.get_or_insert_with(|| PyString::new(py, "")).clone());

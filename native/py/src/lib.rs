@@ -5,13 +5,15 @@
 //! facts; `checks/` holds the default rule checks and the signals they share; `export/`
 //! forwards a received request's bytes less its held roots; `receive.rs` checksums the
 //! write-ahead log's records; `convert.rs` and `records.rs`
-//! turn the core's values and records into Python's; `types.rs` holds the record classes the
+//! turn the core's values and records into Python's; `attributes.rs` is a record's
+//! attributes for Python, a read-only mapping over the core's own; `types.rs` holds the record classes the
 //! package hands over. Each folder registers its own functions and
 //! classes here; `python/` holds the binding's dealings with the interpreter itself. What
 //! reads Python objects here moves into the core stage by stage, the core's own types
 //! taking the place of the records' fields.
 
 mod assemble;
+mod attributes;
 mod checks;
 mod convert;
 mod export;
@@ -32,6 +34,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(types::use_types, m)?)?;
     python::register(m)?;
+    attributes::register(m)?;
     receive::register(m)?;
     read::register(m)?;
     assemble::register(m)?;

@@ -8,12 +8,15 @@
 //! are shared within a request (`Strings`), as the readers always shared them.
 
 use faultgate_core::model::ids::{SpanId, TraceId};
+use faultgate_core::model::attributes::Attributes;
 use faultgate_core::model::record::{Fields, SpanRecord, Str, ToolCall, ToolExecution};
+use faultgate_core::read::attrs::Attr;
 use faultgate_core::read::conventions::{Built, Kept};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString, PyTuple, PyType};
 
+use crate::attributes::SpanAttributes;
 use crate::convert::{text_of, to_py, value_of, Strings};
 use crate::python::collector;
 use crate::types::types;
@@ -74,7 +77,7 @@ pub struct Head<'py> {
 pub type Origins<'py> = [(Bound<'py, PyAny>, Bound<'py, PyAny>)];
 
 /// The `SpanRecord` of a span whose fields the conventions built (`Built`), its attributes
-/// the `kept` ones; an attribute the caller handed in unchanged is the caller's object.
+/// the `kept` ones (`attrs_of`: the core's, or the caller's objects where it handed some in).
 pub fn from_built<'py>(py: Python<'py>, strings: &mut Strings<'py>, head: Head<'py>, f: &Built<'_>,
                        kept: &Kept<'_>, origins: &Origins<'py>) -> PyResult<Bound<'py, PyAny>> {
     let t = types(py)?;
@@ -96,28 +99,38 @@ pub fn from_built<'py>(py: Python<'py>, strings: &mut Strings<'py>, head: Head<'
         Ok(untracked(PyTuple::new(py, [text(&r[0])?, text(&r[1])?])?.into_any()))
     })?;
     let finish = tuple_of(py, f.finish.iter(), |r| text(r))?;
-    // made at the first attribute kept: most records keep none and share NO_ATTRS
-    let mut attrs: Option<Bound<'py, PyDict>> = if matches!(kept, Kept::All) { Some(PyDict::new(py)) } else { None };
-    for a in &f.attrs.items {
-        if !f.keeps(&a.key, kept) {
-            continue;
-        }
-        let (k, v) = match a.origin.and_then(|i| origins.get(i as usize)) {
-            Some((k, v)) => (k.clone(), v.clone()),
-            None => (strings.text(py, &a.key)?.into_any(), to_py(py, &a.val, strings)?),
-        };
-        attrs.get_or_insert_with(|| PyDict::new(py)).set_item(k, v)?;
-    }
-    let attrs = match attrs {
-        Some(d) => d.into_any(),
-        None => t.no_attrs.bind(py).clone(),
-    };
+    let attrs = attrs_of(py, strings, f, kept, origins)?;
     new_tuple(py, &t.span_record, [
         head.trace_id, head.span_id, head.parent, head.name, head.start, head.end, head.status_code, head.message,
         operation, attrs, prompt, answer, tool, calls, responses, finish,
         PyBool::new(py, f.shadowed).to_owned().into_any(),
         f.size.into_pyobject(py)?.into_any(), f.missing.into_pyobject(py)?.into_any(),
     ])
+}
+
+/// A record's attributes: the core's own, read from Python through `SpanAttributes`; none
+/// kept share NO_ATTRS. Where the caller handed in an attribute the record keeps, the record
+/// is the caller's objects in a dict, as it always was (build_span's callers: the vendor
+/// formats, the log events, tests).
+fn attrs_of<'py>(py: Python<'py>, strings: &mut Strings<'py>, f: &Built<'_>, kept: &Kept<'_>,
+                 origins: &Origins<'py>) -> PyResult<Bound<'py, PyAny>> {
+    let callers = |a: &Attr<'_>| a.origin.is_some_and(|i| (i as usize) < origins.len());
+    if !origins.is_empty() && f.attrs.items.iter().any(|a| callers(a) && f.keeps(&a.key, kept)) {
+        let attrs = PyDict::new(py);
+        for a in f.attrs.items.iter().filter(|a| f.keeps(&a.key, kept)) {
+            let (k, v) = match a.origin.and_then(|i| origins.get(i as usize)) {
+                Some((k, v)) => (k.clone(), v.clone()),
+                None => (strings.text(py, &a.key)?.into_any(), to_py(py, &a.val, strings)?),
+            };
+            attrs.set_item(k, v)?;
+        }
+        return Ok(attrs.into_any());
+    }
+    let attrs = f.kept_attributes(kept);
+    if attrs.is_empty() {
+        return Ok(types(py)?.no_attrs.bind(py).clone());
+    }
+    Ok(Bound::new(py, SpanAttributes::new(attrs))?.into_any())
 }
 
 /// Ids already made in a request: a trace's spans share its id, siblings their parent's.
@@ -193,6 +206,29 @@ fn items<'py>(o: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     }
 }
 
+/// A record's `attrs` as the core's: the core's own, shared, from a `SpanAttributes`; any
+/// other mapping (a dict of a record built in Python) converted.
+pub fn attributes_of(a: &Bound<'_, PyAny>) -> PyResult<Attributes> {
+    if let Ok(m) = a.downcast::<SpanAttributes>() {
+        return Ok(m.get().attrs.clone());
+    }
+    let mut items = Vec::new();
+    if let Ok(d) = a.downcast::<PyDict>() {
+        items.extend(d.iter());
+    } else if a.len()? > 0 {
+        for k in a.try_iter()? {
+            let k = k?;
+            let v = a.get_item(&k)?;
+            items.push((k, v));
+        }
+    }
+    let mut attrs = Vec::with_capacity(items.len());
+    for (k, v) in &items {
+        attrs.push((owned_text(k, "attribute key")?, value_of(v, 0)?));
+    }
+    Ok(Attributes::new(&attrs))
+}
+
 /// A `SpanRecord` (any tuple of its fields in order) as the core's record: every field
 /// copied, once. What the core cannot hold (a time that is not an int) is a TypeError.
 pub fn to_core(r: &Bound<'_, PyTuple>) -> PyResult<SpanRecord> {
@@ -227,19 +263,7 @@ pub fn to_core(r: &Bound<'_, PyTuple>) -> PyResult<SpanRecord> {
     for f in items(&item(FINISH_REASONS)?)? {
         finish_reasons.push(owned_text(&f, "finish reason")?);
     }
-    let mut attrs = Vec::new();
-    let a = item(ATTRS)?;
-    if let Ok(d) = a.downcast::<PyDict>() {
-        for (k, v) in d.iter() {
-            attrs.push((owned_text(&k, "attribute key")?, value_of(&v, 0)?.into_owned()));
-        }
-    } else if a.len()? > 0 {
-        for k in a.try_iter()? {
-            let k = k?;
-            let v = a.get_item(&k)?;
-            attrs.push((owned_text(&k, "attribute key")?, value_of(&v, 0)?.into_owned()));
-        }
-    }
+    let attrs = attributes_of(&item(ATTRS)?)?;
     let operation = item(OPERATION)?;
     Ok(SpanRecord {
         trace_id: TraceId::parse(std::str::from_utf8(&text_field(TRACE_ID, "trace_id")?).unwrap_or("\u{fffd}")),

@@ -3,6 +3,7 @@
 //!
 //! Text is WTF-8 (pyfmt/strs.rs) and owned: a record outlives the request it was read from.
 
+use super::attributes::Attributes;
 use super::value::{Text, Value};
 use crate::model::ids::{SpanId, TraceId};
 
@@ -52,8 +53,8 @@ pub struct ToolCall {
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Fields {
     pub operation: Option<Str>,
-    /// the attributes the record keeps, in the span's order
-    pub attrs: Vec<(Str, Value<'static>)>,
+    /// the attributes the record keeps, in the span's order (shared: model/attributes.rs)
+    pub attrs: Attributes,
     pub prompt: Str,
     pub answer: Str,
     pub tool: Option<ToolExecution>,
@@ -75,8 +76,8 @@ impl Fields {
     }
 
     /// `attrs.get(key)`.
-    pub fn attr(&self, key: &str) -> Option<&Value<'static>> {
-        self.attrs.iter().find(|(k, _)| &**k == key.as_bytes()).map(|(_, v)| v)
+    pub fn attr(&self, key: &str) -> Option<std::borrow::Cow<'_, Value<'_>>> {
+        self.attrs.get(key.as_bytes())
     }
 }
 

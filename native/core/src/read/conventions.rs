@@ -25,6 +25,7 @@ use super::payload::{call_arguments, decode, lc_tool_result, load_json, messages
 use super::unread::{self, Sniff, UNREAD_OUTPUT_KEY};
 use super::vercel::{self, AI_OPERATION};
 use crate::error::Result;
+use crate::model::attributes::{Attributes, Builder};
 use crate::model::json::{dumps, Default, PLAIN};
 use crate::model::record::{sub_text, Fields, Str, ToolCall, ToolExecution, EXECUTE_TOOL, INVOKE_AGENT,
                            MISSING_INPUT, MISSING_OUTPUT, MISSING_FINISH, MISSING_TOOL_ARGUMENTS,
@@ -153,11 +154,41 @@ impl<'a> Built<'a> {
         }
     }
 
+    /// The attributes the record keeps, copied.
+    pub fn kept_attributes(&self, kept: &Kept<'_>) -> Attributes {
+        // `keeps` once each (a hash of the key, or a scan of the content keys), remembered
+        // in a word where a span reads at most 64 (almost all), without an allocation
+        let all = &self.attrs.items;
+        if all.len() <= 64 {
+            let (mut mask, mut n, mut text) = (0u64, 0, 0);
+            for (i, a) in all.iter().enumerate() {
+                if self.keeps(&a.key, kept) {
+                    mask |= 1 << i;
+                    n += 1;
+                    text += Builder::text_len(&a.key, &a.val);
+                }
+            }
+            let mut b = Builder::with_capacity(n, text);
+            for (i, a) in all.iter().enumerate() {
+                if mask & (1 << i) != 0 {
+                    b.push(&a.key, &a.val);
+                }
+            }
+            return b.finish();
+        }
+        let items: Vec<&Attr<'_>> = all.iter().filter(|a| self.keeps(&a.key, kept)).collect();
+        let text = items.iter().map(|a| Builder::text_len(&a.key, &a.val)).sum();
+        let mut b = Builder::with_capacity(items.len(), text);
+        for a in items {
+            b.push(&a.key, &a.val);
+        }
+        b.finish()
+    }
+
     /// The record's fields, owned.
     pub fn into_fields(self, kept: &Kept<'_>) -> Fields {
         let s = |t: &Text<'_>| -> Str { t.as_ref().into() };
-        let attrs = self.attrs.items.iter().filter(|a| self.keeps(&a.key, kept))
-            .map(|a| (s(&a.key), a.val.clone().into_owned())).collect();
+        let attrs = self.kept_attributes(kept);
         Fields {
             operation: self.operation.as_ref().map(s),
             attrs,
@@ -591,6 +622,23 @@ mod tests {
             a.set(Attr { key: Cow::Borrowed(k.as_bytes()), val: v.clone(), origin: None });
         }
         a
+    }
+
+    #[test]
+    fn a_record_keeps_the_named_attributes_or_all_but_content_in_the_spans_order_however_many() {
+        for n in [3usize, 64, 65, 300] {
+            let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+            let mut items: Vec<(&str, Value<'_>)> = keys.iter().map(|k| (k.as_str(), Value::Int(1))).collect();
+            items.insert(1, ("gen_ai.input.messages", Value::str("[]")));
+            let b = build(&head("work"), attrs(&items)).unwrap();
+            let everything = b.kept_attributes(&Kept::All);
+            assert_eq!(everything.len(), n, "{n}: content is not kept");
+            assert!(everything.iter().map(|(k, _)| k.to_vec()).eq(keys.iter().map(|k| k.as_bytes().to_vec())));
+            let names: KeySet = [b"k2".to_vec(), b"k0".to_vec(), b"absent".to_vec()].into_iter().collect();
+            let some = b.kept_attributes(&Kept::Names(&names));
+            assert!(some.iter().map(|(k, _)| k.to_vec()).eq([b"k0".to_vec(), b"k2".to_vec()]), "{n}");
+            assert_eq!(some.get(b"k2").as_deref(), Some(&Value::Int(1)));
+        }
     }
 
     #[test]

@@ -640,7 +640,7 @@ mod tests {
         assert!(r.is_agent() && r.parent_id.is_none() && r.start_ns == 1_000 && r.end_ns == 2_000);
         assert_eq!(&*r.fields.answer, b"done");
         // the root takes its resource's version; content is not kept beside what was read of it
-        let kept: Vec<&[u8]> = r.fields.attrs.iter().map(|(k, _)| &**k).collect();
+        let kept: Vec<&[u8]> = r.fields.attrs.iter().map(|(k, _)| k).collect();
         assert_eq!(kept, vec![&b"gen_ai.operation.name"[..], b"gen_ai.request.model", b"service.version"]);
         let tool = t.fields.tool.as_ref().unwrap();
         assert_eq!((&*tool.name, &*tool.result, t.status_code), (&b"search"[..], &b"[]"[..], 2));
@@ -713,7 +713,7 @@ mod tests {
         let data = request(&[], &[root]);
         let p = Projection::new([b"keep.me".to_vec()]);
         let read = read_spans(&data, "service.version", "e", Some(&p)).unwrap();
-        let kept: Vec<&[u8]> = read.records[0].fields.attrs.iter().map(|(k, _)| &**k).collect();
+        let kept: Vec<&[u8]> = read.records[0].fields.attrs.iter().map(|(k, _)| k).collect();
         assert_eq!(kept, vec![&b"keep.me"[..]]);
         assert!(read.records[0].is_agent());
     }

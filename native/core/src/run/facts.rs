@@ -74,12 +74,12 @@ pub struct Facts {
 }
 
 /// `span.attrs.get(key)`, a value of None as absent.
-pub fn attr<'r>(s: &'r SpanRecord, key: &str) -> Option<&'r Value<'static>> {
-    s.fields.attrs.iter().find(|(k, _)| &**k == key.as_bytes()).map(|(_, v)| v).filter(|v| !v.is_none())
+pub fn attr<'r>(s: &'r SpanRecord, key: &str) -> Option<Cow<'r, Value<'r>>> {
+    s.fields.attrs.get(key.as_bytes()).filter(|v| !v.is_none())
 }
 
 /// `str(v)` of an attribute that is set and true.
-fn truthy_str(v: Option<&Value<'static>>) -> Option<Str> {
+fn truthy_str(v: Option<Cow<'_, Value<'_>>>) -> Option<Str> {
     v.filter(|v| v.truthy()).map(|v| v.py_str().into_owned().into())
 }
 
@@ -403,12 +403,12 @@ pub fn compute(run: &Run, settings: Settings) -> Result<Facts> {
         }
         any_tool |= s.fields.tool.is_some();
         for key in [USAGE_IN, USAGE_OUT] {
-            if let Some(f) = attr(s, key).and_then(finite) {
+            if let Some(f) = attr(s, key).and_then(|v| finite(&v)) {
                 tokens.add(f);
                 counted = true;
             }
         }
-        if let Some(f) = attr(s, COST).and_then(finite) {
+        if let Some(f) = attr(s, COST).and_then(|v| finite(&v)) {
             costs.push(f);
         }
     }
@@ -510,7 +510,7 @@ mod tests {
     #[test]
     fn a_measure_too_large_for_any_machine_integer_is_added_as_python_adds_it() {
         let spans = (0..3).map(|i| bare(i + 1, i128::from(i), Fields {
-            attrs: vec![((*b"gen_ai.usage.input_tokens").into(), Value::Float(1e300))], ..Default::default() }))
+            attrs: vec![((*b"gen_ai.usage.input_tokens").into(), Value::Float(1e300))].into(), ..Default::default() }))
             .collect();
         // float(int(1e300) * 3): the exact sum, rounded once
         assert_eq!(facts_of(spans).usage_tokens, Some(3e300));

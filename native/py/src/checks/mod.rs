@@ -17,6 +17,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
+use crate::attributes::SpanAttributes;
 use crate::convert::{py_text, text_of, value_of, OrRaise};
 use crate::records::field;
 use crate::run::judged;
@@ -109,14 +110,19 @@ pub fn with_arrival<T>(span: &Bound<'_, PyTuple>, reads: Reads,
                 reasons = finish.try_iter()?.collect::<PyResult<_>>()?;
             }
             let attrs = item(field::ATTRS)?;
-            let found = match attrs.downcast::<PyDict>() {
-                Ok(d) => d.get_item(intern!(py, "error.type"))?,
-                Err(_) if attrs.len()? == 0 => None,
-                Err(_) => Some(attrs.call_method1(intern!(py, "get"), (intern!(py, "error.type"),))?),
-            };
-            error_type = match found {
-                Some(v) if !v.is_none() && v.is_truthy()? => Some(Cow::Owned(value_of(&v, 0)?.py_str().into_owned())),
-                _ => None,
+            error_type = if let Ok(m) = attrs.downcast::<SpanAttributes>() {
+                // the core's own value: no Python object made
+                m.get().attrs.get(b"error.type").filter(|v| v.truthy()).map(|v| Cow::Owned(v.py_str().into_owned()))
+            } else {
+                let found = match attrs.downcast::<PyDict>() {
+                    Ok(d) => d.get_item(intern!(py, "error.type"))?,
+                    Err(_) if attrs.len()? == 0 => None,
+                    Err(_) => Some(attrs.call_method1(intern!(py, "get"), (intern!(py, "error.type"),))?),
+                };
+                match found {
+                    Some(v) if !v.is_none() && v.is_truthy()? => Some(Cow::Owned(value_of(&v, 0)?.py_str().into_owned())),
+                    _ => None,
+                }
             };
             message = Some(item(field::STATUS_MESSAGE)?);
         }

@@ -17,6 +17,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyMapping, PySet, PySt
 use rustc_hash::FxHashMap;
 
 use super::guarded;
+use crate::attributes::SpanAttributes;
 use crate::convert::{py_text, text_of};
 use faultgate_core::run::facts::Step;
 use crate::records::field;
@@ -518,6 +519,9 @@ fn tagged(o: &Bound<'_, PyAny>, key: &mut Vec<u8>) -> PyResult<bool> {
 
 /// A mapping's value at `key` when it has the key (its value may be None), else None.
 fn get<'py>(m: &Bound<'py, PyAny>, key: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Ok(a) = m.downcast::<SpanAttributes>() {
+        return a.get().value(key);
+    }
     match m.downcast::<PyDict>() {
         Ok(d) => d.get_item(key),
         Err(_) if m.len()? == 0 => Ok(None),

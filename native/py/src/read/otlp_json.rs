@@ -498,8 +498,8 @@ impl<'t, 'py> Walk<'t, 'py> {
     }
 
     /// A span's attributes: the common ``stringValue`` read where it lies, the rest by value().
-    fn attributes(&mut self, kvs: &'t [Node<'t>], where_: &dyn Fn() -> String, origins: &mut Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>)
-        -> Res<Attrs<'t>> {
+    /// The records hold the core's values (`SpanAttributes`), made Python's again when read.
+    fn attributes(&mut self, kvs: &'t [Node<'t>], where_: &dyn Fn() -> String) -> Res<Attrs<'t>> {
         let mut out = Attrs::with_capacity(kvs.len());
         for kv in kvs {
             let key = match (kv, kv.get("key")) {
@@ -514,10 +514,10 @@ impl<'t, 'py> Walk<'t, 'py> {
                 }
             };
             let v = kv.get("value");
-            let (val, val_py) = match v.and_then(|v| v.get("stringValue")) {
-                Some(s) => (self.node_value(s)?, None),
+            let val = match v.and_then(|v| v.get("stringValue")) {
+                Some(s) => self.node_value(s)?,
                 None => match self.value(v, 0) {
-                    Ok(x) => (value_of(&x, 0)?.into_owned(), Some(x)),
+                    Ok(x) => value_of(&x, 0)?.into_owned(),
                     Err(Fail::Input(m)) => {
                         let k = match &key_py {
                             Some(k) => k.clone(),
@@ -529,18 +529,7 @@ impl<'t, 'py> Walk<'t, 'py> {
                     Err(e) => return Err(e),
                 },
             };
-            let origin = match val_py {
-                Some(v) => {
-                    let k = match key_py {
-                        Some(k) => k,
-                        None => crate::convert::py_text(self.py, &key)?.into_any(),
-                    };
-                    origins.push((k, v));
-                    Some((origins.len() - 1) as u32)
-                }
-                None => None,
-            };
-            out.set(Attr { key, val, origin });
+            out.set(Attr { key, val, origin: None });
         }
         Ok(out)
     }
@@ -724,8 +713,7 @@ impl<'t, 'py> Walk<'t, 'py> {
                 return Err(Fail::Input(format!("{}.attributes: expected a list of {{key, value}} objects", where_())))
             }
         };
-        let mut origins = Vec::new();
-        let attrs = self.attributes(kvs, &where_, &mut origins)?;
+        let attrs = self.attributes(kvs, &where_)?;
         let (evaluations, content) = match s.get("events") {
             Some(e) if e.truthy() => (self.evaluations(Some(e))?, self.content_events(Some(e))?),
             _ => (None, None),
@@ -764,7 +752,6 @@ impl<'t, 'py> Walk<'t, 'py> {
             },
             span: SpanHead { name: name.0, has_parent, failed, message: message.0, instant },
             attrs,
-            origins,
             evaluations,
             content,
         })
@@ -827,8 +814,6 @@ struct Row<'t, 'py> {
     head: Head<'py>,
     span: SpanHead<'t>,
     attrs: Attrs<'t>,
-    /// the Python objects of attributes read by `value()`: (key, value) by `Attr::origin`
-    origins: Vec<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
     evaluations: Option<Value<'static>>,
     /// its events that may carry GenAI content
     content: Option<Vec<Event<'static>>>,
@@ -862,7 +847,7 @@ impl OtlpJson {
                 content_events::add_to(&row.span.name, &mut attrs, events).or_raise()?;
             }
             let built = conventions::build(&row.span, attrs).or_raise()?;
-            out.append(from_built(py, &mut strings, row.head, &built, &Kept::All, &row.origins)?)?;
+            out.append(from_built(py, &mut strings, row.head, &built, &Kept::All, &[])?)?;
         }
         Ok(out)
     }
