@@ -167,20 +167,21 @@ def _digests(v: RunVerdict) -> tuple[str, ...]:
     digests = v.rule_digests if len(v.rule_digests) == len(results) else ("",) * len(results)
     # C-level scans first (``map``): most results name neither, and a generator over them
     # was ~90 bytecodes a run (bench/hot_path.py)
+    named = any(map(_EVALUATOR, results))
     if any(map(_SPAN_IDS, results)):  # a run's own span ids: nothing to share with other runs
         return tuple(d + _KEY_SEP + json.dumps([r.evaluator, r.span_ids]) if r.evaluator or r.span_ids
                      else d for r, d in zip(results, digests))
-    evaluators = tuple(map(_EVALUATOR, results))
-    if not any(evaluators):
+    if not named:
         return digests
+    evaluators = tuple(map(_EVALUATOR, results))
     key = (digests, evaluators)
-    named = _named_digests.get(key)
-    if named is None:
+    keys = _named_digests.get(key)
+    if keys is None:
         if len(_named_digests) >= MAX_CACHED_DIGESTS:
             _named_digests.clear()
-        named = _named_digests[key] = tuple(d + _KEY_SEP + json.dumps([e, ()]) if e else d
-                                            for e, d in zip(evaluators, digests))
-    return named
+        keys = _named_digests[key] = tuple(d + _KEY_SEP + json.dumps([e, ()]) if e else d
+                                           for e, d in zip(evaluators, digests))
+    return keys
 
 
 def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
