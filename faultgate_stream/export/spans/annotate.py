@@ -156,7 +156,7 @@ def evaluator_scope() -> InstrumentationScope:
 _EVALUATOR, _SPAN_IDS = attrgetter("evaluator"), attrgetter("span_ids")
 # The keys of verdicts whose results name an evaluator and no span ids, by their digests and
 # evaluators: the same few run after run (a plug-in's or a rules file's result names its
-# evaluator on every run, and building them was ~1,000 instructions a span twice a run,
+# evaluator on every run: building them, twice a run, was ~1,200 instructions a span of
 # bench/hot_path.py --checks plugin). Cleared when full: a ruleset gives one entry.
 MAX_CACHED_DIGESTS = 256
 _named_digests: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
