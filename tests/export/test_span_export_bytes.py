@@ -83,6 +83,23 @@ def test_results_that_differ_only_in_how_their_span_ids_split_get_their_own_byte
         assert cache(v, 7) == oracle.root_annex(v, 7, REDACT), ids
 
 
+def test_verdicts_whose_results_name_an_evaluator_are_written_by_kept_keys_that_stay_bounded():
+    # a plug-in's or a rules file's result names its evaluator on every run: the annex's keys
+    # for such a verdict are kept by its digests and evaluators, at most MAX_CACHED_DIGESTS
+    cache = annotate.VerdictBytes(REDACT)
+    key = RunKey(trace_id="0af7651916cd43dd8448eb211c80319c", root_span_id="b7ad6b7169203331")
+    for i in range(annotate.MAX_CACHED_DIGESTS + 20):
+        plain = CheckResult(check="policy", fired=False, confidence=1.0, reason="ok")
+        named = CheckResult(check="mine", fired=bool(i % 2), confidence=1.0, reason="r",
+                            evaluator=f"team-checks 1.{i % (annotate.MAX_CACHED_DIGESTS + 7)}")
+        v = RunVerdict(key=key, scenario="s", agent="shop", agent_version="", completion=Completion.COMPLETE,
+                       results=(plain, named), steps=1, spans=1, root_span_id=key.root_span_id,
+                       rule_digests=("d1", "d2"))
+        for _ in range(2):  # made, then kept
+            assert cache(v, 7) == oracle.root_annex(v, 7, REDACT), i
+        assert 0 < len(annotate._named_digests) <= annotate.MAX_CACHED_DIGESTS  # noqa: SLF001
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(verdicts(), st.sampled_from((0, 99, 1 << 63, 1 << 64)))
 def test_a_roots_verdict_bytes_are_protobufs_encoding_of_its_attributes_and_events(v, end_ns):

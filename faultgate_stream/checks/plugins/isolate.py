@@ -531,7 +531,7 @@ class Isolation:
                 return _undecided(placeholder, f"the plug-in failed on this run: it {e}")
         guard.overruns = 0
         unread = run.unread  # agent work no convention read: no plug-in passes on what it hid
-        if unread:
+        if unread.reasons:  # what its ``__bool__`` says, without the frame (one a run)
             r = check.held_to_what_was_read(r, unread, run)
         return r._replace(agent=placeholder.agent) if placeholder.agent else r
 

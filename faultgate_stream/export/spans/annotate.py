@@ -154,6 +154,12 @@ def evaluator_scope() -> InstrumentationScope:
 
 
 _EVALUATOR, _SPAN_IDS = attrgetter("evaluator"), attrgetter("span_ids")
+# The keys of verdicts whose results name an evaluator and no span ids, by their digests and
+# evaluators: the same few run after run (a plug-in's or a rules file's result names its
+# evaluator on every run: building them, twice a run, was ~1,200 instructions a span of
+# bench/hot_path.py --checks plugin). Cleared when full: a ruleset gives one entry.
+MAX_CACHED_DIGESTS = 256
+_named_digests: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
 
 
 def _digests(v: RunVerdict) -> tuple[str, ...]:
@@ -161,10 +167,21 @@ def _digests(v: RunVerdict) -> tuple[str, ...]:
     digests = v.rule_digests if len(v.rule_digests) == len(results) else ("",) * len(results)
     # C-level scans first (``map``): most results name neither, and a generator over them
     # was ~90 bytecodes a run (bench/hot_path.py)
-    if any(map(_EVALUATOR, results)) or any(map(_SPAN_IDS, results)):
-        digests = tuple(d + _KEY_SEP + json.dumps([r.evaluator, r.span_ids]) if r.evaluator or r.span_ids
-                        else d for r, d in zip(v.results, digests))
-    return digests
+    named = any(map(_EVALUATOR, results))
+    if any(map(_SPAN_IDS, results)):  # a run's own span ids: nothing to share with other runs
+        return tuple(d + _KEY_SEP + json.dumps([r.evaluator, r.span_ids]) if r.evaluator or r.span_ids
+                     else d for r, d in zip(results, digests))
+    if not named:
+        return digests
+    evaluators = tuple(map(_EVALUATOR, results))
+    key = (digests, evaluators)
+    keys = _named_digests.get(key)
+    if keys is None:
+        if len(_named_digests) >= MAX_CACHED_DIGESTS:
+            _named_digests.clear()
+        keys = _named_digests[key] = tuple(d + _KEY_SEP + json.dumps([e, ()]) if e else d
+                                           for e, d in zip(evaluators, digests))
+    return keys
 
 
 def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
