@@ -468,13 +468,19 @@ def kept_size(kept: Mapping[str, Any]) -> int:
     """What a record's size counts for the attributes it keeps, a copy besides the fields
     made of those read (added when the attributes moved into the core,
     native/core/src/model/attributes.rs): ``ATTRIBUTES_BYTES``, and each one's
-    ``ATTRIBUTE_BYTES``, key, and value (its length if a str, else ``VALUE_BYTES``);
-    nothing when it keeps none."""
+    ``ATTRIBUTE_BYTES``, key, and value (its length if a str, ``SCALAR_BYTES`` if an int of
+    64 bits or a float, else ``VALUE_BYTES``); nothing when it keeps none."""
     if not kept:
         return 0
-    return _native.ATTRIBUTES_BYTES + sum(_native.ATTRIBUTE_BYTES + len(k)
-                                          + (len(v) if isinstance(v, str) else _native.VALUE_BYTES)
-                                          for k, v in kept.items())
+    return _native.ATTRIBUTES_BYTES + sum(_native.ATTRIBUTE_BYTES + len(k) + _value_size(v) for k, v in kept.items())
+
+
+def _value_size(v: Any) -> int:
+    if isinstance(v, str):
+        return len(v)
+    if type(v) is float or (type(v) is int and -(2**63) <= v < 2**63):
+        return _native.SCALAR_BYTES
+    return _native.VALUE_BYTES
 
 
 def _size(name: str, attrs: dict[str, Any]) -> int:

@@ -9,6 +9,7 @@
 
 use faultgate_core::model::ids::{SpanId, TraceId};
 use faultgate_core::model::attributes::{self, Attributes};
+use faultgate_core::model::value::Value;
 use faultgate_core::pyfmt::strs::char_len;
 use faultgate_core::model::record::{Fields, SpanRecord, Str, ToolCall, ToolExecution};
 use faultgate_core::read::attrs::Attr;
@@ -119,18 +120,19 @@ fn attrs_of<'py>(py: Python<'py>, strings: &mut Strings<'py>, f: &Built<'_>, kep
     let callers = |a: &Attr<'_>| a.origin.is_some_and(|i| (i as usize) < origins.len());
     if !origins.is_empty() && f.attrs.items.iter().any(|a| callers(a) && f.keeps(&a.key, kept)) {
         let attrs = PyDict::new(py);
-        let (mut items, mut text, mut not_str) = (0, 0, 0);
+        let (mut items, mut text, mut scalars, mut others) = (0, 0, 0, 0);
         for a in f.attrs.items.iter().filter(|a| f.keeps(&a.key, kept)) {
             items += 1;
             text += char_len(&a.key) + a.val.as_text().map_or(0, char_len);
-            not_str += usize::from(!a.val.is_str());
+            scalars += usize::from(matches!(a.val, Value::Int(_) | Value::Float(_)));
+            others += usize::from(!matches!(a.val, Value::Str(_) | Value::Int(_) | Value::Float(_)));
             let (k, v) = match a.origin.and_then(|i| origins.get(i as usize)) {
                 Some((k, v)) => (k.clone(), v.clone()),
                 None => (strings.text(py, &a.key)?.into_any(), to_py(py, &a.val, strings)?),
             };
             attrs.set_item(k, v)?;
         }
-        return Ok((attrs.into_any(), attributes::size(items, text, not_str)));
+        return Ok((attrs.into_any(), attributes::size(items, text, scalars, others)));
     }
     let attrs = f.kept_attributes(kept);
     if attrs.is_empty() {

@@ -3,11 +3,11 @@
 //! mapping that Python reads them through, the core's records and runs): a copy is a
 //! reference count, never a conversion.
 //!
-//! Every key's bytes and every str value's lie in one block of text, each attribute an
-//! item of three `u32`s into it, the other values beside: a record's attributes are three
-//! allocations however many there are (four with a value that is not a str; a span keeps
-//! up to twenty as a plug-in reads them), freed together, often on another thread than the
-//! reader's.
+//! Every key's bytes and every str, int and float value's lie in one block of text, each
+//! attribute an item of three `u32`s into it, other values beside: a record's attributes
+//! are three allocations however many there are (four with a list, a bool or a None; a span
+//! keeps up to twenty as a plug-in reads them), freed together, often on another thread
+//! than the reader's.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -21,13 +21,19 @@ use crate::pyfmt::strs::char_len;
 // for on each read.
 const INDEXED_PAST: usize = 32;
 
-// An item's `val` at or past this is a place in `others`; below it, the end of its str
-// value in the text, which starts where its key ends.
-const OTHER: u32 = 1 << 31;
-// So the text of a record's kept attributes is shorter than OTHER: what would pass it (never
+// An item's `val` is a kind in its top two bits, and below them: the end of its str value
+// in the text (which starts where its key ends); the end of the 8 bytes of an int's or a
+// float's there (a span's token counts: no allocation of their own); or its place in
+// `others`.
+const KIND: u32 = 3 << 30;
+const STR: u32 = 0;
+const INT: u32 = 1 << 30;
+const FLOAT: u32 = 2 << 30;
+const OTHER: u32 = 3 << 30;
+// So the text of a record's kept attributes is shorter than 2^30: what would pass it (never
 // in a record, but a file read offline may hold anything) is kept in `others` instead. The
 // tests make it short, to reach that path.
-const TEXT_LIMIT: usize = if cfg!(test) { 4096 } else { OTHER as usize };
+const TEXT_LIMIT: usize = if cfg!(test) { 4096 } else { 1 << 30 };
 // An item's `key_end` when its key is in `others` (at `key`).
 const FAR_KEY: u32 = u32::MAX;
 
@@ -39,14 +45,14 @@ struct Item {
     /// where the key starts in `text`; a place in `others` if `key_end` is FAR_KEY
     key: u32,
     key_end: u32,
-    /// where the str value ends in `text` (it starts at `key_end`), or OTHER + its place
-    /// in `others`
+    /// STR, INT or FLOAT + where the value ends in `text` (it starts at `key_end`), or
+    /// OTHER + its place in `others`
     val: u32,
 }
 
 #[derive(Debug)]
 struct Shared {
-    /// every key's bytes and every str value's, one after another
+    /// every key's bytes and every str value's (and int's and float's), one after another
     text: Box<[u8]>,
     items: Box<[Item]>,
     /// values other than a str (and what would not fit in `text`), in order
@@ -66,11 +72,30 @@ impl Shared {
 
     fn value(&self, i: usize) -> Cow<'_, Value<'_>> {
         let it = self.items[i];
-        if it.val >= OTHER {
-            return Cow::Borrowed(&self.others[(it.val - OTHER) as usize]);
+        let at = (it.val & !KIND) as usize;
+        // a far key's value is never in the text
+        let bytes = |t: &[u8]| <[u8; 8]>::try_from(t).unwrap_or_else(|_| unreachable!("8 bytes"));
+        match it.val & KIND {
+            STR => Cow::Owned(Value::Str(Cow::Borrowed(&self.text[it.key_end as usize..at]))),
+            INT => Cow::Owned(Value::Int(i64::from_le_bytes(bytes(&self.text[it.key_end as usize..at])))),
+            FLOAT => Cow::Owned(Value::Float(f64::from_le_bytes(bytes(&self.text[it.key_end as usize..at])))),
+            _ => Cow::Borrowed(&self.others[at]),
         }
-        // a far key's str value is never in the text
-        Cow::Owned(Value::Str(Cow::Borrowed(&self.text[it.key_end as usize..it.val as usize])))
+    }
+
+    /// What `size` counts for item `i`: its key's and str value's code points, 8 for an
+    /// int or a float, VALUE_BYTES for any other value.
+    fn size_of(&self, i: usize) -> usize {
+        let it = self.items[i];
+        let key = char_len(self.key(i));
+        key + match it.val & KIND {
+            STR => char_len(&self.text[it.key_end as usize..(it.val & !KIND) as usize]),
+            INT | FLOAT => SCALAR_BYTES,
+            _ => match &self.others[(it.val & !KIND) as usize] {
+                Value::Str(t) => char_len(t),
+                _ => VALUE_BYTES,
+            },
+        }
     }
 }
 
@@ -81,18 +106,20 @@ impl Shared {
 pub const ATTRIBUTES_BYTES: usize = 80;
 /// ... an item each ...
 pub const ATTRIBUTE_BYTES: usize = 12;
-/// ... and a `Value` for each value that is not a str (what such a value holds beyond it,
-/// a list's items, is not counted: a span's are a few short strings when there are any).
+/// ... 8 bytes for an int (of 64 bits) or a float, in the text ...
+pub const SCALAR_BYTES: usize = 8;
+/// ... and a `Value` for any other value that is not a str (what such a value holds beyond
+/// it, a list's items, is not counted: a span's are a few short strings when there are any).
 pub const VALUE_BYTES: usize = 32;
 
-/// What a record's size estimate counts for `items` kept attributes whose keys and str
-/// values are `text` code points, `not_str` of whose values are not a str
-/// (`Attributes::size`, for attributes not made yet).
-pub fn size(items: usize, text: usize, not_str: usize) -> usize {
+/// What a record's size estimate counts for kept attributes not made yet (`Attributes::size`
+/// for those made): `items` of them, whose keys and str values are `text` code points,
+/// `scalars` of whose values are an int or a float, `others` neither nor a str.
+pub fn size(items: usize, text: usize, scalars: usize, others: usize) -> usize {
     if items == 0 {
         return 0;
     }
-    ATTRIBUTES_BYTES + ATTRIBUTE_BYTES * items + text + VALUE_BYTES * not_str
+    ATTRIBUTES_BYTES + ATTRIBUTE_BYTES * items + text + SCALAR_BYTES * scalars + VALUE_BYTES * others
 }
 
 /// Insertion-ordered attributes, keys unique, shared (`clone` is a reference count). No
@@ -116,7 +143,11 @@ impl Builder {
 
     /// What `push` puts in the text of `key` and `val`.
     pub fn text_len(key: &[u8], val: &Value<'_>) -> usize {
-        key.len() + val.as_text().map_or(0, <[u8]>::len)
+        key.len() + match val {
+            Value::Str(t) => t.len(),
+            Value::Int(_) | Value::Float(_) => 8,
+            _ => 0,
+        }
     }
 
     /// `key` set to a copy of `val`, after the others; `key` must be new.
@@ -133,7 +164,15 @@ impl Builder {
             let val = match val {
                 Value::Str(t) if fits(&self.text, t.len()) => {
                     self.text.extend_from_slice(t);
-                    self.text.len() as u32
+                    STR + self.text.len() as u32
+                }
+                Value::Int(n) if fits(&self.text, 8) => {
+                    self.text.extend_from_slice(&n.to_le_bytes());
+                    INT + self.text.len() as u32
+                }
+                Value::Float(x) if fits(&self.text, 8) => {
+                    self.text.extend_from_slice(&x.to_le_bytes());
+                    FLOAT + self.text.len() as u32
                 }
                 other => OTHER + self.other(other.clone().into_owned()),
             };
@@ -247,11 +286,7 @@ impl Attributes {
     /// What a record's size estimate counts for these (ATTRIBUTES_BYTES and the rest).
     pub fn size(&self) -> usize {
         let Some(s) = &self.0 else { return 0 };
-        // `others` holds every value that is not a str, and the strs that would pass the
-        // text's limit
-        let far_text: usize = s.others.iter().filter_map(Value::as_text).map(char_len).sum();
-        let not_str = s.others.iter().filter(|v| !v.is_str()).count();
-        size(s.items.len(), char_len(&s.text) + far_text, not_str)
+        ATTRIBUTES_BYTES + (0..s.items.len()).map(|i| ATTRIBUTE_BYTES + s.size_of(i)).sum::<usize>()
     }
 
     /// The bytes these hold on the heap, shared or not: the shared block, the text, the
@@ -352,10 +387,11 @@ mod tests {
     }
 
     #[test]
-    fn keys_and_str_values_lie_in_one_block_of_text() {
+    fn keys_str_values_and_ints_lie_in_one_block_of_text() {
         let a = of(vec![item("k1", text("v1")), item("k2", Value::Int(2)), item("k3", text("v3"))]);
         let s = a.0.as_ref().expect("some");
-        assert_eq!(&*s.text, b"k1v1k2k3v3");
+        assert_eq!(&*s.text, [&b"k1v1k2"[..], &2i64.to_le_bytes(), b"k3v3"].concat());
+        assert!(s.others.is_empty());
         assert!(matches!(a.get(b"k3").expect("k3"), Cow::Owned(Value::Str(Cow::Borrowed(b"v3")))));
     }
 
@@ -412,9 +448,11 @@ mod tests {
         assert!(short.heap_bytes() > 1 + std::mem::size_of::<Shared>());
         assert_eq!(long.heap_bytes() - short.heap_bytes(), 1000);
         let int = of(vec![item("k", Value::Int(1))]);
-        assert_eq!(int.heap_bytes() - short.heap_bytes(), std::mem::size_of::<Value<'static>>());
+        assert_eq!(int.heap_bytes() - short.heap_bytes(), 8);
+        let none = of(vec![item("k", Value::Null)]);
+        assert_eq!(none.heap_bytes() - short.heap_bytes(), std::mem::size_of::<Value<'static>>());
         let nested = of(vec![item("k", Value::List(vec![text(&"y".repeat(100)), Value::Int(2)]))]);
-        assert!(nested.heap_bytes() >= int.heap_bytes() + 100 + 2 * std::mem::size_of::<Value<'static>>());
+        assert!(nested.heap_bytes() >= none.heap_bytes() + 100 + 2 * std::mem::size_of::<Value<'static>>());
     }
 
     #[test]
@@ -436,8 +474,10 @@ mod tests {
         assert_eq!(VALUE_BYTES, std::mem::size_of::<Value<'static>>());
         let a = of(vec![item("gen_ai.system", text("openai")), item("gen_ai.usage.input_tokens", Value::Int(12)),
                         item("gen_ai.request.temperature", Value::Float(0.5)), item("ok", Value::Bool(true))]);
-        assert_eq!(a.size(), ATTRIBUTES_BYTES + 4 * ATTRIBUTE_BYTES + 3 * VALUE_BYTES + "gen_ai.systemopenai".len()
-                   + "gen_ai.usage.input_tokens".len() + "gen_ai.request.temperature".len() + 2);
+        assert_eq!(a.size(), ATTRIBUTES_BYTES + 4 * ATTRIBUTE_BYTES + 2 * SCALAR_BYTES + VALUE_BYTES
+                   + "gen_ai.systemopenai".len() + "gen_ai.usage.input_tokens".len()
+                   + "gen_ai.request.temperature".len() + 2);
+        assert_eq!(a.0.as_ref().map(|s| s.others.len()), Some(1), "the int and the float are in the text");
         assert_eq!(a.heap_bytes(), a.size());
         // "é" is two bytes held, one code point counted
         let e = of(vec![item("é", text("éé"))]);
@@ -448,8 +488,26 @@ mod tests {
     #[test]
     fn the_size_estimate_counts_the_text_kept_beside_the_block_past_its_limit() {
         let long = "v".repeat(TEXT_LIMIT);
-        let a = of(vec![item("k", text(&long)), item("n", Value::Int(1))]);
+        let a = of(vec![item("k", text(&long)), item("n", Value::Bool(true))]);
         assert_eq!(a.size(), ATTRIBUTES_BYTES + 2 * ATTRIBUTE_BYTES + VALUE_BYTES + 2 + TEXT_LIMIT);
+    }
+
+    #[test]
+    fn ints_and_floats_held_in_the_text_come_back_exactly() {
+        let values = [Value::Int(0), Value::Int(-1), Value::Int(i64::MIN), Value::Int(i64::MAX), Value::Float(-0.0),
+                      Value::Float(f64::MAX), Value::Float(f64::INFINITY), Value::Float(1e-300), Value::Bool(false)];
+        let items: Vec<_> = values.iter().enumerate().map(|(i, v)| item(&format!("k{i}"), v.clone())).collect();
+        let a = of(items);
+        for (i, v) in values.iter().enumerate() {
+            let got = a.value(i).expect("there");
+            assert_eq!(&*got, v);
+            if let (Value::Float(x), Value::Float(y)) = (&*got, v) {
+                assert_eq!(x.to_bits(), y.to_bits(), "the sign of -0.0 too");
+            }
+        }
+        assert_eq!(a.0.as_ref().map(|s| s.others.len()), Some(1), "only the bool is beside the text");
+        let nan = of(vec![item("n", Value::Float(f64::NAN))]);
+        assert!(matches!(nan.get(b"n").as_deref(), Some(Value::Float(x)) if x.is_nan()));
     }
 
     #[test]

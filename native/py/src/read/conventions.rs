@@ -2,7 +2,7 @@
 //! Python dict, built by the core's conventions (native/core/src/read/conventions.rs), for
 //! the vendor formats, the log events and tests; and the conventions' names for Python.
 
-use faultgate_core::model::attributes::{ATTRIBUTES_BYTES, ATTRIBUTE_BYTES, VALUE_BYTES};
+use faultgate_core::model::attributes::{ATTRIBUTES_BYTES, ATTRIBUTE_BYTES, SCALAR_BYTES, VALUE_BYTES};
 use faultgate_core::read::attrs::{Attr, Attrs, RECORD_BYTES};
 use faultgate_core::read::conventions::{self as core, Kept, SpanHead, BUDGET_ANSWERS, CONTENT_KEYS, MODEL_OPERATIONS,
                                         OI_KIND, TL_KIND, TOOL_CONTENT_KEYS, USER_KEYS};
@@ -95,5 +95,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RECORD_BYTES", RECORD_BYTES)?;
     m.add("ATTRIBUTES_BYTES", ATTRIBUTES_BYTES)?;
     m.add("ATTRIBUTE_BYTES", ATTRIBUTE_BYTES)?;
+    m.add("SCALAR_BYTES", SCALAR_BYTES)?;
     m.add("VALUE_BYTES", VALUE_BYTES)
 }
