@@ -98,10 +98,11 @@ def build_span(trace_id: str, span_id: str, parent_id: str | None, name: str, st
     flags, key = _unread(name, after, claimed, bool(parent_id), rec.operation, rec.tool is not None, rec.answer)
     if not flags:
         return rec
-    a = rec.attrs
+    a, size = rec.attrs, rec.size
     if key is not None and (kept is None or UNREAD_OUTPUT_KEY in kept):
         a = {**a, UNREAD_OUTPUT_KEY: key}
-    return rec._replace(missing=rec.missing | flags, attrs=a)
+        size += kept_size(a) - kept_size(rec.attrs)  # the record holds it too
+    return rec._replace(missing=rec.missing | flags, attrs=a, size=size)
 
 
 def _after_conventions(attrs: dict[str, Any], rec: SpanRecord) -> dict[str, Any]:
@@ -264,11 +265,12 @@ def _build(trace_id: str, span_id: str, parent_id: str | None, name: str, start_
         if not answer and "mastra.agent_run.output" in attrs:
             answer = payload.plain_text(payload.load_json(attrs["mastra.agent_run.output"]), "assistant")
     # Positional: a record built by keywords took 0.9 us against 0.35 us, on every span.
+    kept_attrs = _kept(attrs, tool is not None, owned and not oi_messages, kept)
     return SpanRecord(
         trace_id, span_id, parent_id or None, name, start_ns, end_ns, status_code, status_message,
-        operation, _kept(attrs, tool is not None, owned and not oi_messages, kept), prompt, answer, tool,
+        operation, kept_attrs, prompt, answer, tool,
         _calls(outputs) if outputs else (), _responses(inputs) if inputs else (),
-        _finish_reasons(finish) if finish is not None else (), False, size, missing,
+        _finish_reasons(finish) if finish is not None else (), False, size + kept_size(kept_attrs), missing,
     )
 
 
@@ -460,6 +462,25 @@ def _survey(name: str, attrs: dict[str, Any]) -> tuple[int, bool, bool]:
         indexed = indexed or k.startswith(_TL_INDEXED)
         flattened = flattened or k.startswith(_OI_MESSAGES)
     return size, indexed, flattened
+
+
+def kept_size(kept: Mapping[str, Any]) -> int:
+    """What a record's size counts for the attributes it keeps, a copy besides the fields
+    made of those read (added when the attributes moved into the core,
+    native/core/src/model/attributes.rs): ``ATTRIBUTES_BYTES``, and each one's
+    ``ATTRIBUTE_BYTES``, key, and value (its length if a str, ``SCALAR_BYTES`` if an int of
+    64 bits or a float, else ``VALUE_BYTES``); nothing when it keeps none."""
+    if not kept:
+        return 0
+    return _native.ATTRIBUTES_BYTES + sum(_native.ATTRIBUTE_BYTES + len(k) + _value_size(v) for k, v in kept.items())
+
+
+def _value_size(v: Any) -> int:
+    if isinstance(v, str):
+        return len(v)
+    if type(v) is float or (type(v) is int and -(2**63) <= v < 2**63):
+        return _native.SCALAR_BYTES
+    return _native.VALUE_BYTES
 
 
 def _size(name: str, attrs: dict[str, Any]) -> int:
@@ -811,12 +832,14 @@ def _openinference(trace_id: str, span_id: str, parent_id: str | None, name: str
         missing = _model_missing("input.value" in a or _has_key_starting(a, ("llm.input_messages.",)),
                                  "output.value" in a or _has_key_starting(a, ("llm.output_messages.",)),
                                  bool(finish))
+    kept_attrs = _kept(a, tool is not None, kept=kept)
     return SpanRecord(
         trace_id=trace_id, span_id=span_id, parent_id=parent_id or None, name=name,
         start_ns=start_ns, end_ns=end_ns, status_code=status_code, status_message=status_message,
-        operation=operation, attrs=_kept(a, tool is not None, kept=kept), prompt=prompt, answer=answer, tool=tool,
+        operation=operation, attrs=kept_attrs, prompt=prompt, answer=answer, tool=tool,
         calls=calls, responses=responses, finish_reasons=finish,
-        calls_shadowed_by_tool_spans=kind == "LLM", size=_size(name, attrs), missing=missing,
+        calls_shadowed_by_tool_spans=kind == "LLM", size=_size(name, attrs) + kept_size(kept_attrs),
+        missing=missing,
     )
 
 

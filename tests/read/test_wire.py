@@ -292,9 +292,17 @@ def test_values_nested_past_upbs_limit_never_reach_the_stack():
 
 # ------------------------------------------------------------------ the record's size
 
-def _size_by_hand(name, attrs):
+def _size_by_hand(name, attrs, kept):
+    def value_size(v):
+        if isinstance(v, str):
+            return len(v)
+        return _native.SCALAR_BYTES if type(v) is float or (type(v) is int and -(2**63) <= v < 2**63) \
+            else _native.VALUE_BYTES
+
+    kept_copy = 0 if not kept else _native.ATTRIBUTES_BYTES + sum(
+        _native.ATTRIBUTE_BYTES + len(k) + value_size(v) for k, v in kept.items())
     return _native.RECORD_BYTES + len(name) + sum(len(k) + (len(v) if isinstance(v, str) else 8)
-                                                  for k, v in attrs.items())
+                                                  for k, v in attrs.items()) + kept_copy
 
 
 attribute_keys = st.one_of(st.text(max_size=12), st.sampled_from(
@@ -308,12 +316,16 @@ attribute_values = st.one_of(st.text(), st.integers(), st.floats(), st.booleans(
 @given(st.text(max_size=10), st.dictionaries(attribute_keys, attribute_values, max_size=8))
 def test_a_records_size_counts_its_name_keys_and_string_values_in_code_points(name, attrs):
     """The assembler's memory bound counts ``size``: ``RECORD_BYTES``, the name's length,
-    every key's and every string value's (other values 8), as Python's ``len`` counts."""
+    every key's and every string value's (other values 8), as Python's ``len`` counts, and
+    the attributes the record keeps, a copy besides: ``ATTRIBUTES_BYTES``, and each one's
+    ``ATTRIBUTE_BYTES``, key, and value (its length if a str, ``SCALAR_BYTES`` if an int of
+    64 bits or a float, else ``VALUE_BYTES``)."""
     from faultgate_stream.read.conventions import build_span
 
     plain = {k: v for k, v in attrs.items() if not k.startswith(("gen_ai.prompt.", "gen_ai.completion."))
              and k not in ("openinference.span.kind", "traceloop.span.kind")}
-    assert build_span("t" * 32, "s" * 16, None, name, 1, 2, 0, "", plain).size == _size_by_hand(name, plain)
+    record = build_span("t" * 32, "s" * 16, None, name, 1, 2, 0, "", plain)
+    assert record.size == _size_by_hand(name, plain, record.attrs)
 
 
 def test_ids_are_one_object_per_request_and_attributes_are_the_cores_until_read():

@@ -8,7 +8,9 @@
 //! are shared within a request (`Strings`), as the readers always shared them.
 
 use faultgate_core::model::ids::{SpanId, TraceId};
-use faultgate_core::model::attributes::Attributes;
+use faultgate_core::model::attributes::{self, Attributes};
+use faultgate_core::model::value::Value;
+use faultgate_core::pyfmt::strs::char_len;
 use faultgate_core::model::record::{Fields, SpanRecord, Str, ToolCall, ToolExecution};
 use faultgate_core::read::attrs::Attr;
 use faultgate_core::read::conventions::{Built, Kept};
@@ -99,38 +101,45 @@ pub fn from_built<'py>(py: Python<'py>, strings: &mut Strings<'py>, head: Head<'
         Ok(untracked(PyTuple::new(py, [text(&r[0])?, text(&r[1])?])?.into_any()))
     })?;
     let finish = tuple_of(py, f.finish.iter(), |r| text(r))?;
-    let attrs = attrs_of(py, strings, f, kept, origins)?;
+    let (attrs, kept_size) = attrs_of(py, strings, f, kept, origins)?;
     new_tuple(py, &t.span_record, [
         head.trace_id, head.span_id, head.parent, head.name, head.start, head.end, head.status_code, head.message,
         operation, attrs, prompt, answer, tool, calls, responses, finish,
         PyBool::new(py, f.shadowed).to_owned().into_any(),
-        f.size.into_pyobject(py)?.into_any(), f.missing.into_pyobject(py)?.into_any(),
+        (f.size + kept_size).into_pyobject(py)?.into_any(), f.missing.into_pyobject(py)?.into_any(),
     ])
 }
 
 /// A record's attributes: the core's own, read from Python through `SpanAttributes`; none
 /// kept share NO_ATTRS. Where the caller handed in an attribute the record keeps, the record
 /// is the caller's objects in a dict, as it always was (build_span's callers: the vendor
-/// formats, the log events, tests).
+/// formats, the log events, tests). With what the record's size counts for them
+/// (`attributes::size`; the same for a dict as the core's would be).
 fn attrs_of<'py>(py: Python<'py>, strings: &mut Strings<'py>, f: &Built<'_>, kept: &Kept<'_>,
-                 origins: &Origins<'py>) -> PyResult<Bound<'py, PyAny>> {
+                 origins: &Origins<'py>) -> PyResult<(Bound<'py, PyAny>, usize)> {
     let callers = |a: &Attr<'_>| a.origin.is_some_and(|i| (i as usize) < origins.len());
     if !origins.is_empty() && f.attrs.items.iter().any(|a| callers(a) && f.keeps(&a.key, kept)) {
         let attrs = PyDict::new(py);
+        let (mut items, mut text, mut scalars, mut others) = (0, 0, 0, 0);
         for a in f.attrs.items.iter().filter(|a| f.keeps(&a.key, kept)) {
+            items += 1;
+            text += char_len(&a.key) + a.val.as_text().map_or(0, char_len);
+            scalars += usize::from(matches!(a.val, Value::Int(_) | Value::Float(_)));
+            others += usize::from(!matches!(a.val, Value::Str(_) | Value::Int(_) | Value::Float(_)));
             let (k, v) = match a.origin.and_then(|i| origins.get(i as usize)) {
                 Some((k, v)) => (k.clone(), v.clone()),
                 None => (strings.text(py, &a.key)?.into_any(), to_py(py, &a.val, strings)?),
             };
             attrs.set_item(k, v)?;
         }
-        return Ok(attrs.into_any());
+        return Ok((attrs.into_any(), attributes::size(items, text, scalars, others)));
     }
     let attrs = f.kept_attributes(kept);
     if attrs.is_empty() {
-        return Ok(types(py)?.no_attrs.bind(py).clone());
+        return Ok((types(py)?.no_attrs.bind(py).clone(), 0));
     }
-    Ok(Bound::new(py, SpanAttributes::new(attrs))?.into_any())
+    let size = attrs.size();
+    Ok((Bound::new(py, SpanAttributes::new(attrs))?.into_any(), size))
 }
 
 /// Ids already made in a request: a trace's spans share its id, siblings their parent's.

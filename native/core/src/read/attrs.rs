@@ -9,9 +9,11 @@ use crate::pyfmt::strs::char_len;
 
 /// What a record in flight costs before its attributes: the record, its id, its times and
 /// the assembler's and evaluator's entries for it. Measured with bench/held_memory.py
-/// (tracemalloc) on bench/live.py's workload: 650 puts the estimate within a few percent of
-/// the measured bytes, where 200 made it about half.
-pub const RECORD_BYTES: usize = 650;
+/// (tracemalloc, and the core's attributes) on bench/live.py's workload: 520 puts the
+/// estimate within 1% of the measured bytes with the default checks' attributes kept and
+/// with a plug-in's standard ones (`--attributes standard`), where 200 made it about half.
+/// (650 until the kept attributes were counted as what they hold, model/attributes.rs.)
+pub const RECORD_BYTES: usize = 520;
 
 // Past this many attributes a key is found through an index: a span may carry thousands
 // (flattened messages, or a hostile sender), and a repeated key is looked for on each one.
@@ -119,6 +121,8 @@ impl<'a> Attrs<'a> {
 
     /// The record's approximate size: `RECORD_BYTES` + the name's length + every key's,
     /// and every string value's, other values 8; lengths in code points, as Python's `len`.
+    /// The record adds what the attributes it keeps hold, a copy besides the fields made
+    /// of those read (`model::attributes::size`, in conventions.rs's `into_fields`).
     pub fn size(&self, name: &[u8]) -> usize {
         RECORD_BYTES + char_len(name) + self.items.iter().map(|a| char_len(&a.key) + match &a.val {
             Value::Str(s) => char_len(s),

@@ -189,6 +189,8 @@ impl<'a> Built<'a> {
     pub fn into_fields(self, kept: &Kept<'_>) -> Fields {
         let s = |t: &Text<'_>| -> Str { t.as_ref().into() };
         let attrs = self.kept_attributes(kept);
+        // the attributes read count as the fields made of them; those kept are a copy besides
+        let size = self.size + attrs.size();
         Fields {
             operation: self.operation.as_ref().map(s),
             attrs,
@@ -203,7 +205,7 @@ impl<'a> Built<'a> {
             responses: self.responses.iter().map(|[id, result]| (s(id), s(result))).collect(),
             finish_reasons: self.finish.iter().map(s).collect(),
             calls_shadowed_by_tool_spans: self.shadowed,
-            size: self.size as i64,
+            size: size as i64,
             missing: self.missing,
         }
     }

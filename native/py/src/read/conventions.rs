@@ -2,6 +2,7 @@
 //! Python dict, built by the core's conventions (native/core/src/read/conventions.rs), for
 //! the vendor formats, the log events and tests; and the conventions' names for Python.
 
+use faultgate_core::model::attributes::{ATTRIBUTES_BYTES, ATTRIBUTE_BYTES, SCALAR_BYTES, VALUE_BYTES};
 use faultgate_core::read::attrs::{Attr, Attrs, RECORD_BYTES};
 use faultgate_core::read::conventions::{self as core, Kept, SpanHead, BUDGET_ANSWERS, CONTENT_KEYS, MODEL_OPERATIONS,
                                         OI_KIND, TL_KIND, TOOL_CONTENT_KEYS, USER_KEYS};
@@ -91,5 +92,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("READ_NAMES", PyFrozenSet::new(py, core::read_names().collect::<Vec<_>>())?)?;
     m.add("READ_PREFIXES", PyTuple::new(py, core::read_prefixes().collect::<Vec<_>>())?)?;
     m.add("BUDGET_ANSWERS", PyFrozenSet::new(py, BUDGET_ANSWERS)?)?;
-    m.add("RECORD_BYTES", RECORD_BYTES)
+    m.add("RECORD_BYTES", RECORD_BYTES)?;
+    m.add("ATTRIBUTES_BYTES", ATTRIBUTES_BYTES)?;
+    m.add("ATTRIBUTE_BYTES", ATTRIBUTE_BYTES)?;
+    m.add("SCALAR_BYTES", SCALAR_BYTES)?;
+    m.add("VALUE_BYTES", VALUE_BYTES)
 }
