@@ -236,11 +236,13 @@ fn check(buf: &[u8], m: Msg, depth: u32) -> Checked<()> {
             4 => refused("a group ends that never started"),
             _ => match (c.value(wt)?, known) {
                 (Some(body), Some((_, Kind::Message(sub), _))) => {
-                    if (matches!(sub, Msg::KeyValue) && plain_key_value(body))
+                    // the depth first: a plain attribute deep in key-value lists is refused
+                    // as upb refuses it (the fast walks below do not count levels)
+                    if depth + 1 > MAX_DEPTH {
+                        refused("messages are nested more than 100 deep")
+                    } else if (matches!(sub, Msg::KeyValue) && plain_key_value(body))
                         || (matches!(sub, Msg::Span) && plain_span(body, depth + 1)) {
                         Ok(())
-                    } else if depth + 1 > MAX_DEPTH {
-                        refused("messages are nested more than 100 deep")
                     } else {
                         check(body, sub, depth + 1)
                     }
@@ -483,6 +485,24 @@ mod tests {
             s.extend(bad);
             assert_eq!(check_traces(&request_with_span(&s)).unwrap_err(), named);
         }
+    }
+
+    #[test]
+    fn a_plain_attribute_nested_past_the_limit_in_key_value_lists_is_refused() {
+        // an attribute whose value is a kvlist of a kvlist ... of a plain attribute: each
+        // level is three messages (AnyValue, KeyValueList, KeyValue)
+        // in an event's attributes the innermost (plain) attribute lies at 5 + 3 x levels:
+        // 32 levels put it at 101, one past upb's limit, with every level above it within
+        let nest = |levels: usize| {
+            let mut kv = [field(1, b"k"), field(2, &field(1, b"v"))].concat();
+            for _ in 0..levels {
+                kv = [field(1, b"k"), field(2, &field(6, &field(1, &kv)))].concat();
+            }
+            request_with_span(&field(11, &field(3, &kv)))
+        };
+        assert_eq!(check_traces(&nest(31)), Ok(()));
+        let err = check_traces(&nest(32)).unwrap_err();
+        assert!(err.ends_with("messages are nested more than 100 deep"), "{err}");
     }
 
     #[test]
