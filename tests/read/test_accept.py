@@ -140,6 +140,21 @@ for extra in (-1, 0, 1):
     EDGES[f"groups nested {100 + extra} deep"] = groups(100 + extra)
     EDGES[f"messages and groups nested {100 + extra} deep"] = value(nested(below - 3, groups(3)))
 
+# a plain attribute (a key, a one-string value: the walk's fast path) at the bottom of
+# key-value lists, each level three messages (KeyValue, AnyValue, KeyValueList): its value's
+# AnyValue at 100 (a resource's attributes) and at 101 (a span's), and, at 101, no value
+def in_kvlists(levels: int, inner: bytes) -> bytes:
+    for _ in range(levels):
+        inner = ld(1, b"k") + ld(2, ld(6, ld(1, inner)))
+    return inner
+
+
+PLAIN = ld(1, b"k") + ld(2, ld(1, b"v"))
+EDGES["a plain attribute's value 100 deep"] = ld(1, ld(1, ld(1, in_kvlists(32, PLAIN))))
+EDGES["a plain attribute's value 101 deep"] = ld(1, ld(2, ld(2, ld(9, in_kvlists(32, PLAIN)))))
+EDGES["a plain attribute's empty value 101 deep"] = ld(1, ld(2, ld(2, ld(9, in_kvlists(32, ld(1, b"k") + ld(2, b""))))))
+EDGES["a key without a value 100 deep"] = ld(1, ld(2, ld(2, ld(9, in_kvlists(32, ld(1, b"k"))))))
+
 
 @pytest.mark.parametrize("data", EDGES.values(), ids=EDGES.keys())
 def test_the_wire_formats_edges_are_refused_as_upb_refuses_them(data):

@@ -236,8 +236,16 @@ fn check(buf: &[u8], m: Msg, depth: u32) -> Checked<()> {
             4 => refused("a group ends that never started"),
             _ => match (c.value(wt)?, known) {
                 (Some(body), Some((_, Kind::Message(sub), _))) => {
-                    if depth + 1 > MAX_DEPTH {
+                    // the fast walks do not count levels: they are taken only where every
+                    // message they pass over (a KeyValue's AnyValue one below it, a span's
+                    // attributes' values two below) lies within upb's limit; nearer the
+                    // limit the general walk counts, and refuses as upb does
+                    let d = depth + 1;
+                    if d > MAX_DEPTH {
                         refused("messages are nested more than 100 deep")
+                    } else if (matches!(sub, Msg::KeyValue) && d < MAX_DEPTH && plain_key_value(body))
+                        || (matches!(sub, Msg::Span) && d + 2 <= MAX_DEPTH && plain_span(body, d)) {
+                        Ok(())
                     } else {
                         check(body, sub, depth + 1)
                     }
@@ -259,6 +267,91 @@ fn check(buf: &[u8], m: Msg, depth: u32) -> Checked<()> {
         }
     }
     Ok(())
+}
+
+fn utf8_ok(s: &[u8]) -> bool {
+    s.is_ascii() || std::str::from_utf8(s).is_ok()
+}
+
+impl<'a> Cursor<'a> {
+    /// A length-delimited value's bytes, or None (malformed: the general walk names it).
+    fn body(&mut self) -> Option<&'a [u8]> {
+        let n = self.varint32("").ok()?;
+        self.skip(n as usize).ok()
+    }
+}
+
+/// Whether ``b`` is a `Span` upb accepts (``depth`` below the request), its fields told by
+/// their one-byte tags instead of the schema's lookup, its attributes by `plain_key_value`
+/// and its events, links and status by the general walk. False says nothing: the general
+/// walk of the span decides, and names what is wrong (an unknown field, a known one of
+/// another wire type, anything refused).
+fn plain_span(b: &[u8], depth: u32) -> bool {
+    let message = |m: Option<&[u8]>, sub: Msg| m.is_some_and(|m| depth < MAX_DEPTH && check(m, sub, depth + 1).is_ok());
+    let mut c = Cursor { buf: b, pos: 0 };
+    while let Some(&tag) = b.get(c.pos) {
+        c.pos += 1;
+        let ok = match tag {
+            0x0a | 0x12 | 0x22 => c.body().is_some(),             // trace_id, span_id, parent_span_id
+            0x1a | 0x2a => c.body().is_some_and(utf8_ok),           // trace_state, name
+            0x30 | 0x50 | 0x60 | 0x70 => c.varint(10).is_ok(),      // kind, the dropped counts
+            0x39 | 0x41 => c.skip(8).is_ok(),                       // start, end
+            0x4a => c.body().is_some_and(plain_key_value),          // attributes
+            0x5a => message(c.body(), Msg::Event),
+            0x6a => message(c.body(), Msg::Link),
+            0x7a => message(c.body(), Msg::Status),
+            0x85 if b.get(c.pos) == Some(&0x01) => {                // flags (16, fixed32)
+                c.pos += 1;
+                c.skip(4).is_ok()
+            }
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether ``b`` is a `KeyValue` of the usual shape, which upb accepts: a UTF-8 key, then
+/// (or not) a value holding one string, bool, int or double, each field once, in order.
+/// False says nothing: the general walk decides, and names what is wrong. Attributes are
+/// most of a span's fields, and the general walk of one (its key, its value's message, the
+/// value) cost ~3 times this.
+fn plain_key_value(b: &[u8]) -> bool {
+    let mut c = Cursor { buf: b, pos: 1 };
+    if b.first() != Some(&(1 << 3 | 2)) {
+        return false;
+    }
+    let Some(key) = c.varint32("").ok().and_then(|n| c.skip(n as usize).ok()) else { return false };
+    if !key.is_ascii() && std::str::from_utf8(key).is_err() {
+        return false;
+    }
+    if c.pos == b.len() {
+        return true;
+    }
+    if b[c.pos] != (2 << 3 | 2) {
+        return false;
+    }
+    c.pos += 1;
+    let Some(value) = c.varint32("").ok().and_then(|n| c.skip(n as usize).ok()) else { return false };
+    c.pos == b.len() && plain_any_value(value)
+}
+
+/// Whether ``v`` is an `AnyValue` holding nothing, or one string, bool, int or double.
+fn plain_any_value(v: &[u8]) -> bool {
+    let Some(&tag) = v.first() else { return true };
+    let mut c = Cursor { buf: v, pos: 1 };
+    let ok = match tag {
+        t if t == (1 << 3 | 2) => match c.varint32("").ok().and_then(|n| c.skip(n as usize).ok()) {
+            Some(s) => s.is_ascii() || std::str::from_utf8(s).is_ok(),
+            None => false,
+        },
+        t if t == (2 << 3) || t == (3 << 3) => c.varint(10).is_ok(),
+        t if t == (4 << 3 | 1) => c.skip(8).is_ok(),
+        _ => false,
+    };
+    ok && c.pos == v.len()
 }
 
 /// How many fields numbered ``n`` come before offset ``at`` of a message that was walked
@@ -296,7 +389,8 @@ mod tests {
 
     /// A length-delimited field: its tag (wire type 2), length and body.
     fn field(n: u8, body: &[u8]) -> Vec<u8> {
-        let mut out = vec![n << 3 | 2, body.len() as u8];
+        let mut out = vec![n << 3 | 2];
+        crate::wire::put_varint(&mut out, body.len() as u64);
         out.extend_from_slice(body);
         out
     }
@@ -325,6 +419,116 @@ mod tests {
     fn a_length_past_the_end_is_refused() {
         let err = check_traces(&[1 << 3 | 2, 5, 0]).unwrap_err();
         assert!(err.starts_with("the request") || err.starts_with("resource_spans[0]"), "{err}");
+    }
+
+    fn kv(body: &[u8]) -> Vec<u8> {
+        request_with_span(&field(9, body))
+    }
+
+    #[test]
+    fn attributes_of_the_usual_shape_and_of_every_other_are_judged_alike() {
+        let key = field(1, b"gen_ai.tool.name");
+        let ok = |value: &[u8]| {
+            let mut b = key.clone();
+            b.extend(field(2, value));
+            check_traces(&kv(&b))
+        };
+        // the usual shapes: a string, a bool, an int, a double, an empty value, no value
+        assert_eq!(ok(&field(1, "caf\u{e9}".as_bytes())), Ok(()));
+        assert_eq!(ok(&[2 << 3, 1]), Ok(()));
+        assert_eq!(ok(&[3 << 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]), Ok(()));
+        assert_eq!(ok(&[4 << 3 | 1, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]), Ok(()));
+        assert_eq!(ok(b""), Ok(()));
+        assert_eq!(check_traces(&kv(&key)), Ok(()));
+        // others the general walk takes: a value set twice, an array, the value before the key
+        let mut twice = field(1, b"a");
+        twice.extend(field(1, b"b"));
+        assert_eq!(ok(&twice), Ok(()));
+        assert_eq!(ok(&field(5, &field(1, &field(1, b"x")))), Ok(()));
+        let mut reversed = field(2, &field(1, b"v"));
+        reversed.extend(key.clone());
+        assert_eq!(check_traces(&kv(&reversed)), Ok(()));
+        // refused, and named, as before: a value that is not UTF-8, in a key or a value; an
+        // int cut short; a double cut short
+        let at = "resource_spans[0].scope_spans[0].spans[0].attributes[0]";
+        assert_eq!(ok(&field(1, &[0xff])).unwrap_err(), format!("{at}.value.string_value: a string is not UTF-8"));
+        assert_eq!(check_traces(&kv(&field(1, &[0xc3]))).unwrap_err(), format!("{at}.key: a string is not UTF-8"));
+        assert_eq!(ok(&[3 << 3, 0x80]).unwrap_err(), format!("{at}.value: a varint is cut short"));
+        assert!(ok(&[4 << 3 | 1, 0, 0]).unwrap_err().starts_with(&format!("{at}.value")));
+    }
+
+    #[test]
+    fn a_span_of_every_field_is_accepted_and_one_refused_anywhere_is_named_as_before() {
+        let mut span = field(1, &[7; 16]);
+        span.extend(field(2, &[9; 8]));
+        span.extend(field(3, b"k=v"));
+        span.extend(field(4, &[8; 8]));
+        span.extend(field(5, "chat caf\u{e9}".as_bytes()));
+        span.extend([6 << 3, 3, 7 << 3 | 1, 1, 0, 0, 0, 0, 0, 0, 0, 8 << 3 | 1, 2, 0, 0, 0, 0, 0, 0, 0]);
+        span.extend(field(9, &[field(1, b"a"), field(2, &field(1, b"b"))].concat()));
+        span.extend([10 << 3, 1, 12 << 3, 1, 14 << 3, 1]);
+        span.extend(field(11, &[field(2, b"event"), field(3, &field(1, b"x"))].concat()));
+        span.extend(field(13, &[field(1, &[1; 16]), field(2, &[2; 8])].concat()));
+        span.extend(field(15, &[field(2, b"boom"), vec![3 << 3, 2]].concat()));
+        span.extend([0x85, 0x01, 1, 0, 0, 0]);
+        assert_eq!(check_traces(&request_with_span(&span)), Ok(()));
+        // unknown fields and known ones of another wire type: skipped, as upb skips them
+        let mut odd = span.clone();
+        odd.extend([1 << 3, 5, 99 << 3 | 2, 0, 0x98, 0x06, 0x01]);
+        assert_eq!(check_traces(&request_with_span(&odd)), Ok(()));
+        let at = "resource_spans[0].scope_spans[0].spans[0]";
+        for (bad, named) in [
+            (field(5, &[0xff]), format!("{at}.name: a string is not UTF-8")),
+            (field(11, &field(2, &[0xc0])), format!("{at}.events[1].name: a string is not UTF-8")),
+            (field(15, &field(2, &[0xc0])), format!("{at}.status.message: a string is not UTF-8")),
+            (field(13, &field(3, &[0xc0])), format!("{at}.links[1].trace_state: a string is not UTF-8")),
+            (vec![0x85, 0x01, 1], format!("{at}: a field is cut short")),
+        ] {
+            let mut s = span.clone();
+            s.extend(bad);
+            assert_eq!(check_traces(&request_with_span(&s)).unwrap_err(), named);
+        }
+    }
+
+    #[test]
+    fn a_plain_attribute_nested_past_the_limit_in_key_value_lists_is_refused() {
+        // an attribute whose value is a kvlist of a kvlist ... of a plain attribute: each
+        // level is three messages (AnyValue, KeyValueList, KeyValue)
+        // in an event's attributes the innermost (plain) attribute lies at 5 + 3 x levels:
+        // 32 levels put it at 101, one past upb's limit, with every level above it within
+        let nest = |levels: usize| {
+            let mut kv = [field(1, b"k"), field(2, &field(1, b"v"))].concat();
+            for _ in 0..levels {
+                kv = [field(1, b"k"), field(2, &field(6, &field(1, &kv)))].concat();
+            }
+            request_with_span(&field(11, &field(3, &kv)))
+        };
+        assert_eq!(check_traces(&nest(31)), Ok(()));
+        let err = check_traces(&nest(32)).unwrap_err();
+        assert!(err.ends_with("messages are nested more than 100 deep"), "{err}");
+    }
+
+    #[test]
+    fn a_plain_attribute_at_the_limit_is_accepted_only_when_its_value_is_within_it() {
+        // in a span's attributes the innermost attribute lies at 4 + 3 x levels: 32 levels
+        // put it at 100, upb's limit, and its value's AnyValue at 101, past it (the fast
+        // walk of a plain attribute does not count levels: it must not be taken there)
+        let nest = |levels: usize, inner: Vec<u8>| {
+            let mut kv = inner;
+            for _ in 0..levels {
+                kv = [field(1, b"k"), field(2, &field(6, &field(1, &kv)))].concat();
+            }
+            request_with_span(&field(9, &kv))
+        };
+        let with_value = [field(1, b"k"), field(2, &field(1, b"v"))].concat();
+        let empty_value = [field(1, b"k"), field(2, b"")].concat();
+        let key_only = field(1, b"k");
+        assert_eq!(check_traces(&nest(31, with_value.clone())), Ok(()));
+        assert_eq!(check_traces(&nest(32, key_only)), Ok(()));
+        for inner in [with_value, empty_value] {
+            let err = check_traces(&nest(32, inner)).unwrap_err();
+            assert!(err.ends_with("value: messages are nested more than 100 deep"), "{err}");
+        }
     }
 
     #[test]
