@@ -26,7 +26,7 @@ use pyo3::types::{PyBytes, PyTuple};
 
 use crate::python::guard::guarded;
 use crate::records::field as record;
-use faultgate_core::wire::{put_len_field, utf8, Fields, Result, Value};
+use faultgate_core::wire::{put_len_head, utf8, Fields, Result, Value};
 
 use crate::convert::OrRaise;
 
@@ -66,78 +66,101 @@ impl Numbering<'_> {
     }
 }
 
-/// A message's bytes copied with some of its fields cut out (and something written in
-/// their place), the copy made only once the first is cut.
-struct Splice<'a> {
-    msg: &'a [u8],
-    out: Option<Vec<u8>>,
-    copied: usize, // msg[..copied] is in out
+/// What the cut changes in the request, in the order it lies there: a field's key and
+/// length written anew (``data[at..body]`` replaced: a message inside it lost bytes), or a
+/// span's field left out (``data[at..end]``).
+enum Edit {
+    Head { at: usize, body: usize, number: u64, len: usize },
+    Drop { at: usize, end: usize },
 }
 
-impl<'a> Splice<'a> {
-    fn new(msg: &'a [u8]) -> Self {
-        Splice { msg, out: None, copied: 0 }
-    }
-
-    /// Cuts out ``msg[at..end]`` (a field); what is written to the result next takes its place.
-    fn cut(&mut self, at: usize, end: usize) -> &mut Vec<u8> {
-        let out = self.out.get_or_insert_with(|| Vec::with_capacity(self.msg.len()));
-        out.extend_from_slice(&self.msg[self.copied..at]);
-        self.copied = end;
-        out
-    }
-
-    /// The new bytes, or None when nothing was cut.
-    fn finish(self) -> Option<Vec<u8>> {
-        self.out.map(|mut o| {
-            o.extend_from_slice(&self.msg[self.copied..]);
-            o
-        })
-    }
+fn varint_len(n: u64) -> usize {
+    (64 - (n | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-/// ``msg`` with the fields ``number`` rewritten by ``child`` where it returns Some (copied
-/// where None), every other field copied. None when nothing changed.
-fn rewrite<'a>(msg: &'a [u8], number: u64,
-               mut child: impl FnMut(&'a [u8]) -> Result<Option<Vec<u8>>>) -> Result<Option<Vec<u8>>> {
-    let mut splice = Splice::new(msg);
+/// Bytes a field's key and length take when written anew (minimal varints, as upb writes).
+fn head_len(number: u64, len: usize) -> usize {
+    varint_len(number << 3 | 2) + varint_len(len as u64)
+}
+
+/// Where ``inner`` (a slice of ``outer``) starts in it.
+fn offset_in(outer: &[u8], inner: &[u8]) -> usize {
+    inner.as_ptr() as usize - outer.as_ptr() as usize
+}
+
+/// The edits that cut the marked spans out of the messages of field ``number`` in ``msg``
+/// (which starts at ``base`` in the request): ``inner`` finds each one's own edits and
+/// returns how many bytes it lost; each message that lost some gets its head written
+/// anew. Returns the bytes ``msg`` lost.
+fn cut_in<'a>(msg: &'a [u8], base: usize, number: u64, numbering: &mut Numbering, edits: &mut Vec<Edit>,
+              mut inner: impl FnMut(&'a [u8], usize, &mut Numbering, &mut Vec<Edit>) -> Result<usize>) -> Result<usize> {
+    let mut lost = 0;
     let mut f = Fields::new(msg);
     while let Some((at, k, v)) = f.next_at()? {
-        if let (true, Value::Bytes(b)) = (k == number, v) {
-            if let Some(body) = child(b)? {
-                put_len_field(splice.cut(at, f.offset()), number, &body);
-            }
+        let (true, Value::Bytes(b)) = (k == number, v) else { continue };
+        if numbering.done() {
+            continue; // walked on only to refuse what is not protobuf, as upb's parse did
         }
+        let body = base + offset_in(msg, b);
+        let head = edits.len();
+        edits.push(Edit::Drop { at: 0, end: 0 }); // its place: the head, once its length is known
+        let gone = inner(b, body, numbering, edits)?;
+        if gone == 0 {
+            edits.truncate(head);
+            continue;
+        }
+        let len = b.len() - gone;
+        edits[head] = Edit::Head { at: base + at, body, number, len };
+        lost += gone + (body - base - at) - head_len(number, len);
     }
-    Ok(splice.finish())
+    Ok(lost)
 }
 
-/// A `ScopeSpans` without the spans to cut, or None when it holds none of them.
-fn cut_scope(scope: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
-    if numbering.done() {
-        return Ok(None);
-    }
-    let mut splice = Splice::new(scope);
+/// The spans marked in a `ScopeSpans` (at ``base``) left out: the bytes it lost.
+fn cut_spans(scope: &[u8], base: usize, numbering: &mut Numbering, edits: &mut Vec<Edit>) -> Result<usize> {
+    let mut lost = 0;
     let mut f = Fields::new(scope);
     while let Some((at, k, v)) = f.next_at()? {
         if let (SCOPE_SPANS_SPANS, Value::Bytes(_)) = (k, v) {
             if numbering.meet() {
-                splice.cut(at, f.offset());
+                edits.push(Edit::Drop { at: base + at, end: base + f.offset() });
+                lost += f.offset() - at;
             }
         }
     }
-    Ok(splice.finish())
+    Ok(lost)
 }
 
-fn cut_resource(rs: &[u8], numbering: &mut Numbering) -> Result<Option<Vec<u8>>> {
-    if numbering.done() {
-        return Ok(None);
+/// ``data`` with ``edits`` made, written into ``out`` (exactly its new length).
+fn apply(data: &[u8], edits: &[Edit], out: &mut [u8]) {
+    let mut w = 0;
+    let mut copied = 0;
+    let mut put = |bytes: &[u8], w: &mut usize| {
+        out[*w..*w + bytes.len()].copy_from_slice(bytes);
+        *w += bytes.len();
+    };
+    for e in edits {
+        match *e {
+            Edit::Head { at, body, number, len } => {
+                put(&data[copied..at], &mut w);
+                let mut head = Vec::with_capacity(10);
+                put_len_head(&mut head, number, len);
+                put(&head, &mut w);
+                copied = body;
+            }
+            Edit::Drop { at, end } => {
+                put(&data[copied..at], &mut w);
+                copied = end;
+            }
+        }
     }
-    rewrite(rs, RESOURCE_SPANS_SCOPE_SPANS, |scope| cut_scope(scope, numbering))
+    put(&data[copied..], &mut w);
+    debug_assert_eq!(w, out.len());
 }
 
 /// ``cut(data, drop) -> bytes``: the request without the spans numbered ``drop``
-/// (ascending), in one pass that stops looking once the last of them is cut. An entry
+/// (ascending), in one pass that stops looking once the last of them is cut, and one copy:
+/// the received bytes between the edits go straight into the new bytes object. An entry
 /// emptied of its spans stays, as it stayed when upb serialized the request without them.
 #[pyfunction]
 fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<Bound<'py, PyBytes>> {
@@ -146,13 +169,16 @@ fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<Bound<'p
     }
     guarded("span export's cut", || {
         let mut numbering = Numbering { marked: &drop, next: 0, at: 0 };
-        let out = rewrite(data, REQUEST_RESOURCE_SPANS, |rs| cut_resource(rs, &mut numbering)).or_raise()?;
+        let mut edits = Vec::with_capacity(2 * drop.len() + 2);
+        let lost = cut_in(data, 0, REQUEST_RESOURCE_SPANS, &mut numbering, &mut edits, |rs, base, n, e| {
+            cut_in(rs, base, RESOURCE_SPANS_SCOPE_SPANS, n, e, cut_spans)
+        }).or_raise()?;
         if !numbering.done() {
             return Err(PyValueError::new_err(format!("cut: the request holds {} spans", numbering.next)));
         }
-        Ok(match out {
-            Some(o) => PyBytes::new(py, &o),
-            None => PyBytes::new(py, data),
+        PyBytes::new_with(py, data.len() - lost, |out| {
+            apply(data, &edits, out);
+            Ok(())
         })
     })
 }
