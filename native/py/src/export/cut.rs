@@ -22,7 +22,8 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::intern;
+use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use crate::python::guard::guarded;
 use crate::records::field as record;
@@ -208,13 +209,20 @@ fn framing(msg: &[u8], number: u64, schema: u64) -> Result<(Vec<u8>, &str)> {
 /// verdict, a run's root or a nested agent (``invoke_agent``) and any span without a parent,
 /// by their place among ``spans`` (a request's records, in its order).
 #[pyfunction]
-fn root_candidates(spans: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<usize>> {
+fn root_candidates(py: Python<'_>, spans: Vec<Bound<'_, PyTuple>>) -> PyResult<Vec<usize>> {
     guarded("span export's root_candidates", || {
         let mut out = Vec::new();
+        let agent = intern!(py, faultgate_core::model::record::INVOKE_AGENT);
         for (i, s) in spans.iter().enumerate() {
             let parent = s.get_item(record::PARENT_ID)?;
-            // the operation compared as Python compares it: a record may carry None there
-            if parent.is_none() || !parent.is_truthy()? || s.get_item(record::OPERATION)?.eq(faultgate_core::model::record::INVOKE_AGENT)? {
+            // the operation compared as Python compares it: a record may carry None there (a
+            // str's text compared, not `==` with a str made for each span)
+            let op = s.get_item(record::OPERATION)?;
+            let is_agent = match op.downcast::<PyString>() {
+                Ok(t) => t.to_str()? == faultgate_core::model::record::INVOKE_AGENT,
+                Err(_) => op.eq(agent)?,
+            };
+            if parent.is_none() || !parent.is_truthy()? || is_agent {
                 out.push(i);
             }
         }
