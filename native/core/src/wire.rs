@@ -177,7 +177,14 @@ pub fn put_len_field(out: &mut Vec<u8>, number: u64, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
+#[inline]
 pub fn utf8(b: &[u8]) -> Result<&str> {
+    // most keys, names and values are short and ASCII: an OR of their bytes (vectorised)
+    // settles them without the general validator's setup, ~100 instructions a call
+    if b.len() <= 64 && b.iter().fold(0u8, |acc, &x| acc | x) < 0x80 {
+        // SAFETY: every byte is below 0x80, ASCII, which is UTF-8
+        return Ok(unsafe { std::str::from_utf8_unchecked(b) });
+    }
     std::str::from_utf8(b).map_err(|_| Malformed("a string field is not UTF-8"))
 }
 
@@ -191,4 +198,27 @@ pub fn repeated(msg: &[u8], number: u64) -> Result<Vec<&[u8]>> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utf8;
+
+    #[test]
+    fn utf8_agrees_with_the_standard_validator_on_each_side_of_its_ascii_shortcut() {
+        let mut cases: Vec<Vec<u8>> = vec![b"".to_vec(), b"gen_ai.tool.name".to_vec(), "caf\u{e9}".into(),
+                                           vec![0xff], vec![0xc3], vec![0xed, 0xa0, 0x80], vec![0xc0, 0x80]];
+        for n in [63, 64, 65, 200] {
+            cases.push(vec![b'a'; n]);
+            let mut bad = vec![b'a'; n];
+            bad[n - 1] = 0x80;
+            cases.push(bad);
+            let mut two = vec![b'a'; n - 1];
+            two.extend("\u{e9}".as_bytes());
+            cases.push(two);
+        }
+        for c in cases {
+            assert_eq!(utf8(&c).ok(), std::str::from_utf8(&c).ok(), "{c:?}");
+        }
+    }
 }
