@@ -422,6 +422,10 @@ class _ExportGauges(Collector):
         c = CounterMetricFamily("faultgate_exporter_verdict_cache_evictions", _help("faultgate_exporter_verdict_cache_evictions"))
         c.add_metric([], self._s.cache.evictions)
         yield c
+        c = CounterMetricFamily("faultgate_exporter_evaluation_key_cache_evictions",
+                                _help("faultgate_exporter_evaluation_key_cache_evictions"))
+        c.add_metric([], self._s.evaluation_keys.evicted)
+        yield c
 
 
 def _help(name: str) -> str:

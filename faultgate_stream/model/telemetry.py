@@ -219,6 +219,10 @@ CATALOG: tuple[MetricSpec, ...] = (
     MetricSpec("faultgate_exporter_verdict_cache_evictions", "counter",
                "Verdicts forgotten by the bounded cache that late roots are annotated from.", (), "export/spans",
                external=True),
+    MetricSpec("faultgate_exporter_evaluation_key_cache_evictions", "counter",
+               "Evaluation keys (a verdict's rule digests and evaluators, where its results name an evaluator) "
+               "forgotten by the bounded cache the span annotation keeps them in; rising: more kinds of verdict "
+               "than it holds, each key built again.", (), "export/spans", external=True),
     MetricSpec("faultgate_exporter_sent_log_records", "counter", "Evaluation log records the downstream accepted.",
                (), "export/spans"),
     MetricSpec("faultgate_exporter_failed_log_records", "counter", "Evaluation log records not delivered.",

@@ -379,7 +379,8 @@ class Evaluator:
                            states: Any) -> None:
         """Hand ``v`` to the isolation stage, which puts its plug-ins' results in and then
         calls ``done``; where they are and what each judges as ``_placed`` says."""
-        _, jobs, plan = self._placed(rs)
+        memo = self._placed_memo
+        _, jobs, plan = memo if memo[0] is rs else self._placed(rs)  # the memo read here: a frame less a run
         if jobs is None or v.setup_only:
             self.isolation.complete(v, done)
         else:

@@ -83,21 +83,56 @@ def test_results_that_differ_only_in_how_their_span_ids_split_get_their_own_byte
         assert cache(v, 7) == oracle.root_annex(v, 7, REDACT), ids
 
 
-def test_verdicts_whose_results_name_an_evaluator_are_written_by_kept_keys_that_stay_bounded():
+def test_verdicts_whose_results_name_an_evaluator_are_written_by_kept_keys_that_stay_bounded_and_count_evictions():
     # a plug-in's or a rules file's result names its evaluator on every run: the annex's keys
-    # for such a verdict are kept by its digests and evaluators, at most MAX_CACHED_DIGESTS
+    # for such a verdict are kept by its digests and evaluators, at most MAX_CACHED_DIGESTS,
+    # and what a clear forgets is counted (faultgate_exporter_evaluation_key_cache_evictions)
     cache = annotate.VerdictBytes(REDACT)
+    keys = cache.keys
     key = RunKey(trace_id="0af7651916cd43dd8448eb211c80319c", root_span_id="b7ad6b7169203331")
-    for i in range(annotate.MAX_CACHED_DIGESTS + 20):
+    kinds = annotate.MAX_CACHED_DIGESTS + 7
+
+    def verdict(i: int) -> RunVerdict:
         plain = CheckResult(check="policy", fired=False, confidence=1.0, reason="ok")
         named = CheckResult(check="mine", fired=bool(i % 2), confidence=1.0, reason="r",
-                            evaluator=f"team-checks 1.{i % (annotate.MAX_CACHED_DIGESTS + 7)}")
-        v = RunVerdict(key=key, scenario="s", agent="shop", agent_version="", completion=Completion.COMPLETE,
-                       results=(plain, named), steps=1, spans=1, root_span_id=key.root_span_id,
-                       rule_digests=("d1", "d2"))
+                            evaluator=f"team-checks 1.{i % kinds}")
+        return RunVerdict(key=key, scenario="s", agent="shop", agent_version="", completion=Completion.COMPLETE,
+                          results=(plain, named), steps=1, spans=1, root_span_id=key.root_span_id,
+                          rule_digests=("d1", "d2"))
+
+    for i in range(annotate.MAX_CACHED_DIGESTS):
+        v = verdict(i)
         for _ in range(2):  # made, then kept
             assert cache(v, 7) == oracle.root_annex(v, 7, REDACT), i
-        assert 0 < len(annotate._named_digests) <= annotate.MAX_CACHED_DIGESTS  # noqa: SLF001
+        assert len(keys.kept) == i + 1
+    assert keys.evicted == 0  # the table full, nothing forgotten yet
+    for i in range(annotate.MAX_CACHED_DIGESTS, annotate.MAX_CACHED_DIGESTS + 20):
+        v = verdict(i)
+        for _ in range(2):
+            assert cache(v, 7) == oracle.root_annex(v, 7, REDACT), i
+        assert 0 < len(keys.kept) <= annotate.MAX_CACHED_DIGESTS
+    # one clear, when the 257th kind came: every key held then was forgotten, and counted
+    assert keys.evicted == annotate.MAX_CACHED_DIGESTS
+    assert len(keys.kept) == 20
+
+
+def test_the_evaluation_key_cache_evictions_reach_the_exporters_metrics():
+    # the sink's VerdictBytes, the late roots' write_verdict and the log records share the
+    # export state's keys, and the service exposes what they forgot
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from faultgate_stream.export.spans.config import SpansExportConfig
+    from faultgate_stream.export.spans.sink import SpanSink
+    from faultgate_stream.export.spans.state import ExportState
+    from faultgate_stream.model.telemetry import Telemetry
+    from faultgate_stream.service import _ExportGauges
+
+    state = ExportState.build(SpansExportConfig(endpoint="127.0.0.1:9"), Telemetry(CollectorRegistry()), REDACT)
+    assert SpanSink(state)._verdict_bytes.keys is state.evaluation_keys  # noqa: SLF001
+    state.evaluation_keys.evicted = 5
+    registry = CollectorRegistry()
+    registry.register(_ExportGauges(state))
+    assert "faultgate_exporter_evaluation_key_cache_evictions_total 5.0" in generate_latest(registry).decode()
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))

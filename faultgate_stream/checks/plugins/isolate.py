@@ -376,11 +376,13 @@ class Isolation:
                 if not self._busy:
                     self._busy = True
                     self._nudge()
-                with self._lock:
-                    if self._gen != gen:
-                        q.appendleft(item)
-                        return
-                    self._item = item
+                # where close() and the watchdog find the item in hand, set without a lock
+                # section of its own (one of five a run): they act on it only under the lock,
+                # while a call of this worker is in progress (``_current``, set after this in
+                # ``_call``, which checks under the lock that this worker still runs), or wait
+                # for it to be finished (close). A worker stopped meanwhile finishes it with
+                # its plug-ins' results undecided, as it does an item stopped between two calls.
+                self._item = item
                 try:
                     if type(item) is _Complete:
                         self._complete(item, call)
@@ -447,18 +449,22 @@ class Isolation:
     def _complete(self, item: _Complete, call: _Call) -> None:
         # facts shared by the plug-ins of a run that see the same attributes; one plug-in's
         # (the usual case) need no table
-        jobs, out, plan, v = item.jobs, item.out, item.plan, item.verdict
-        views: dict[tuple[int, frozenset], Any] | None = {} if len(jobs) > 1 else None
-        if plan is not None and views is None and jobs and not item.pos:  # one plug-in's stand-in
-            # (the usual case): no loop
+        jobs, v = item.jobs, item.verdict
+        if item.plan is not None and len(jobs) == 1 and not item.pos and not self._early:
+            # one plug-in's stand-in, none observing (the usual case): no loop, no table, the
+            # verdict made with its one result in place
             _, at, stand_in = jobs[0]
             r = v.results[at]
             if r is stand_in:  # else the evaluator's own result (the check's finish failed): it stands
-                check, i = plan[0]
+                check, i = item.plan[0]
                 r = self._judge(stand_in, check, item.states[i], item.run, None, call)
-            out[0] = r
+            item.out[0] = r
             item.pos = 1
-        elif plan is None:  # placeholders: each carries its run and state
+            item.done(_with_result(v, at, r))
+            return
+        out, plan = item.out, item.plan
+        views: dict[tuple[int, frozenset], Any] | None = {} if len(jobs) > 1 else None
+        if plan is None:  # placeholders: each carries its run and state
             while item.pos < len(jobs):
                 k = item.pos
                 out[k] = self._finish(jobs[k][2], views, call)
@@ -819,13 +825,18 @@ _RESULTS = RunVerdict._fields.index("results")
 _new_tuple = tuple.__new__  # what ``RunVerdict._make`` calls, without its frame
 
 
+def _with_result(v: RunVerdict, at: int, r: CheckResult) -> RunVerdict:
+    """``v`` with ``r`` as its ``at``-th result: one plug-in's, without ``_replace`` (~2 us)."""
+    results = list(v.results)
+    results[at] = r
+    fields = list(v)
+    fields[_RESULTS] = tuple(results)
+    return _new_tuple(RunVerdict, fields)
+
+
 def _fill(v: RunVerdict, jobs: list[tuple[str, int, CheckResult]], out: list, early: tuple) -> RunVerdict:
-    if len(jobs) == 1 and not early and jobs[0][0] == "results":  # one plug-in: no _replace (~2 us)
-        results = list(v.results)
-        results[jobs[0][1]] = out[0]
-        fields = list(v)
-        fields[_RESULTS] = tuple(results)
-        return _new_tuple(RunVerdict, fields)
+    if len(jobs) == 1 and not early and jobs[0][0] == "results":
+        return _with_result(v, jobs[0][1], out[0])
     results, shadow = list(v.results), list(v.shadow)
     for (field, i, _), r in zip(jobs, out):
         (results if field == "results" else shadow)[i] = r

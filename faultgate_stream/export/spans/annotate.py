@@ -159,10 +159,28 @@ _EVALUATOR, _SPAN_IDS = attrgetter("evaluator"), attrgetter("span_ids")
 # evaluator on every run: building them, twice a run, was ~1,200 instructions a span of
 # bench/hot_path.py --checks plugin). Cleared when full: a ruleset gives one entry.
 MAX_CACHED_DIGESTS = 256
-_named_digests: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
 
 
-def _digests(v: RunVerdict) -> tuple[str, ...]:
+class EvaluationKeys:
+    """The kept keys above, at most ``limit``; ``evicted`` counts the keys forgotten when the
+    table was cleared (``faultgate_exporter_evaluation_key_cache_evictions``): a count that
+    keeps rising means more kinds of verdict than the table holds, each built afresh."""
+
+    __slots__ = ("kept", "limit", "evicted")
+
+    def __init__(self, limit: int = MAX_CACHED_DIGESTS) -> None:
+        self.kept: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+        self.limit = limit
+        self.evicted = 0
+
+
+def _named_keys(digests: tuple[str, ...], evaluators: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(d + _KEY_SEP + json.dumps([e, ()]) if e else d for e, d in zip(evaluators, digests))
+
+
+def _digests(v: RunVerdict, keys: EvaluationKeys | None) -> tuple[str, ...]:
+    """The annex's key of each result of ``v``; ``keys``: where those of verdicts whose
+    results name an evaluator are kept (None: made each time)."""
     results = v.results
     digests = v.rule_digests if len(v.rule_digests) == len(results) else ("",) * len(results)
     # C-level scans first (``map``): most results name neither, and a generator over them
@@ -174,19 +192,23 @@ def _digests(v: RunVerdict) -> tuple[str, ...]:
     if not named:
         return digests
     evaluators = tuple(map(_EVALUATOR, results))
-    key = (digests, evaluators)
-    keys = _named_digests.get(key)
     if keys is None:
-        if len(_named_digests) >= MAX_CACHED_DIGESTS:
-            _named_digests.clear()
-        keys = _named_digests[key] = tuple(d + _KEY_SEP + json.dumps([e, ()]) if e else d
-                                           for e, d in zip(evaluators, digests))
-    return keys
+        return _named_keys(digests, evaluators)
+    kept = keys.kept
+    key = (digests, evaluators)
+    out = kept.get(key)
+    if out is None:
+        if len(kept) >= keys.limit:
+            keys.evicted += len(kept)
+            kept.clear()
+        out = kept[key] = _named_keys(digests, evaluators)
+    return out
 
 
-def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
+def write_verdict(span: Span, v: RunVerdict, redact: Redact, keys: EvaluationKeys | None = None) -> None:
     """Annotate the run's root. Attributes a root already carries under ``faultgate.`` (a
-    retry of an annotated span, say) are replaced, never doubled."""
+    retry of an annotated span, say) are replaced, never doubled. ``keys``: the export's kept
+    evaluation keys (``EvaluationKeys``), else they are made for this call."""
     keep = [kv for kv in span.attributes if not kv.key.startswith(VERDICT_KEYS_PREFIX)
             or kv.key in ("faultgate.scenario", "faultgate.termination", "faultgate.outcome", "faultgate.confirmed")]
     del span.attributes[:]
@@ -194,15 +216,16 @@ def write_verdict(span: Span, v: RunVerdict, redact: Redact) -> None:
     span.attributes.extend(a for a in verdict_attributes(v, redact) if a.key != "faultgate.scenario"
                            or not any(k.key == "faultgate.scenario" for k in keep))
     when = span.end_time_unix_nano or v.last_end_ns or v.decided_ns
-    for r, digest in zip(v.results, _digests(v)):
+    for r, digest in zip(v.results, _digests(v, keys)):
         span.events.add(time_unix_nano=when, name=EVENT).attributes.extend(_evaluation_attributes(r, redact, digest))
 
 
-def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes) -> list[LogRecord]:
+def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes,
+                keys: EvaluationKeys | None = None) -> list[LogRecord]:
     when = v.last_end_ns or v.decided_ns
     out = []
     amended = _amendment_attributes(v) if v.revision else []
-    for r, digest in zip(v.results, _digests(v)):
+    for r, digest in zip(v.results, _digests(v, keys)):
         rec = LogRecord(time_unix_nano=when, observed_time_unix_nano=v.decided_ns or when, event_name=EVENT,
                         trace_id=trace_id, span_id=span_id, severity_text="INFO", severity_number=9)
         rec.body.string_value = redact(r.reason)
@@ -259,7 +282,8 @@ class VerdictBytes:
     value cut short (``Reason``) is never kept, since two of them equal as text may mask
     differently (the value beyond the cut)."""
 
-    def __init__(self, redact: Redact) -> None:
+    def __init__(self, redact: Redact, keys: EvaluationKeys | None = None) -> None:
+        self.keys = keys if keys is not None else EvaluationKeys()
         # functions of the redactor, not bound methods: the compiled table does not show the
         # collector what it holds, so a cycle through it would never be freed
         self._annex = VerdictAnnex(_summary, partial(_scenario, redact), partial(_reason, redact),
@@ -274,7 +298,7 @@ class VerdictBytes:
 
     def __call__(self, v: RunVerdict, end_ns: int) -> bytes:
         amended = _attributes(*_amendment_attributes(v)) if v.revision else b""
-        return self._annex.encode(v.results, _digests(v), v.completion, v.scenario, str(v.key), amended,
+        return self._annex.encode(v.results, _digests(v, self.keys), v.completion, v.scenario, str(v.key), amended,
                                   end_ns or v.last_end_ns or v.decided_ns)
 
 

@@ -125,11 +125,11 @@ class Forwarder:
                         else:
                             v = self._s.cache.get(late)
                             if v is not None and (v.root_span_id == sid or _amended_by(v, sid)):
-                                annotate.write_verdict(span, v, self._s.redact)
+                                annotate.write_verdict(span, v, self._s.redact, self._s.evaluation_keys)
                     elif sid in result.late_runs and _amended_by(v := self._s.cache.get(result.late_runs[sid]), sid):
                         # a late span that amended its run's verdict carries the amendment
                         # (the root went out with the first one), even when only roots go out
-                        annotate.write_verdict(span, v, self._s.redact)
+                        annotate.write_verdict(span, v, self._s.redact, self._s.evaluation_keys)
                     elif verdict_only:
                         filtered += 1
                         continue

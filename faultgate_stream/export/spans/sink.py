@@ -27,7 +27,7 @@ class SpanSink:
 
     def __init__(self, state: ExportState) -> None:
         self._s = state
-        self._verdict_bytes = annotate.VerdictBytes(state.redact)
+        self._verdict_bytes = annotate.VerdictBytes(state.redact, state.evaluation_keys)
 
     def early(self, finding: EarlyFinding) -> None:
         """Early findings reach the spans with the run's verdict."""
@@ -65,7 +65,7 @@ class SpanSink:
                 if strip:
                     annotate.strip_content(span)
                 if is_root:
-                    annotate.write_verdict(span, v, self._s.redact)
+                    annotate.write_verdict(span, v, self._s.redact, self._s.evaluation_keys)
                 body = span.SerializeToString()
             elif is_root:
                 annex = self._verdict_bytes(v, h.end_ns)
@@ -78,7 +78,8 @@ class SpanSink:
             self._s.queue.put(Item("traces", payload, n))
 
     def _logs(self, v: RunVerdict, root: HeldSpan | None) -> None:
-        records = annotate.log_records(v, self._s.redact, bytes.fromhex(v.key.trace_id), bytes.fromhex(v.root_span_id))
+        records = annotate.log_records(v, self._s.redact, bytes.fromhex(v.key.trace_id), bytes.fromhex(v.root_span_id),
+                                       self._s.evaluation_keys)
         request = ExportLogsServiceRequest()
         rl = request.resource_logs.add()
         # an amendment comes after its root left: the resource it had was kept with the verdict

@@ -3,8 +3,9 @@ and the verdict sink behind it (``sink``) work on the same queue, held roots and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from faultgate_stream.export.spans.annotate import EvaluationKeys
 from faultgate_stream.export.spans.cache import VerdictCache
 from faultgate_stream.export.spans.config import SpansExportConfig
 from faultgate_stream.export.spans.held import HeldSpans
@@ -20,6 +21,8 @@ class ExportState:
     queue: SendQueue
     held: HeldSpans
     cache: VerdictCache
+    # the annex's keys of verdicts whose results name an evaluator, shared by both sides
+    evaluation_keys: EvaluationKeys = field(default_factory=EvaluationKeys)
 
     @classmethod
     def build(cls, config: SpansExportConfig, telemetry: Telemetry, redact: Callable[[str], str]) -> "ExportState":
