@@ -132,31 +132,55 @@ fn cut_spans(scope: &[u8], base: usize, numbering: &mut Numbering, edits: &mut V
     Ok(lost)
 }
 
-/// ``data`` with ``edits`` made, written into ``out`` (exactly its new length).
-fn apply(data: &[u8], edits: &[Edit], out: &mut [u8]) {
+/// ``data`` with ``edits`` made, written into ``out``, a buffer of exactly its new length.
+///
+/// # Safety
+/// ``out`` must be valid for ``len`` bytes of writes; each write is checked against ``len``
+/// before it is made, so the edits' arithmetic being wrong panics instead of overrunning.
+unsafe fn apply(data: &[u8], edits: &[Edit], out: *mut u8, len: usize) {
     let mut w = 0;
-    let mut copied = 0;
-    let mut put = |bytes: &[u8], w: &mut usize| {
-        out[*w..*w + bytes.len()].copy_from_slice(bytes);
-        *w += bytes.len();
+    let mut put = |bytes: &[u8]| {
+        assert!(w + bytes.len() <= len, "cut: the edits overrun the new request");
+        // SAFETY: in bounds (asserted above); `data` is a Python bytes object's buffer and
+        // `out` a new one's: they do not overlap
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.add(w), bytes.len()) };
+        w += bytes.len();
     };
+    let mut copied = 0;
     for e in edits {
         match *e {
             Edit::Head { at, body, number, len } => {
-                put(&data[copied..at], &mut w);
+                put(&data[copied..at]);
                 let mut head = Vec::with_capacity(10);
                 put_len_head(&mut head, number, len);
-                put(&head, &mut w);
+                put(&head);
                 copied = body;
             }
             Edit::Drop { at, end } => {
-                put(&data[copied..at], &mut w);
+                put(&data[copied..at]);
                 copied = end;
             }
         }
     }
-    put(&data[copied..], &mut w);
-    debug_assert_eq!(w, out.len());
+    put(&data[copied..]);
+    assert_eq!(w, len, "cut: the edits fall short of the new request");
+}
+
+/// A new bytes object of ``len`` bytes, written by ``apply`` (not zeroed first, as
+/// `PyBytes::new_with` zeroes it: a second pass over every byte forwarded).
+fn bytes_of<'py>(py: Python<'py>, data: &[u8], edits: &[Edit], len: usize) -> PyResult<Bound<'py, PyBytes>> {
+    // SAFETY: PyBytes_FromStringAndSize(NULL, n) makes a bytes object whose n bytes are
+    // ours to write until it is shared; `apply` writes every one of them (it asserts so)
+    // before the object is handed out
+    unsafe {
+        let obj = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
+        if obj.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let obj = Bound::from_owned_ptr(py, obj);
+        apply(data, edits, pyo3::ffi::PyBytes_AsString(obj.as_ptr()) as *mut u8, len);
+        Ok(obj.downcast_into_unchecked())
+    }
 }
 
 /// ``cut(data, drop) -> bytes``: the request without the spans numbered ``drop``
@@ -177,10 +201,7 @@ fn cut<'py>(py: Python<'py>, data: &[u8], drop: Vec<usize>) -> PyResult<Bound<'p
         if !numbering.done() {
             return Err(PyValueError::new_err(format!("cut: the request holds {} spans", numbering.next)));
         }
-        PyBytes::new_with(py, data.len() - lost, |out| {
-            apply(data, &edits, out);
-            Ok(())
-        })
+        bytes_of(py, data, &edits, data.len() - lost)
     })
 }
 
