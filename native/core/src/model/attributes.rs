@@ -62,6 +62,7 @@ struct Shared {
 }
 
 impl Shared {
+    #[inline]
     fn key(&self, i: usize) -> &[u8] {
         let it = self.items[i];
         if it.key_end == FAR_KEY {
@@ -70,6 +71,7 @@ impl Shared {
         &self.text[it.key as usize..it.key_end as usize]
     }
 
+    #[inline]
     fn value(&self, i: usize) -> Cow<'_, Value<'_>> {
         let it = self.items[i];
         let at = (it.val & !KIND) as usize;
