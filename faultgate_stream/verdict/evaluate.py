@@ -413,14 +413,11 @@ class Evaluator:
             results = []
             for c, state in zip(rs.checks, st.states):
                 try:  # ``_finish`` inlined: the one loop every run goes through
-                    r = c.finish(state, run)
+                    results.append(c.finish(state, run))
                 except Exception as e:
-                    results += self._failed_results(c, run, e)
-                    continue
-                if type(r) is list:  # a check of several's results (``Check.members``)
-                    results += r
-                else:
-                    results.append(r)
+                    results.append(self._failed_results(c, run, e) if c.members else self._failed_result(c, run, e))
+            for k in rs.several:  # a check of several's list of results, in its place (``Check.members``)
+                results[k:k + 1] = results[k]
             unread = run.unread
             # agent work no convention read: no check passes on what it hid (``reasons``:
             # the work's truth without ``UnreadWork.__bool__``'s Python call)

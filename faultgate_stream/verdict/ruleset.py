@@ -50,7 +50,7 @@ class Binding(NamedTuple):
 
 class Ruleset:
     __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "own_digests", "reporting", "digests",
-                 "_cache")
+                 "several", "_cache")
 
     def __init__(self, checks: tuple[Check, ...], bindings: tuple[Binding, ...] = (), generation: int = 0,
                  digest: str = "") -> None:
@@ -66,6 +66,9 @@ class Ruleset:
         self.reporting = tuple(each(checks))
         # the every-run checks' results' digests, in order (what a verdict without bindings records)
         self.digests = tuple(c.digest or digest for c in self.reporting)
+        # where the every-run checks of several results are (``Check.members``), the last
+        # first: each one's list of results goes in its place, the places before it unmoved
+        self.several = tuple(i for i, c in enumerate(checks) if c.members)[::-1]
         self._cache: dict[str, tuple[Check, ...]] = {}  # agent name -> its bound checks
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:

@@ -241,6 +241,31 @@ def test_a_rules_file_whose_look_or_verdict_raises_counts_and_holds_undecided_ea
             assert (r.undecided and "RuntimeError" in r.reason) if r.check in names else r == x, r
 
 
+def test_rules_files_among_other_checks_give_their_rules_results_in_their_places(tmp_path):
+    """Two rules files between built-in checks: each file's rules' results where the file
+    is, in the file's order, as each judges alone, the built-ins' unmoved."""
+    from faultgate_stream.checks.base import each
+    from faultgate_stream.checks.registry import select
+
+    other = tmp_path / "other.yaml"
+    other.write_text(json.dumps([{"name": "any_sql", "when": 'span.tool == "run_sql"', "reason": "sql"}]))
+    builtin = select(None)
+    checks = [*builtin[:2], *rule_checks(load_rules(_file(tmp_path, TOGETHER))), *builtin[2:],
+              *rule_checks(load_rules(str(other)))]
+    batches = _interleaved()
+    got = check_spans(batches, checks)
+    names = [c.name for c in each(checks)]
+    assert names[2:2 + len(TOGETHER)] == [r["name"] for r in TOGETHER] and names[-1] == "any_sql"
+    alone = {}
+    for c in checks:
+        for v in check_spans(batches, [c]):
+            alone.setdefault(v.key, []).extend(v.results)
+    for v in got:
+        assert [r.check for r in v.results] == names
+        assert sorted(v.results) == sorted(alone[v.key])
+        assert v.rule_digests == tuple(c.digest or "" for c in each(checks))
+
+
 def test_a_rules_file_bound_to_an_agent_or_its_shadow_reports_each_rule_as_its_own_check(tmp_path):
     """A rules file bound to an agent, and one as its shadow: each rule a result of its own,
     with the file's digest; a bound span rule fires early, naming the agent."""
