@@ -202,9 +202,9 @@ class Evaluator:
     def _fresh(self, rs: Ruleset) -> _TraceState:
         """A trace's state under ``rs``: each check's ``start()``. Worked out once per
         ruleset: which checks override ``observe`` or ``observe_spans`` (most only judge the
-        finished run, and calling their no-op ``observe`` on every span cost more than the ones
-        that look)
-        and which override ``start`` (the others start from None without a call each)."""
+        finished run, and calling their no-op ``observe`` on every span cost more than the
+        ones that look) and which override ``start`` (the others start from None without a
+        call each)."""
         memo = self._shape_memo
         if memo is None or memo[0] is not rs:
             checks = rs.checks

@@ -266,6 +266,19 @@ def test_rules_files_among_other_checks_give_their_rules_results_in_their_places
         assert v.rule_digests == tuple(c.digest or "" for c in each(checks))
 
 
+def test_a_plugins_result_after_a_rules_file_is_put_in_its_own_place(tmp_path):
+    """A plug-in judged on its own thread after a rules file's check: its result goes where
+    it is among the results (the file's rules before it), not at its check's index."""
+    from faultgate_stream.verdict.ruleset import own_checks
+
+    spans = _spans()
+    plugin = own_checks(["tests.checks.hostile_plugins:StepCount"])
+    [alone] = check_spans([spans], plugin)
+    [v] = check_spans([spans], [*rule_checks(load_rules(_file(tmp_path, RULES))), *plugin])
+    assert [r.check for r in v.results] == [r["name"] for r in RULES] + [plugin[0].name]
+    assert v.results[-1] == alone.results[0] and not v.results[-1].undecided
+
+
 def test_a_rules_file_bound_to_an_agent_or_its_shadow_reports_each_rule_as_its_own_check(tmp_path):
     """A rules file bound to an agent, and one as its shadow: each rule a result of its own,
     with the file's digest; a bound span rule fires early, naming the agent."""
