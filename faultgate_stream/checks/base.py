@@ -52,6 +52,10 @@ class Check(ABC):
     # run was not read. A finding that rests on an absence (no later success, no answer, a
     # required call never made) is undecided instead: the unread work may hold what is absent.
     fires_on_evidence: ClassVar[bool] = False
+    # The checks whose results ``finish`` gives, when it gives several (a list of them, in
+    # this order: a rules file's, one per rule): each is a check of its own to everything a
+    # result goes to (its name, severity, metrics, early findings), this one none of them.
+    members: tuple[Check, ...] = ()
 
     def start(self) -> Any:
         return None
@@ -94,3 +98,9 @@ class Check(ABC):
     def undecided(self, missing: str) -> CheckResult:
         """Neither fired nor passed: ``missing`` names the input the run did not capture."""
         return CheckResult(self.name, False, 0.0, f"undecided: {missing}", self.severity, self.kind, undecided=True)
+
+
+def each(checks: Sequence[Check]) -> list[Check]:
+    """The checks whose results ``checks`` give, in order: a check of several as its
+    ``members``."""
+    return [m for c in checks for m in (c.members or (c,))]

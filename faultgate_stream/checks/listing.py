@@ -39,11 +39,12 @@ def rows(plugins: list[str] | tuple[str, ...] = (), rules: str = "") -> list[Row
         origin = f"{o.package} ({o.source})" if o.package else o.source
         out.append((c.name, c.kind, c.severity.value, origin, c.version, _line(c.description)))
     if rules:
+        from faultgate_stream.checks.base import each
         from faultgate_stream.checks.rules.check import rule_checks
         from faultgate_stream.checks.rules.load import load_rules
 
         file = load_rules(rules)
-        for c in rule_checks(file):
+        for c in each(rule_checks(file)):
             out.append((c.name, c.kind, c.severity.value, f"rules {rules}", file.digest, _line(c.description)))
     return out
 

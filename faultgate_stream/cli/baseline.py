@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from faultgate_stream.checks.base import each
 from faultgate_stream.cli.check import EXIT_BAD_INPUT, EXIT_CLEAN, add_own_checks, checks_from_args
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.read.files import FORMATS, read_files
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{path}: {len(these)} traces · clean rate "
                   f"{'n/a' if rate is None else f'{rate:.2f}'} · {time.perf_counter() - t0:.1f}s")
             runs.append(these)
-        band = build(runs, [c.name for c in checks], trajectories=trajectories)
+        band = build(runs, [c.name for c in each(checks)], trajectories=trajectories)
     except (InputError, ValueError) as e:
         print(f"faultgate-stream: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

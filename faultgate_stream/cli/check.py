@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-from faultgate_stream.checks.base import Check
+from faultgate_stream.checks.base import Check, each
 from faultgate_stream.checks.expectations import Golden, Outcomes
 from faultgate_stream.checks.registry import select
 from faultgate_stream.cli import heap
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if judge is not None:
             judge.close()
-    report = Report([c.name for c in checks], verdicts, redact.name if redact else "off",
+    report = Report([c.name for c in each(checks)], verdicts, redact.name if redact else "off",
                     judge.name if judge is not None else "none", timelines)
     elapsed = time.perf_counter() - t0
     print(table(report))

@@ -23,7 +23,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from faultgate_stream._native import trace_stretches
-from faultgate_stream.checks.base import Check
+from faultgate_stream.checks.base import Check, each
 from faultgate_stream.model.ancestry import NearestAgent
 from faultgate_stream.model.consumers import VerdictConsumer
 from faultgate_stream.model.profile import RunProfile
@@ -48,49 +48,17 @@ def _log() -> Any:
     return structlog.get_logger("faultgate_stream.verdict")
 
 
-def _groups(checks: tuple[Check, ...]) -> list[tuple[Any, int, tuple[int, ...]]]:
-    """The groups of ``checks`` (a check's ``check_group``: a rules file's rules, checks/
-    rules/check.py ``RulesGroup``) whose ``members`` are all among ``checks``, once, one after
-    another and in order, with where the first is and the indexes of those that observe
-    (``observers``: each one observes).
-
-    A group stands for its members on the every-run path, as one check that costs one loop
-    turn and one call for all of them: ``start()`` is the state its observers all share
-    (each member's own ``finish`` reads it too); ``observe_spans`` gives None or every
-    observer's first finding in the stretch, as (index, reason, member, ""), by span and
-    then in the members' order; ``finish_all(state, run)`` every member's result, in order.
-    Each is what the members give looking and judging on their own."""
-    out = []
-    seen: set[int] = set()
-    where = {id(c): i for i, c in enumerate(checks)}
-    for c in checks:
-        g = getattr(c, "check_group", None)
-        if g is None or id(g) in seen or not any(m is c for m in getattr(g, "members", ())):
-            continue  # none, or not a group this check is a member of (a plug-in's own attribute)
-        seen.add(id(g))
-        first = where.get(id(g.members[0]), -1)
-        at = tuple(where.get(id(m), -1) for m in g.observers)
-        if (first >= 0 and all(checks[first + k] is m for k, m in enumerate(g.members[:len(checks) - first]))
-                and first + len(g.members) <= len(checks) and len(where) == len(checks)
-                and all(type(checks[i]).observe is not Check.observe for i in at)):
-            out.append((g, first, at))
-    return out
-
-
 class _TraceState:
-    __slots__ = ("ruleset", "states", "observing", "watching", "finishing", "bound_states", "agents", "early",
-                 "fired_early")
+    __slots__ = ("ruleset", "states", "observing", "watching", "bound_states", "agents", "early", "fired_early")
 
     def __init__(self, ruleset: Ruleset, states: list[Any], observing: tuple[int, ...],
-                 watchers: tuple[Check, ...], watched: tuple[int, ...], finishing: tuple | None) -> None:
+                 watchers: tuple[Check, ...]) -> None:
         self.ruleset = ruleset
         self.states = states
-        self.finishing = finishing  # with groups: what ``_results`` calls (``Evaluator._shape``)
         self.observing = observing  # indexes of the checks that look at spans as they arrive
         # ... as (check, state) pairs, what the span path loops over; ``watchers`` are those
-        # checks, a group's members as the group (``Evaluator._fresh`` works them out once
-        # per ruleset), and ``watched`` the indexes of their states, paired in C
-        self.watching = tuple(zip(watchers, map(states.__getitem__, watched)))
+        # checks (``Evaluator._fresh`` works them out once per ruleset), paired in C
+        self.watching = tuple(zip(watchers, map(states.__getitem__, observing)))
         self.bound_states: dict[int, Any] = {}  # id(check) -> early state
         # span -> its nearest agent's name: only a check bound to an agent needs it, and most
         # rulesets bind none (it was built for every trace: four dicts)
@@ -145,13 +113,22 @@ class Evaluator:
             self._failed(check, "observe", span.trace_id)
             return None
 
-    def _finish(self, check: Check, state: Any, run: Run) -> CheckResult:
+    def _finish(self, check: Check, state: Any, run: Run) -> list[CheckResult]:
+        """``check``'s results on ``run``: one, or a check of several's (``Check.members``)."""
         try:  # a plug-in judged on an agent's view hands the stage its run in a placeholder
             r = check.pending(state, run) if check.isolated else check.finish(state, run)
         except Exception as e:
-            return self._failed_result(check, run, e)
+            return self._failed_results(check, run, e)
+        results = r if type(r) is list else [r]
         unread = run.unread
-        return check.held_to_what_was_read(r, unread, run) if unread.reasons else r
+        if unread.reasons:
+            return [c.held_to_what_was_read(x, unread, run) for c, x in zip(check.members or (check,), results)]
+        return results
+
+    def _failed_results(self, check: Check, run: Run, e: Exception) -> list[CheckResult]:
+        """What a check that raised in ``finish`` gives: each of a check of several
+        (``Check.members``) undecided and counted, as one that raised on its own."""
+        return [self._failed_result(c, run, e) for c in check.members or (check,)]
 
     def _failed_result(self, check: Check, run: Run, e: Exception) -> CheckResult:
         self._failed(check, "finish", run.key)
@@ -172,7 +149,7 @@ class Evaluator:
         self._internal_error("evaluate", run)
         rs = st.ruleset
         missing = f"the run's verdict could not be worked out ({type(e).__name__}, an internal error)"
-        results = tuple(c.undecided(missing) for c in rs.checks)
+        results = tuple(c.undecided(missing) for c in rs.reporting)
         spans = run.spans
         members = frozenset(s.span_id for s in spans)
         # by keyword: a cold path, unlike ``_verdict``'s positional build
@@ -224,56 +201,23 @@ class Evaluator:
 
     def _fresh(self, rs: Ruleset) -> _TraceState:
         """A trace's state under ``rs``: each check's ``start()``. Worked out once per
-        ruleset: which checks override ``observe`` (most only judge the finished run, and
-        calling their no-op ``observe`` on every span cost more than the ones that look),
-        which override ``start`` (the others start from None without a call each), and the
-        groups (``_groups``) whose observing members share one state and one look."""
+        ruleset: which checks override ``observe`` or ``observe_spans`` (most only judge the
+        finished run, and calling their no-op ``observe`` on every span cost more than the
+        ones that look) and which override ``start`` (the others start from None without a
+        call each)."""
         memo = self._shape_memo
         if memo is None or memo[0] is not rs:
-            memo = self._shape_memo = self._shape(rs)
-        _, observing, starting, states, watchers, watched, groups, finishing = memo
+            checks = rs.checks
+            observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe
+                              or type(c).observe_spans is not Check.observe_spans)
+            memo = self._shape_memo = (
+                rs, observing, tuple((i, c) for i, c in enumerate(checks) if type(c).start is not Check.start),
+                [None] * len(checks), tuple(checks[i] for i in observing))
+        _, observing, starting, states, watchers = memo
         states = states.copy()
         for i, c in starting:
             states[i] = c.start()
-        if groups:
-            for g, at in groups:
-                state = g.start()
-                for i in at:
-                    states[i] = state
-        return _TraceState(rs, states, observing, watchers, watched, finishing)
-
-    @staticmethod
-    def _shape(rs: Ruleset) -> tuple:
-        checks = rs.checks
-        observing = tuple(i for i, c in enumerate(checks) if type(c).observe is not Check.observe)
-        starting = [(i, c) for i, c in enumerate(checks) if type(c).start is not Check.start]
-        watch = [(i, checks[i]) for i in observing]
-        groups = []
-        # what ``_results`` calls, in order: (check, its state's index, 0), or for a group
-        # (the group, its observers' state's index or -1, how many members) ...
-        finishing: list[tuple[Any, int, int]] = [(c, i, 0) for i, c in enumerate(checks)]
-        for g, first, at in _groups(checks):
-            n = len(g.members)
-            starting = [(i, c) for i, c in starting if not first <= i < first + n]
-            if at:  # its observers: one state, started by the group, and one look, the group's
-                groups.append((g, at))
-                watch = [(i, g if i == at[0] else c) for i, c in watch if i not in at[1:]]
-            finishing = [(g, at[0] if at else -1, n) if c is g.members[0] else (c, i, k)
-                         for c, i, k in finishing if not (i != first and first <= i < first + n and k == 0)]
-        # ... as runs of checks on their own, each (checks, their states' indexes, 0), and groups
-        segments: list[tuple[Any, Any, int]] = []
-        for c, i, k in finishing:
-            if k:
-                segments.append((c, i, k))
-            elif segments and not segments[-1][2]:
-                segments[-1][0].append(c)
-                segments[-1][1].append(i)
-            else:
-                segments.append(([c], [i], 0))
-        segments = [(tuple(a), tuple(b), 0) if not k else (a, b, k) for a, b, k in segments]
-        grouped = any(k for _, _, k in finishing)
-        return (rs, observing, tuple(starting), [None] * len(checks), tuple(c for _, c in watch),
-                tuple(i for i, _ in watch), tuple(groups), tuple(segments) if grouped else None)
+        return _TraceState(rs, states, observing, watchers)
 
     def _agent(self, st: _TraceState, span: SpanRecord) -> str | None:
         """The span's nearest known agent's name: its own, an ancestor's, or one it names."""
@@ -313,26 +257,27 @@ class Evaluator:
                 try:
                     first = check.observe_spans(state, spans, lo, hi)
                 except Exception:
-                    for c in (check,) if isinstance(check, Check) else check.observers:  # a group: each member
+                    for c in check.members or (check,):  # a check of several: each of them
                         self._failed(c, "observe", tid)
                     continue
                 if first is not None:
-                    if type(first) is list:  # a group's: each member's first finding (``_groups``)
+                    if type(first) is list:  # a check of several's: each one's first (``Check.members``)
                         found += first
                     else:
                         found.append((first[0], first[1], check, ""))
             if st.agents is not None:  # the ruleset binds agents
                 for i in range(lo, hi):
-                    self._observe_bound(st, spans[i], i, found)
+                    self._observe_bound(st, spans, i, found)
             if len(found) > 1:
                 found.sort(key=_FIRST)  # stable: at one span, the every-run checks in order, then the bound
             for i, reason, check, agent in found:
                 self._early(st, check, reason, spans[i], agent)
             lo = hi
 
-    def _observe_bound(self, st: _TraceState, span: SpanRecord, at: int, found: list) -> None:
-        """The checks bound to the span's agent observe it, each with its own state; what
-        they find is added to ``found`` as (``at``, reason, check, agent)."""
+    def _observe_bound(self, st: _TraceState, spans: list[SpanRecord], at: int, found: list) -> None:
+        """The checks bound to the agent of ``spans[at]`` observe it, each with its own state;
+        what they find is added to ``found`` as (``at``, reason, check, agent)."""
+        span = spans[at]
         st.agents.add(span.span_id, span.parent_id,
                       str(span.attrs.get(AGENT_NAME) or span.name) if span.is_agent else None)
         agent = self._agent(st, span)
@@ -340,6 +285,15 @@ class Evaluator:
             state = st.bound_states.get(id(check))
             if state is None:
                 state = st.bound_states[id(check)] = check.start()
+            if check.members:  # a check of several: each one's finding, as its own (``Check.members``)
+                try:
+                    got = check.observe_spans(state, spans, at, at + 1)
+                except Exception:
+                    for c in check.members:
+                        self._failed(c, "observe", span.trace_id)
+                    continue
+                found += [(at, reason, c, agent or "") for _, reason, c, _ in got or ()]
+                continue
             reason = self._observe(check, state, span)
             if reason:
                 found.append((at, reason, check, agent or ""))
@@ -398,8 +352,14 @@ class Evaluator:
         if rs.bindings:
             memo = (rs, None, None)
         else:
-            places = [(i, c) for i, c in enumerate(rs.checks) if c.isolated]
-            memo = (rs, tuple(("results", i, c.stand_in) for i, c in places), tuple((c, i) for i, c in places))
+            places = []  # (its result's index, its state's, the check): a check of several gives several results
+            at = 0
+            for i, c in enumerate(rs.checks):
+                if c.isolated:
+                    places.append((at, i, c))
+                at += len(c.members) or 1
+            memo = (rs, tuple(("results", at, c.stand_in) for at, _, c in places),
+                    tuple((c, i) for _, i, c in places))
         self._placed_memo = memo
         return memo
 
@@ -451,54 +411,31 @@ class Evaluator:
     def _results(self, st: _TraceState, run: Run) -> tuple[CheckResult, ...]:
         rs = st.ruleset
         if not rs.bindings:
-            if st.finishing is not None:
-                results = self._grouped_results(st.finishing, st.states, run)
-            else:
-                results = []
-                for c, state in zip(rs.checks, st.states):
-                    try:  # ``_finish`` inlined: the one loop every run goes through
-                        results.append(c.finish(state, run))
-                    except Exception as e:
-                        results.append(self._failed_result(c, run, e))
+            results = []
+            for c, state in zip(rs.checks, st.states):
+                try:  # ``_finish`` inlined: the one loop every run goes through
+                    results.append(c.finish(state, run))
+                except Exception as e:
+                    results.append(self._failed_results(c, run, e) if c.members else self._failed_result(c, run, e))
+            for k in rs.several:  # a check of several's list of results, in its place (``Check.members``)
+                results[k:k + 1] = results[k]
             unread = run.unread
             # agent work no convention read: no check passes on what it hid (``reasons``:
             # the work's truth without ``UnreadWork.__bool__``'s Python call)
             if unread.reasons:
-                return tuple(c.held_to_what_was_read(r, unread, run) for c, r in zip(rs.checks, results))
+                return tuple(c.held_to_what_was_read(r, unread, run) for c, r in zip(rs.reporting, results))
             return tuple(results)
         views = agent_views(run)
-        top_bound = {c.name for c in rs.bound(run.agent)}
+        top_bound = {c.name for c in each(rs.bound(run.agent))}
         # a check bound to the top agent replaces the every-run check of the same name
-        results = [self._finish(c, state, run) for c, state in zip(rs.checks, st.states) if c.name not in top_bound]
+        results = [r for c, state in zip(rs.checks, st.states) if c.name not in top_bound
+                   for r in self._finish(c, state, run) if r.check not in top_bound]
         multi = len(views) > 1
         for agent, view in views:
             for check in rs.bound(agent):
-                r = self._judge_view(check, view)
-                results.append(r._replace(agent=agent) if multi else r)
+                results += [r._replace(agent=agent) for r in self._judge_view(check, view)] if multi else \
+                    self._judge_view(check, view)
         return tuple(results)
-
-    def _grouped_results(self, finishing: tuple, states: list[Any], run: Run) -> list[CheckResult]:
-        """Every every-run check's result, a group's (``_groups``) from one call; where that
-        raises, each of its members is asked on its own, as without the group."""
-        results: list[CheckResult] = []
-        for c, i, n in finishing:
-            if not n:  # checks on their own (``c``), their states at ``i``
-                for check, state in zip(c, map(states.__getitem__, i)):
-                    try:
-                        results.append(check.finish(state, run))
-                    except Exception as e:
-                        results.append(self._failed_result(check, run, e))
-                continue
-            try:
-                results += c.finish_all(states[i] if i >= 0 else None, run)
-            except Exception:
-                first = len(results)
-                for m, state in zip(c.members, states[first:first + n]):
-                    try:
-                        results.append(m.finish(state, run))
-                    except Exception as e:
-                        results.append(self._failed_result(m, run, e))
-        return results
 
     def _shadow(self, rs: Ruleset, run: Run) -> tuple[CheckResult, ...]:
         """Shadow checks judge each agent's view like bound ones, after the fact: they
@@ -508,12 +445,12 @@ class Evaluator:
         out = []
         for agent, view in views:
             for check in rs.shadow_bound(agent):
-                r = self._judge_view(check, view)
-                out.append(r._replace(agent=agent) if multi else r)
+                out += [r._replace(agent=agent) for r in self._judge_view(check, view)] if multi else \
+                    self._judge_view(check, view)
         return tuple(out)
 
-    def _judge_view(self, check: Check, view: Run) -> CheckResult:
-        """A bound or shadow check's result on an agent's view, replayed in start order; a
+    def _judge_view(self, check: Check, view: Run) -> list[CheckResult]:
+        """A bound or shadow check's results on an agent's view, replayed in start order; a
         check that raises gets an undecided result, as an every-run check does."""
         state = check.start()
         if not check.isolated:  # a plug-in's finish decides from the run alone (checks/api.py)

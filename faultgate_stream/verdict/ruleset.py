@@ -14,6 +14,7 @@ import hashlib
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, NamedTuple
 
+from faultgate_stream.checks.base import each
 from faultgate_stream.model.errors import InputError
 from faultgate_stream.model.run import ATTRIBUTES_READ
 
@@ -48,7 +49,8 @@ class Binding(NamedTuple):
 
 
 class Ruleset:
-    __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "own_digests", "digests", "_cache")
+    __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "own_digests", "reporting", "digests",
+                 "several", "_cache")
 
     def __init__(self, checks: tuple[Check, ...], bindings: tuple[Binding, ...] = (), generation: int = 0,
                  digest: str = "") -> None:
@@ -58,10 +60,15 @@ class Ruleset:
         self.digest = digest  # of the every-run checks' names and files
         # read for every verdict: worked out once, not a scan of the bindings per run
         self.has_shadow = any(b.shadow for b in bindings)
-        # checks that name their own rules (a plug-in's code, a rules file): check -> digest
-        self.own_digests = {c.name: c.digest for c in self.every_check() if c.digest}
+        # checks that name their own rules (a plug-in's code, a rules file's rules): check -> digest
+        self.own_digests = {c.name: c.digest for c in each(self.every_check()) if c.digest}
+        # the check each every-run result comes from, in order (a rules file's: its rules)
+        self.reporting = tuple(each(checks))
         # the every-run checks' results' digests, in order (what a verdict without bindings records)
-        self.digests = tuple(c.digest or digest for c in checks)
+        self.digests = tuple(c.digest or digest for c in self.reporting)
+        # where the every-run checks of several results are (``Check.members``), the last
+        # first: each one's list of results goes in its place, the places before it unmoved
+        self.several = tuple(i for i, c in enumerate(checks) if c.members)[::-1]
         self._cache: dict[str, tuple[Check, ...]] = {}  # agent name -> its bound checks
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:
@@ -84,7 +91,7 @@ class Ruleset:
             return own
         for b in self.bindings:
             if b.matches(agent):
-                if any(c.name == check for c in b.checks):
+                if any(c.name == check for c in each(b.checks)):
                     return b.digest
                 break
         return self.digest
@@ -113,9 +120,9 @@ class Ruleset:
     @property
     def names(self) -> list[str]:
         """Check names in report-column order: every run's, then the bound ones."""
-        out = [c.name for c in self.checks]
+        out = [c.name for c in self.reporting]
         for b in self.bindings:
-            out += [c.name for c in b.checks if c.name not in out]
+            out += [c.name for c in each(b.checks) if c.name not in out]
         return out
 
 
@@ -160,7 +167,7 @@ def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None =
                                 _digest((b.policy, b.spec)), load_spec(b.spec).judge if b.spec else ()))
     if problems:
         raise InputError("\n".join(problems))
-    every_run = ",".join(c.name for c in checks)
+    every_run = ",".join(c.name for c in each(checks))
     return Ruleset(tuple(checks), tuple(bindings), generation, _digest((config.golden, config.outcomes), every_run))
 
 
@@ -182,7 +189,7 @@ def unique(checks: list[Check]) -> None:
     """Raises ``InputError`` when two checks share a name (a rule named as a plug-in, say):
     a report column, a metric label and a reason attribute each name one check."""
     seen: set[str] = set()
-    for c in checks:
+    for c in each(checks):
         if c.name in seen:
             raise InputError(f"two checks are named {c.name!r}: rename one (rules and plug-ins take names of "
                              f"their own)")

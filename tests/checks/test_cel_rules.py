@@ -62,8 +62,11 @@ def test_span_rules_fire_on_their_span_early_and_run_rules_at_the_verdict(tmp_pa
     assert by["failed_lookup"].fired and by["failed_lookup"].kind == "rule"
     assert by["all_ok"].fired  # a step's own fields (ok, arguments_captured) are there to read
     assert [(f.check, f.span_id) for f in v.early] == [("sql_drop", spans[2].span_id)]
-    # every rule's digest is its file's
-    assert {c.digest for c in checks} == {load_rules(_file(tmp_path, RULES)).digest}
+    # the file is one check, whose members are its rules, and every rule's digest is its file's
+    [check] = checks
+    assert [c.name for c in check.members] == [r["name"] for r in RULES]
+    assert {c.digest for c in (check, *check.members)} == {load_rules(_file(tmp_path, RULES)).digest}
+    assert v.rule_digests == (check.digest,) * len(RULES)
 
 
 def test_a_rule_judges_the_same_whether_spans_were_observed_in_any_order_or_not_at_all(tmp_path):
@@ -138,10 +141,10 @@ def _by_check(verdicts, name):
 
 
 def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_path, monkeypatch):
-    """On the every-run path a file's span rules observe as one group (checks/rules/
-    check.py, ``SpanRules.observe_spans``): each still finds, early and at the verdict,
-    what it finds in a file of its own; and when the group's look raises on a stretch, the
-    early findings there are lost to every rule and no verdict changes."""
+    """A file's span rules observe as one check (checks/rules/check.py, ``RulesCheck.
+    observe_spans``): each still finds, early and at the verdict, what it finds in a file of
+    its own; and when the file's look raises on a stretch, the early findings there are lost
+    to every rule and no verdict changes."""
     from faultgate_stream.checks.rules.check import SpanRules
 
     def file_of(name, rules):
@@ -176,76 +179,126 @@ def test_a_files_span_rules_observed_together_find_what_each_finds_alone(tmp_pat
     assert any(f.span_id in first for v in together for f in v.early)
 
 
-def test_a_files_span_rules_as_a_group_give_the_verdicts_and_early_findings_in_the_order_each_looking_gives(tmp_path):
-    """The group (verdict/evaluate.py, ``_groups``) against the same rules each observing
-    on its own, over batches where two rules match one span and rules match spans out of
-    the file's order: the same verdicts, early findings in the same order."""
+def test_a_rules_files_check_gives_its_rules_verdicts_and_their_early_findings_by_span_then_in_the_files_order(
+        tmp_path):
+    """A rules file is one check (checks/rules/check.py, ``RulesCheck``) whose results are
+    its rules', in the file's order, as judged offline from the whole run, however the spans
+    arrived; early findings come by span, and at one span in the file's order."""
     rules = [*TOGETHER, {"name": "refund_any", "when": 'span.tool == "issue_refund"', "reason": "any"},
              {"name": "nothing", "level": "run", "when": 'run.calls["nothing"] > 0', "reason": "n"},
              {"name": "first", "when": 'span.operation == "invoke_agent"', "reason": "agent"}]
     batches = _interleaved()
     one = [[s for b in batches for s in b]]
-    grouped = rule_checks(load_rules(_file(tmp_path, rules)))
-    alone = rule_checks(load_rules(_file(tmp_path, rules)))
-    for c in alone:
-        c.check_group = None  # each looks and judges on its own (``SpanRuleCheck.observe_spans``, ``finish``)
+    [check] = rule_checks(load_rules(_file(tmp_path, rules)))
+    assert [c.name for c in check.members] == [r["name"] for r in rules]
+    place = {r["name"]: k for k, r in enumerate(rules)}
     for b in (batches, one, [[s] for s in one[0]]):
-        want = check_spans(b, alone)
-        got = check_spans(b, grouped)
-        assert [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in got] == \
-            [(v.key, v.results, [(f.span_id, f.check) for f in v.early]) for v in want]
-        assert sum(len(v.early) for v in got) >= 9  # findings early, several at a span, to order
+        arrived = {s.span_id: k for k, s in enumerate(s for batch in b for s in batch)}
+        got = check_spans(b, [check])
+        want = check_spans(b, [check], early=False)
+        assert [(v.key, v.results) for v in got] == [(v.key, v.results) for v in want]
+        assert all([r.check for r in v.results] == [r["name"] for r in rules] for v in got)
+        early = [[(arrived[f.span_id], place[f.check]) for f in v.early] for v in got]
+        assert all(e == sorted(e) for e in early)
+        assert sum(len(e) for e in early) >= 9  # findings early, several at a span, to order
+        assert any(len({k for k, _ in e}) < len(e) for e in early)
         assert all(r.undecided for v in got for r in v.results if r.check == "nothing")
 
 
-def test_a_check_with_an_attribute_named_as_a_groups_is_judged_on_its_own(tmp_path):
-    """A check whose ``check_group`` names no group it is a member of (a plug-in's own
-    attribute, say) is judged as any other check (verdict/evaluate.py, ``_groups``)."""
+def test_a_rules_file_whose_look_or_verdict_raises_counts_and_holds_undecided_each_of_its_rules(tmp_path, monkeypatch):
+    """Where a rules file's shared look at a stretch raises, each of its rules is counted
+    (``Evaluator._failed``: ``faultgate_check_errors_total{check}``) and the verdicts stand
+    (the stretch is judged again at the verdict); where its ``finish`` raises, each rule is
+    undecided and counted."""
     from faultgate_stream.checks.registry import select
+    from faultgate_stream.checks.rules.check import RulesCheck, SpanRules
+    from faultgate_stream.verdict.evaluate import Evaluator
 
-    own = select(None)  # fresh checks: the attributes set here go with them
-    own[0].check_group = "safety"
-    other = rule_checks(load_rules(_file(tmp_path, TOGETHER)))
-    own[1].check_group = other[0].check_group  # a group it is not a member of
+    names = [r["name"] for r in TOGETHER]
     batches = _interleaved()
-    want = check_spans(batches, select(None))
-    assert [v.results for v in check_spans(batches, own)] == [v.results for v in want]
-
-
-def test_a_rules_file_whose_group_raises_or_is_split_in_the_ruleset_judges_as_its_rules_on_their_own(
-        tmp_path, monkeypatch):
-    """Where the group's ``finish_all`` raises, each rule is asked on its own, and a rule
-    that raises then is undecided alone; a file whose rules are not one after another in
-    the ruleset is not taken as a group (verdict/evaluate.py, ``_groups``)."""
-    from faultgate_stream.checks.registry import select
-    from faultgate_stream.checks.rules.check import RulesGroup, RunRules
-
-    batches = _interleaved()
-    made = lambda: rule_checks(load_rules(_file(tmp_path, TOGETHER)))  # noqa: E731
-    alone = made()
-    for c in alone:
-        c.check_group = None
-    want = check_spans(batches, alone)
-    split = made()
-    split = [*split[:2], *select(None), *split[2:]]
-    for got in (check_spans(batches, split), check_spans(batches, made())):
-        assert [(v.key, [r for r in v.results if r.kind == "rule" and r.check in {x["name"] for x in TOGETHER}])
-                for v in got] == [(v.key, list(v.results)) for v in want]
-
-    calls = []
+    made = lambda: select(None) + rule_checks(load_rules(_file(tmp_path, TOGETHER)))  # noqa: E731
+    want = check_spans(batches, made())
+    failed = []
+    monkeypatch.setattr(Evaluator, "_failed", lambda self, check, where, key: failed.append((check.name, where)))
 
     def raises(self, *args):
-        calls.append(type(self).__name__)
-        raise RuntimeError("the group's verdict failed")
+        raise RuntimeError("failed")
 
-    monkeypatch.setattr(RulesGroup, "finish_all", raises)
-    assert [v.results for v in check_spans(batches, made())] == [v.results for v in want]
-    assert calls == ["RulesGroup"] * len(want)  # asked once a run, then each rule
-    monkeypatch.setattr(RunRules, "on", raises)
+    with monkeypatch.context() as m:
+        m.setattr(SpanRules, "stretch", raises)
+        got = check_spans(batches, made())
+    assert [v.results for v in got] == [v.results for v in want]
+    assert not any(f.check in names for v in got for f in v.early)
+    assert sorted(set(failed)) == sorted((n, "observe") for n in names)
+    assert len(failed) == len(names) * 6  # each rule, on each trace's stretch of each batch
+    failed.clear()
+    monkeypatch.setattr(RulesCheck, "finish", raises)
     got = check_spans(batches, made())
+    assert sorted(failed) == sorted((n, "finish") for n in names for _ in want)
     for v, w in zip(got, want):
+        assert [r.check for r in v.results] == [r.check for r in w.results]
         for r, x in zip(v.results, w.results):
-            assert r == x if r.check != "ran" else (r.undecided and "RuntimeError" in r.reason), r
+            assert (r.undecided and "RuntimeError" in r.reason) if r.check in names else r == x, r
+
+
+def test_rules_files_among_other_checks_give_their_rules_results_in_their_places(tmp_path):
+    """Two rules files between built-in checks: each file's rules' results where the file
+    is, in the file's order, as each judges alone, the built-ins' unmoved."""
+    from faultgate_stream.checks.base import each
+    from faultgate_stream.checks.registry import select
+
+    other = tmp_path / "other.yaml"
+    other.write_text(json.dumps([{"name": "any_sql", "when": 'span.tool == "run_sql"', "reason": "sql"}]))
+    builtin = select(None)
+    checks = [*builtin[:2], *rule_checks(load_rules(_file(tmp_path, TOGETHER))), *builtin[2:],
+              *rule_checks(load_rules(str(other)))]
+    batches = _interleaved()
+    got = check_spans(batches, checks)
+    names = [c.name for c in each(checks)]
+    assert names[2:2 + len(TOGETHER)] == [r["name"] for r in TOGETHER] and names[-1] == "any_sql"
+    alone = {}
+    for c in checks:
+        for v in check_spans(batches, [c]):
+            alone.setdefault(v.key, []).extend(v.results)
+    for v in got:
+        assert [r.check for r in v.results] == names
+        assert sorted(v.results) == sorted(alone[v.key])
+        assert v.rule_digests == tuple(c.digest or "" for c in each(checks))
+
+
+def test_a_plugins_result_after_a_rules_file_is_put_in_its_own_place(tmp_path):
+    """A plug-in judged on its own thread after a rules file's check: its result goes where
+    it is among the results (the file's rules before it), not at its check's index."""
+    from faultgate_stream.verdict.ruleset import own_checks
+
+    spans = _spans()
+    plugin = own_checks(["tests.checks.hostile_plugins:StepCount"])
+    [alone] = check_spans([spans], plugin)
+    [v] = check_spans([spans], [*rule_checks(load_rules(_file(tmp_path, RULES))), *plugin])
+    assert [r.check for r in v.results] == [r["name"] for r in RULES] + [plugin[0].name]
+    assert v.results[-1] == alone.results[0] and not v.results[-1].undecided
+
+
+def test_a_rules_file_bound_to_an_agent_or_its_shadow_reports_each_rule_as_its_own_check(tmp_path):
+    """A rules file bound to an agent, and one as its shadow: each rule a result of its own,
+    with the file's digest; a bound span rule fires early, naming the agent."""
+    from faultgate_stream.verdict.ruleset import Binding, Ruleset
+
+    file = load_rules(_file(tmp_path, RULES))
+    shadow_path = tmp_path / "shadow.yaml"
+    shadow_path.write_text(json.dumps([{"name": "any_sql", "when": 'span.tool == "run_sql"', "reason": "sql"},
+                                       {"name": "many", "level": "run", "when": "run.steps.size() > 100"}]))
+    spans = _spans()
+    [every_run] = check_spans([spans], rule_checks(file))
+    rs = Ruleset((), (Binding(("shop",), tuple(rule_checks(file)), shadow=tuple(rule_checks(load_rules(str(
+        shadow_path)))), digest="bound"),), digest="every-run")
+    [v] = check_spans([spans], rs)
+    assert v.results == every_run.results
+    assert [r.check for r in v.results] == [r["name"] for r in RULES]
+    assert v.rule_digests == (file.digest,) * len(RULES)
+    assert [(f.check, f.span_id, f.agent) for f in v.early] == [("sql_drop", spans[2].span_id, "shop")]
+    assert [(r.check, r.fired) for r in v.shadow] == [("any_sql", True), ("many", False)]
+    assert rs.names == [r["name"] for r in RULES]
 
 
 def test_the_span_ids_of_a_stretch_are_what_the_span_rules_saw_of_it():
@@ -327,7 +380,7 @@ def test_the_example_rules_file_judges_the_retail_gaps():
     _, spans = read_file(RETAIL)
     verdicts = check_spans([spans], checks, early=False)
     fired = {c.name: sorted(v.scenario for v in verdicts for r in v.results if r.check == c.name and r.fired)
-             for c in checks}
+             for c in checks[0].members}
     assert fired == {"cancel_without_reason": ["gap-G5-missing-reason"],
                      "user_lookup_failed": ["gap-G1-failed-auth", "ok-failed-auth-then-retry"],
                      "sql_drop": [],

@@ -1,14 +1,14 @@
-"""Rules as checks: one check per rule, every rule of a file evaluated together.
+"""Rules as checks: a rules file is one check of a ruleset (``RulesCheck``), whose results
+are its rules', each reported as its own check (``members``).
 
 A span rule is told of each stretch of spans as it arrives and fires early on the first
 span it matches (the span is decided, nothing later undoes it); at the verdict it looks at
 the run's spans it was not told of (all of them offline) and fires when any span matched.
 A run rule is decided at the verdict. All the span rules of a file are evaluated over a
 batch of spans in one call to the compiled evaluator (``_native.SpanRules``; ``engine.py``
-says why), once for the first of them that asks, and the others read the answer; as each
-trace's stretch arrives the file's first span rule looks for all of them, keeping what
-they saw of the trace once (``SpanRuleCheck``), and each still reports as its own check. The
-run rules likewise, once per run (``Run.derived``), and once for runs alike in what they read.
+says why), and as each trace's stretch arrives the file's check looks for all of them,
+keeping what they saw of the trace once. The run rules likewise, once per run
+(``Run.derived``), and once for runs alike in what they read.
 
 A rule whose expression fails on a span (a missing key: ``span.args.amount`` on a call
 without one) and matches nowhere else is undecided, naming the error and the span: it
@@ -28,7 +28,6 @@ from faultgate_stream.model.run import Run
 from faultgate_stream.model.verdict import CheckResult
 
 KIND = "rule"
-_span_id = operator.attrgetter("span_id")
 _at = operator.itemgetter(0)
 # Spans a fired reason names; the count says how many matched.
 SHOWN_SPANS = 3
@@ -88,15 +87,10 @@ class SpanRules:
                              [sorted(r.fields) for r in rules],
                              sorted(frozenset().union(*(r.attributes for r in rules))), plain_args)
         self._batch: _Batch | None = None
-        self.checks: tuple[SpanRuleCheck, ...] = ()  # the rules' checks, in order (``rule_checks``)
-        self.passed: list[CheckResult] = []  # each one's result when nothing matched
-        # the stretch observed last: (spans, lo, hi, per rule its early finding or None
-        # (None: none found any), the trace's ``_Shared``), for the other rules to read
-        self.last: tuple[Any, int, int, list[tuple[int, str] | None] | None, _Shared] | None = None
 
     def stretch(self, spans: Any, lo: int, hi: int, sh: _Shared) -> list[tuple[int, str] | None] | None:
-        """Every rule on ``spans[lo:hi]``, a trace's stretch of the list, as each rule's
-        ``observe_spans`` answers: what each found kept in ``sh``, and per rule the first
+        """Every rule on ``spans[lo:hi]``, a trace's stretch of the list (``RulesCheck.
+        observe_spans``): what each found kept in ``sh``, and per rule the first
         span it matched there (its index, the reason), or None when no rule matched any."""
         b = self._batch
         if b is None or not (b.spans is spans and b.n == len(spans) and spans[0] is b.first and spans[-1] is b.last):
@@ -116,16 +110,7 @@ class SpanRules:
                         answers = [None] * len(self.rules)
                     first = f.fired[0]
                     answers[i] = (spans.index(first, lo, hi), SpanRuleCheck._where(self.rules[i].reason, [first]))
-        self.last = (spans, lo, hi, answers, sh)
         return answers
-
-    def judge(self, sh: _Shared, run: Run) -> list[CheckResult]:
-        """Each rule's result on ``run`` from what the rules saw together of its trace."""
-        seen, fired, errors = sh.seen, sh.fired, sh.errors
-        if fired is None and errors is None and seen and run.span_ids <= seen:
-            return self.passed  # live, the usual case: all seen as they arrived, none matched
-        return [c._judge(fired[i] if fired else (), errors[i] if errors else None, seen, run)
-                for i, c in enumerate(self.checks)]
 
     def found(self, spans: list[SpanRecord] | tuple[SpanRecord, ...], lo: int, hi: int, rule: int) -> _Found:
         """What rule ``rule`` found on ``spans[lo:hi]``: the list evaluated whole when it was
@@ -187,29 +172,17 @@ class RunRules:
         return got
 
 
-class _SpanState:
-    """What a span rule saw of a trace on its own (the bound and offline paths): the span
-    ids, the spans it matched and its first error (none until set: most rules match nothing);
-    or, on the every-run path, ``shared``: what the file's span rules saw together."""
-
-    fired: Any = ()
-    error: tuple[SpanRecord, str] | None = None
-    seen: set[str] | None = None
-    shared: _Shared | None = None
-
-
 class _Shared:
-    """A file's span rules on one trace, observed together (the every-run path: the file's
-    first span rule looks, the others read its answer): the span ids seen once for all, per
-    rule the spans matched and the first error, and the results of the run last judged."""
+    """A file's span rules on one trace (``RulesCheck``'s state): the span ids they looked
+    at, and per rule the spans it matched and its first error (none until set: most rules
+    match nothing)."""
 
-    __slots__ = ("seen", "fired", "errors", "judged")
+    __slots__ = ("seen", "fired", "errors")
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
         self.fired: list[Any] | None = None  # per rule, once any matched
         self.errors: list[tuple[SpanRecord, str] | None] | None = None  # per rule, once any failed
-        self.judged: tuple[Run, list[CheckResult]] | None = None
 
     def fire(self, rule: int, n: int, spans: Any) -> None:
         fired = self.fired
@@ -226,113 +199,38 @@ class _Shared:
 
 
 class _RuleCheck(Check):
-    """A rule of a rules file as a check: its name, reason, severity and the file's digest;
-    ``index`` its place in the file's programs (``together``), evaluated for all its rules."""
+    """A rule of a rules file as the check its results name: its name, reason, severity and
+    the file's digest; ``index`` its place among the file's rules of its level (``together``
+    evaluates them all). The file's ``RulesCheck`` looks and judges for it."""
 
     kind = KIND
 
-    def __init__(self, rule: Rule, index: int, together: Any, file: RulesFile) -> None:
+    def __init__(self, rule: Rule, index: int, together: Any, file: RulesFile, whole: RulesCheck, at: int) -> None:
         self.rule = rule
         self.name = rule.name  # type: ignore[misc]
         self.description = rule.description or rule.reason  # type: ignore[misc]
         self.severity = rule.severity  # type: ignore[misc]
         self.attributes = rule.attributes
         self.digest = file.digest
-        self.source = file.path
         self._i = index
         self._together = together
+        self._whole = whole
+        self._at = at  # its place in the file: where its result is among the file's
         # the result most runs get, built once (a result is immutable)
         self._passed = CheckResult(self.name, False, 1.0, "no span matched" if rule.level == "span" else "not matched",
                                    self.severity, KIND)
 
+    def finish(self, state: Any, run: Run) -> CheckResult:
+        """This rule's result judged on its own: the file's, from every span of ``run``."""
+        whole = self._whole
+        return whole.finish(whole.start(), run)[self._at]
+
 
 class SpanRuleCheck(_RuleCheck):
-    """A span rule. On the every-run path (``observe_spans``, a trace's stretch of a batch
-    at a time) the file's first span rule observes for all of them: it keeps what each
-    found in a ``_Shared`` and leaves the stretch's answers on ``together``, which each
-    other span rule, called next on the same stretch, returns as its own early finding and
-    links its state to; at the verdict the first of them to finish judges all. Elsewhere
-    (``observe``: a check bound to an agent, a view replayed) each looks on its own."""
-
     _together: SpanRules
-    check_group: RulesGroup | None = None
     # it fires on a span it matched: evidence, which stands beside a run's unread work (a
     # run rule may fire on an absence, "never consulted the retriever", and does not)
     fires_on_evidence = True
-
-    def start(self) -> _SpanState:
-        return _SpanState()
-
-    def observe(self, state: _SpanState, span: SpanRecord) -> str | None:
-        first = self._observe_own(state, [span], 0, 1)
-        return first[1] if first else None
-
-    def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
-        together = self._together
-        i = self._i
-        if i == 0:  # the file's first span rule: it looks for all
-            sh = state.shared
-            if sh is None:
-                if state.seen is not None:  # it looked on its own before: it goes on so
-                    return self._observe_own(state, spans, lo, hi)
-                sh = state.shared = _Shared()
-            answers = together.stretch(spans, lo, hi, sh)
-            # seen once looked at: a stretch whose look raised is judged again at the verdict
-            sh.seen.update(map(_span_id, spans[lo:hi]))
-            return answers[0] if answers is not None else None
-        last = together.last
-        if last is not None and last[0] is spans and last[1] == lo and last[2] == hi:
-            sh = state.shared
-            if sh is None and state.seen is None:
-                sh = state.shared = last[4]  # the same trace's, observed just now
-            if sh is last[4]:
-                answers = last[3]
-                return answers[i] if answers is not None else None
-        sh = state.shared
-        if sh is None:
-            return self._observe_own(state, spans, lo, hi)
-        # linked, and the first rule did not observe this stretch (it raised): this rule's
-        # findings are kept for it; the spans are left unseen, so the verdict judges them again
-        f = together.found(spans, lo, hi, i)
-        if f.error is not None:
-            sh.fail(i, len(together.rules), f.error)
-        if not f.fired:
-            return None
-        sh.fire(i, len(together.rules), f.fired)
-        return spans.index(f.fired[0], lo, hi), self._where(self.rule.reason, [f.fired[0]])
-
-    def _observe_own(self, state: _SpanState, spans: Any, lo: int, hi: int) -> tuple[int, str] | None:
-        if state.seen is None:
-            state.seen = set()
-        state.seen.update(map(_span_id, spans[lo:hi]))
-        together = self._together
-        b = together._batch
-        if b is not None and b.spans is spans and b.n == len(spans) and spans[0] is b.first and spans[-1] is b.last:
-            i = self._i  # the batch was evaluated: has this rule found anything in the stretch?
-            if b.quiet[i]:
-                return None
-            fired, errors = b.fired[i], b.errors[i]
-            if (not fired or bisect_left(fired, lo) == bisect_left(fired, hi)) and \
-                    (not errors or bisect_left(errors, (lo,)) == bisect_left(errors, (hi,))):
-                return None
-        f = together.found(spans, lo, hi, self._i)
-        if f.error is not None and state.error is None:
-            state.error = f.error
-        if not f.fired:
-            return None
-        state.fired = [*state.fired, *f.fired]
-        first = f.fired[0]
-        return spans.index(first, lo, hi), self._where(self.rule.reason, [first])
-
-    def finish(self, state: _SpanState | None, run: Run) -> CheckResult:
-        sh = state.shared if state is not None else None
-        if sh is None:
-            state = state or _SpanState()
-            return self._judge(state.fired, state.error, state.seen or set(), run)
-        judged = sh.judged
-        if judged is None or judged[0] is not run:
-            judged = sh.judged = (run, self._together.judge(sh, run))
-        return judged[1][self._i]
 
     def _judge(self, fired_before: Any, error_before: tuple[SpanRecord, str] | None, seen: set[str],
                run: Run) -> CheckResult:
@@ -388,12 +286,6 @@ class SpanRuleCheck(_RuleCheck):
 
 class RunRuleCheck(_RuleCheck):
     _together: RunRules
-    check_group: RulesGroup | None = None
-
-    def finish(self, state: Any, run: Run) -> CheckResult:
-        together = self._together
-        got = run.derived.get(together.key)
-        return self.outcome(*(got if got is not None else together.on(run))[self._i])
 
     def outcome(self, matched: bool, error: str) -> CheckResult:
         """The result of a (matched, error) the file's run rules gave for this one."""
@@ -410,57 +302,77 @@ class RunRuleCheck(_RuleCheck):
 MAX_KEPT_OUTCOMES = 1024
 
 
-class RulesGroup:
-    """A rules file's checks as the evaluator's every-run path takes them (verdict/
-    evaluate.py, ``_groups``): one check in its loops for all of them, where each rule
-    looking and judging on its own was ~60 bytecodes a run each. Its span rules (the
-    ``observers``) share one state a trace (``start``), observe a stretch in one call
-    (``observe_spans``: each one's first finding), and every rule's result comes of one
-    call at the verdict (``finish_all``): each still finds, fires early and reports what
-    it does on its own, as its own check."""
+class RulesCheck(Check):
+    """A rules file as one check of a ruleset, whose results are its rules' (``members``,
+    one check each, in the file's order): what each rule costs is its share of one state a
+    trace, one look a stretch and one call at the verdict, where each rule looking and judging
+    on its own was ~60 bytecodes a run each. Its span rules look at a trace's stretch
+    together (``observe_spans``: each one's first finding, as its own check's), and every
+    rule's result comes of one ``finish``: a list, which the evaluator takes as the members'
+    results."""
 
-    def __init__(self, members: tuple[Check, ...], span: SpanRules | None, run: RunRules | None) -> None:
-        self.members = members  # in the file's order
-        self.observers: tuple[SpanRuleCheck, ...] = span.checks if span is not None else ()
-        self._span = span
-        self._run = run
+    kind = KIND
+
+    def __init__(self, file: RulesFile) -> None:
+        span = tuple(r for r in file.rules if r.level == "span")
+        run = tuple(r for r in file.rules if r.level == "run")
+        self._span = SpanRules(span) if span else None
+        self._run = RunRules(run) if run else None
+        members: list[_RuleCheck] = []
+        si = ri = 0
+        for at, r in enumerate(file.rules):
+            if r.level == "span":
+                members.append(SpanRuleCheck(r, si, self._span, file, self, at))
+                si += 1
+            else:
+                members.append(RunRuleCheck(r, ri, self._run, file, self, at))
+                ri += 1
+        self.members = tuple(members)  # type: ignore[misc]
+        self.name = f"rules {file.path}"  # type: ignore[misc]  # a log's, never a result's: those are the rules'
+        self.description = f"the rules of {file.path}"  # type: ignore[misc]
+        self.digest = file.digest
+        self.attributes = frozenset().union(*(r.attributes for r in file.rules))
+        self.observers = tuple(c for c in members if isinstance(c, SpanRuleCheck))
         self._run_checks = tuple(c for c in members if isinstance(c, RunRuleCheck))
-        # the results come span rules' first, then run rules': where each goes in the file's
-        # order (None: already in it)
-        kinds = [isinstance(c, RunRuleCheck) for c in members]
-        made = [k for k, is_run in enumerate(kinds) if not is_run] + [k for k, is_run in enumerate(kinds) if is_run]
+        # ``finish`` makes the span rules' results, then the run rules': where each goes in
+        # the file's order (None: already in it)
+        made = [c._at for c in (*self.observers, *self._run_checks)]
         self._order = None if made == list(range(len(members))) else tuple(made.index(k) for k in range(len(made)))
-        self._passed = tuple(c._passed for c in members)  # type: ignore[attr-defined]
+        # a list: the evaluator takes a list from ``finish`` as several results (never changed)
+        self._passed = [c._passed for c in members]
+        self._span_passed = [c._passed for c in self.observers]
         self._run_passed = tuple(c._passed for c in self._run_checks)
-        self._span_passed = span.passed if span is not None else []
         self._run_results: dict[tuple, tuple[CheckResult, ...]] = {}
 
-    def start(self) -> _SpanState:
-        """The state every span rule of the file shares on a trace: its ``_Shared``."""
-        state = _SpanState()
-        state.shared = _Shared()
-        return state
+    def start(self) -> _Shared | None:
+        return _Shared() if self._span is not None else None
 
-    def observe_spans(self, state: _SpanState, spans: Any, lo: int, hi: int) -> list[tuple] | None:
+    def observe_spans(self, state: _Shared | None, spans: Any, lo: int, hi: int) -> list[tuple] | None:  # type: ignore[override]
         """Every span rule on ``spans[lo:hi]``: None, or each one's first finding there as
-        (index, reason, the rule's check, ""), by span, then in the file's order."""
-        sh = state.shared
+        (index, reason, the rule's check, ""), by span, then in the file's order. (No
+        ``observe``: a run replayed span by span is judged whole by ``finish``, from every
+        span it was not told of, as offline.)"""
         span = self._span
-        answers = span.stretch(spans, lo, hi, sh)
+        if span is None:
+            return None
+        answers = span.stretch(spans, lo, hi, state)  # type: ignore[arg-type]
         # seen once looked at: a stretch whose look raised is judged again at the verdict
-        span.add_ids(sh.seen, spans, lo, hi)
+        span.add_ids(state.seen, spans, lo, hi)  # type: ignore[union-attr]
         if answers is None:
             return None
         found = [(a[0], a[1], c, "") for a, c in zip(answers, self.observers) if a is not None]
         found.sort(key=_at)  # stable: at one span, the rules in the file's order
         return found
 
-    def finish_all(self, state: _SpanState | None, run: Run) -> tuple[CheckResult, ...] | list[CheckResult]:
-        """Every rule's result on ``run``, in the file's order: ``state`` the span rules'
-        (None without them). Raises where a rule's own ``finish`` would: the evaluator
-        then asks each one."""
-        span = self._span
-        spans = span.judge(state.shared, run) if span is not None else self._span_passed  # type: ignore[union-attr]
+    def finish(self, state: _Shared | None, run: Run) -> list[CheckResult]:  # type: ignore[override]
+        """Every rule's result on ``run``, in the file's order."""
+        spans = self._span_passed
+        if state is not None:
+            seen, fired, errors = state.seen, state.fired, state.errors
+            if fired is not None or errors is not None or not seen or not run.span_ids <= seen:
+                spans = [c._judge(fired[i] if fired else (), errors[i] if errors else None, seen, run)
+                         for i, c in enumerate(self.observers)]
+            # else live, the usual case: all seen as they arrived, none matched
         runs = self._run_passed
         together = self._run
         if together is not None:
@@ -481,24 +393,6 @@ class RulesGroup:
 
 
 def rule_checks(file: RulesFile) -> list[Check]:
-    """One check per rule of ``file``, in the file's order."""
-    span = tuple(r for r in file.rules if r.level == "span")
-    run = tuple(r for r in file.rules if r.level == "run")
-    span_together = SpanRules(span) if span else None
-    run_together = RunRules(run) if run else None
-    out: list[Check] = []
-    si = ri = 0
-    for r in file.rules:
-        if r.level == "span":
-            out.append(SpanRuleCheck(r, si, span_together, file))
-            si += 1
-        else:
-            out.append(RunRuleCheck(r, ri, run_together, file))
-            ri += 1
-    if span_together is not None:
-        span_together.checks = tuple(c for c in out if isinstance(c, SpanRuleCheck))
-        span_together.passed = [c._passed for c in span_together.checks]
-    group = RulesGroup(tuple(out), span_together, run_together)
-    for c in out:
-        c.check_group = group  # type: ignore[attr-defined]
-    return out
+    """The checks a ruleset holds for ``file``: one, ``RulesCheck``, whose members are its
+    rules, one check each."""
+    return [RulesCheck(file)]
