@@ -167,7 +167,8 @@ def test_the_pieces_a_full_table_forgets_are_counted_exactly():
         return annex.encode(results, ("d",) * len(results), Completion.GRACE, "s", "run", b"", 5)
 
     annex = _native.VerdictAnnex(annotate._summary, partial(annotate._scenario, REDACT),  # noqa: SLF001
-                                 partial(annotate._reason, REDACT), partial(annotate._evaluation, REDACT),  # noqa: SLF001
+                                 partial(annotate._reason, REDACT),  # noqa: SLF001
+                                 partial(annotate._evaluation, REDACT),  # noqa: SLF001
                                  annotate._head, 8, annotate._RESULT_FIELDS)  # noqa: SLF001
     results = tuple(CheckResult(f"c{i}", False, 1.0, "ok") for i in range(7))
     # the summary, the scenario and six evaluations: the table exactly full, nothing forgotten
