@@ -422,12 +422,12 @@ class _ExportGauges(Collector):
         g = GaugeMetricFamily("faultgate_exporter_held_spans", _help("faultgate_exporter_held_spans"))
         g.add_metric([], len(self._s.held))
         yield g
-        c = CounterMetricFamily("faultgate_exporter_verdict_cache_evictions", _help("faultgate_exporter_verdict_cache_evictions"))
-        c.add_metric([], self._s.cache.evictions)
-        yield c
         c = CounterMetricFamily("faultgate_exporter_annex_cache_evictions",
                                 _help("faultgate_exporter_annex_cache_evictions"))
         c.add_metric([], self._sink.annex_evictions)
+        yield c
+        c = CounterMetricFamily("faultgate_exporter_verdict_cache_evictions", _help("faultgate_exporter_verdict_cache_evictions"))
+        c.add_metric([], self._s.cache.evictions)
         yield c
 
 

@@ -220,13 +220,13 @@ CATALOG: tuple[MetricSpec, ...] = (
                external=True),
     MetricSpec("faultgate_exporter_held_spans", "gauge", "Root spans waiting for their run's verdict.",
                (), "export/spans"),
-    MetricSpec("faultgate_exporter_verdict_cache_evictions", "counter",
-               "Verdicts forgotten by the bounded cache that late roots are annotated from.", (), "export/spans",
-               external=True),
     MetricSpec("faultgate_exporter_annex_cache_evictions", "counter",
                "Encoded pieces of root annotations (a summary, scenario, fired check's reason or evaluation event) "
                "forgotten by the bounded table span export keeps them in, cleared when full; rising: more distinct "
                "pieces than it holds, each encoded again.", (), "export/spans", external=True),
+    MetricSpec("faultgate_exporter_verdict_cache_evictions", "counter",
+               "Verdicts forgotten by the bounded cache that late roots are annotated from.", (), "export/spans",
+               external=True),
     MetricSpec("faultgate_exporter_sent_log_records", "counter", "Evaluation log records the downstream accepted.",
                (), "export/spans"),
     MetricSpec("faultgate_exporter_failed_log_records", "counter", "Evaluation log records not delivered.",
