@@ -89,7 +89,8 @@ class Service:
         self.windows = WindowStore(max_keys=config.checks.windows.max_keys,
                                    max_events_per_key=config.checks.windows.max_events_per_key)
         self.telemetry.registry.register(WindowStoreMetrics(self.windows))
-        self.ruleset = ruleset.build(config.checks, store=self.windows)
+        self.ruleset = ruleset.build(config.checks, store=self.windows,
+                                     evictions=self.telemetry["faultgate_ruleset_agent_cache_evictions"])
         self.profiler = self._build_profiler()
         # the receivers read only the span attributes these checks and the run's facts need
         self.reader = Reader(Projection(self.ruleset.attributes | (self.profiler.attributes if self.profiler else
@@ -215,7 +216,7 @@ class Service:
         senders["logs"] = sender_for(ex.logs_endpoint, ex) if ex.logs_endpoint else senders["traces"]
         self.exporter = SpanExporter(self.queue, senders, ex, self.telemetry, self.threads)
         self._senders = senders
-        self.telemetry.registry.register(_ExportGauges(self.export))
+        self.telemetry.registry.register(_ExportGauges(self.export, self.span_sink))
         return self.span_sink
 
     # -- verdict, assemble ----------------------------------------------------------------
@@ -347,7 +348,8 @@ class Service:
         runs that start afterwards; an invalid one is rejected, the old one kept, and the
         reason logged and counted. Runs in flight keep the rules they started with."""
         try:
-            new = ruleset.build(self.config.checks, self.ruleset.generation + 1, self.windows)
+            new = ruleset.build(self.config.checks, self.ruleset.generation + 1, self.windows,
+                                self.telemetry["faultgate_ruleset_agent_cache_evictions"])
             bands = self.gate.load_bands() if self.gate is not None else None
         except (InputError, ValueError) as e:
             self.telemetry["faultgate_config_reloads"].labels("rejected").inc()
@@ -411,14 +413,19 @@ class Service:
 class _ExportGauges(Collector):
     """Export state read at scrape time."""
 
-    def __init__(self, state: ExportState) -> None:
+    def __init__(self, state: ExportState, sink: SpanSink) -> None:
         self._s = state
+        self._sink = sink
 
     def collect(self):
         # the queue's own counts come from its ledger (export/spans/telemetry.py)
         g = GaugeMetricFamily("faultgate_exporter_held_spans", _help("faultgate_exporter_held_spans"))
         g.add_metric([], len(self._s.held))
         yield g
+        c = CounterMetricFamily("faultgate_exporter_annex_cache_evictions",
+                                _help("faultgate_exporter_annex_cache_evictions"))
+        c.add_metric([], self._sink.annex_evictions)
+        yield c
         c = CounterMetricFamily("faultgate_exporter_verdict_cache_evictions", _help("faultgate_exporter_verdict_cache_evictions"))
         c.add_metric([], self._s.cache.evictions)
         yield c

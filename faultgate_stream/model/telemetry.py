@@ -169,6 +169,10 @@ CATALOG: tuple[MetricSpec, ...] = (
                "Amended verdicts (a late span or a judge changed a check's result; the run's verdict went out "
                "again with a revision), by check whose result changed and its new result.",
                ("agent", "check", "result"), "export/metrics", per_verdict=True),
+    MetricSpec("faultgate_ruleset_agent_cache_evictions", "counter",
+               "Agent names forgotten by the bounded cache of which checks bind each agent (cleared when full); "
+               "rising: more distinct agent names than it holds, each matched against the bindings' globs again.",
+               (), "verdict"),
     MetricSpec("faultgate_late_spans_unamendable", "counter",
                "Late spans whose run the amendment store no longer held (evicted: see "
                "faultgate_amend_store_evictions_total) or never held (not a run, or amend off): they carry "
@@ -216,6 +220,10 @@ CATALOG: tuple[MetricSpec, ...] = (
                external=True),
     MetricSpec("faultgate_exporter_held_spans", "gauge", "Root spans waiting for their run's verdict.",
                (), "export/spans"),
+    MetricSpec("faultgate_exporter_annex_cache_evictions", "counter",
+               "Encoded pieces of root annotations (a summary, scenario, fired check's reason or evaluation event) "
+               "forgotten by the bounded table span export keeps them in, cleared when full; rising: more distinct "
+               "pieces than it holds, each encoded again.", (), "export/spans", external=True),
     MetricSpec("faultgate_exporter_verdict_cache_evictions", "counter",
                "Verdicts forgotten by the bounded cache that late roots are annotated from.", (), "export/spans",
                external=True),

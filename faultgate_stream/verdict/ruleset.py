@@ -24,10 +24,12 @@ if TYPE_CHECKING:
     from faultgate_stream.checks.base import Check
     from faultgate_stream.checks.config import ChecksConfig
     from faultgate_stream.checks.window_store import WindowStore
+    from prometheus_client import Counter
 
 ANY_AGENT = "*"
 # Agent names come from traffic; the lookup cache is cleared past this many, so a flood
-# of distinct names costs glob matching, never memory.
+# of distinct names costs glob matching, never memory. The names a clear forgets are
+# counted (faultgate_ruleset_agent_cache_evictions): one that keeps rising is that flood.
 MAX_CACHED_AGENTS = 1024
 
 
@@ -50,10 +52,13 @@ class Binding(NamedTuple):
 
 class Ruleset:
     __slots__ = ("checks", "bindings", "generation", "digest", "has_shadow", "own_digests", "reporting", "digests",
-                 "several", "_cache")
+                 "several", "_cache", "_evictions")
 
     def __init__(self, checks: tuple[Check, ...], bindings: tuple[Binding, ...] = (), generation: int = 0,
-                 digest: str = "") -> None:
+                 digest: str = "", evictions: Counter | None = None) -> None:
+        """``evictions``: where the agent names a clear of the lookup cache forgets are
+        counted; the service passes the same counter to each ruleset it builds, so the count
+        goes on across reloads (a run in flight clears its own ruleset's cache)."""
         self.checks = checks
         self.bindings = bindings
         self.generation = generation
@@ -70,6 +75,7 @@ class Ruleset:
         # first: each one's list of results goes in its place, the places before it unmoved
         self.several = tuple(i for i, c in enumerate(checks) if c.members)[::-1]
         self._cache: dict[str, tuple[Check, ...]] = {}  # agent name -> its bound checks
+        self._evictions = evictions
 
     def bound(self, agent: str | None) -> tuple[Check, ...]:
         """The checks bound to ``agent``; ``None`` (not known yet) gets a universal binding's."""
@@ -78,6 +84,8 @@ class Ruleset:
         hit = self._cache.get(agent)
         if hit is None:
             if len(self._cache) >= MAX_CACHED_AGENTS:
+                if self._evictions is not None:
+                    self._evictions.inc(len(self._cache))
                 self._cache.clear()
             hit = self._cache[agent] = next((b.checks for b in self.bindings if b.matches(agent)), ())
         return hit
@@ -126,11 +134,13 @@ class Ruleset:
         return out
 
 
-def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None = None) -> Ruleset:
+def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None = None,
+          evictions: Counter | None = None) -> Ruleset:
     """The ruleset a service's checks config describes: files read and validated now.
     Raises ``InputError`` naming every bad file by its binding's path in the config.
     ``store`` keeps windowed budgets' counts across runs and reloads: pass the same one
-    each time (the budgets of two bindings are kept apart by the binding's place)."""
+    each time (the budgets of two bindings are kept apart by the binding's place), and the
+    same ``evictions`` counter (``Ruleset``)."""
     from faultgate_stream.checks.expectations import Golden, Outcomes
     from faultgate_stream.checks.registry import select
     from faultgate_stream.checks.trajectory import load_spec
@@ -168,7 +178,8 @@ def build(config: ChecksConfig, generation: int = 0, store: WindowStore | None =
     if problems:
         raise InputError("\n".join(problems))
     every_run = ",".join(c.name for c in each(checks))
-    return Ruleset(tuple(checks), tuple(bindings), generation, _digest((config.golden, config.outcomes), every_run))
+    return Ruleset(tuple(checks), tuple(bindings), generation, _digest((config.golden, config.outcomes), every_run),
+                   evictions)
 
 
 def own_checks(plugins: tuple[str, ...] | list[str] = (), rules: str = "") -> list[Check]:

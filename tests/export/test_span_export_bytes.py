@@ -128,10 +128,11 @@ def test_the_evaluation_key_cache_evictions_reach_the_exporters_metrics():
     from faultgate_stream.service import _ExportGauges
 
     state = ExportState.build(SpansExportConfig(endpoint="127.0.0.1:9"), Telemetry(CollectorRegistry()), REDACT)
-    assert SpanSink(state)._verdict_bytes.keys is state.evaluation_keys  # noqa: SLF001
+    sink = SpanSink(state)
+    assert sink._verdict_bytes.keys is state.evaluation_keys  # noqa: SLF001
     state.evaluation_keys.evicted = 5
     registry = CollectorRegistry()
-    registry.register(_ExportGauges(state))
+    registry.register(_ExportGauges(state, sink))
     assert "faultgate_exporter_evaluation_key_cache_evictions_total 5.0" in generate_latest(registry).decode()
 
 
@@ -195,3 +196,53 @@ def test_the_kept_pieces_are_bounded_and_a_quoted_reason_is_never_kept():
     quoted_reason = CheckResult("q", True, 1.0, reason("args ", quoted("x" * 60, 10)))
     first, second = encode(annex, (quoted_reason,)), encode(annex, (quoted_reason,))
     assert made[23:] == ["q", "q"] and first == second
+
+
+def test_the_pieces_a_full_table_forgets_are_counted_exactly():
+    def encode(annex, results):
+        return annex.encode(results, ("d",) * len(results), Completion.GRACE, "s", "run", b"", 5)
+
+    annex = _native.VerdictAnnex(annotate._summary, partial(annotate._scenario, REDACT),  # noqa: SLF001
+                                 partial(annotate._reason, REDACT),  # noqa: SLF001
+                                 partial(annotate._evaluation, REDACT),  # noqa: SLF001
+                                 annotate._head, 8, annotate._RESULT_FIELDS)  # noqa: SLF001
+    results = tuple(CheckResult(f"c{i}", False, 1.0, "ok") for i in range(7))
+    # the summary, the scenario and six evaluations: the table exactly full, nothing forgotten
+    encode(annex, results[:6])
+    encode(annex, results[:6])
+    assert (len(annex), annex.evicted) == (8, 0)
+    # a seventh evaluation: the full table is cleared, its eight pieces counted
+    encode(annex, results[6:])
+    assert (len(annex), annex.evicted) == (1, 8)
+    # kept again (summary, scenario, c0) into the room the clear made: nothing more forgotten
+    encode(annex, results[:1])
+    assert (len(annex), annex.evicted) == (4, 8)
+
+
+def test_the_annex_cache_evictions_reach_the_exporters_metrics():
+    # the span sink's table, filled past MAX_CACHED_EVALUATIONS by one verdict of many checks,
+    # and the service's collector reading what it forgot at scrape time
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from faultgate_stream.export.spans.config import SpansExportConfig
+    from faultgate_stream.export.spans.sink import SpanSink
+    from faultgate_stream.export.spans.state import ExportState
+    from faultgate_stream.model.telemetry import Telemetry
+    from faultgate_stream.service import _ExportGauges
+
+    state = ExportState.build(SpansExportConfig(endpoint="127.0.0.1:9"), Telemetry(CollectorRegistry()), REDACT)
+    sink = SpanSink(state)
+    registry = CollectorRegistry()
+    registry.register(_ExportGauges(state, sink))
+    assert "faultgate_exporter_annex_cache_evictions_total 0.0" in generate_latest(registry).decode()
+    key = RunKey(trace_id="0af7651916cd43dd8448eb211c80319c", root_span_id="b7ad6b7169203331")
+    checks = annotate.MAX_CACHED_EVALUATIONS + 4
+    v = RunVerdict(key=key, scenario="s", agent="shop", agent_version="", completion=Completion.COMPLETE,
+                   results=tuple(CheckResult(f"c{i}", False, 1.0, "ok") for i in range(checks)), steps=1, spans=1,
+                   root_span_id=key.root_span_id)
+    # the summary, the scenario and the first MAX - 2 evaluations fill the table; the next
+    # clears it (MAX forgotten) and the last six are kept
+    assert sink._verdict_bytes(v, 7) == oracle.root_annex(v, 7, REDACT)  # noqa: SLF001
+    assert sink.annex_evictions == annotate.MAX_CACHED_EVALUATIONS
+    text = generate_latest(registry).decode()
+    assert f"faultgate_exporter_annex_cache_evictions_total {annotate.MAX_CACHED_EVALUATIONS}.0" in text

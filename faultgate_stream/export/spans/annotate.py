@@ -239,7 +239,8 @@ def log_records(v: RunVerdict, redact: Redact, trace_id: bytes, span_id: bytes,
 # share (verdict, fired and undecided checks, completion; a scenario; a fired check's
 # reason). Most repeat from run to run (a check that passed says the same thing each time);
 # a fired check's reason names steps and values, so the table is cleared when full rather
-# than grown (the bench workload needs a few dozen entries).
+# than grown (the bench workload needs a few dozen entries); what a clear forgets is
+# counted (``VerdictBytes.evicted``, faultgate_exporter_annex_cache_evictions).
 MAX_CACHED_EVALUATIONS = 4096
 
 # what the annex keys a result on, by position in the record
@@ -288,6 +289,11 @@ class VerdictBytes:
         # collector what it holds, so a cycle through it would never be freed
         self._annex = VerdictAnnex(_summary, partial(_scenario, redact), partial(_reason, redact),
                                    partial(_evaluation, redact), _head, MAX_CACHED_EVALUATIONS, _RESULT_FIELDS)
+
+    @property
+    def evicted(self) -> int:
+        """The pieces the full table forgot when it was cleared, since it was made."""
+        return self._annex.evicted
 
     @staticmethod
     def applies_to(span: bytes) -> bool:

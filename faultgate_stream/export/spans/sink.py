@@ -29,6 +29,11 @@ class SpanSink:
         self._s = state
         self._verdict_bytes = annotate.VerdictBytes(state.redact, state.evaluation_keys)
 
+    @property
+    def annex_evictions(self) -> int:
+        """Pieces the annex table forgot (faultgate_exporter_annex_cache_evictions), read at scrape time."""
+        return self._verdict_bytes.evicted
+
     def early(self, finding: EarlyFinding) -> None:
         """Early findings reach the spans with the run's verdict."""
 

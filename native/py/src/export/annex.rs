@@ -17,8 +17,10 @@
 //! digest. A reason or scenario that is not exactly a `str` (a `Reason`, which quotes a
 //! value cut short: two equal as text may mask differently) is encoded every time, as is
 //! text Rust cannot read as UTF-8 (a lone surrogate: protobuf raises for it, as before).
-//! The table is cleared when full, never grown.
+//! The table is cleared when full, never grown; `evicted` counts the pieces a clear forgot
+//! (faultgate_exporter_annex_cache_evictions).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::prelude::*;
@@ -72,6 +74,9 @@ pub struct VerdictAnnex {
     /// a piece's key -> its bytes; locked only between calls into Python, so another
     /// thread that runs while a maker runs finds it free
     kept: Mutex<HashMap<Vec<u8>, Py<PyBytes>>>,
+    /// pieces forgotten by clears since the table was made: added to only when one clears,
+    /// read at scrape time without the table's lock
+    evicted: AtomicU64,
 }
 
 /// A string's bytes behind their length, so two keys of different parts never run together.
@@ -123,6 +128,7 @@ impl VerdictAnnex {
         if let Some(k) = key {
             let mut table = self.table();
             if table.len() >= self.max {
+                self.evicted.fetch_add(table.len() as u64, Ordering::Relaxed);
                 table.clear();
             }
             table.insert(k.to_vec(), made.clone_ref(py));
@@ -177,6 +183,7 @@ impl VerdictAnnex {
             max,
             fields: Fields { check, fired, reason: reason_at, severity, undecided },
             kept: Mutex::new(HashMap::default()),
+            evicted: AtomicU64::new(0),
         }
     }
 
@@ -272,6 +279,13 @@ impl VerdictAnnex {
     /// The pieces kept now (for the bound's test).
     fn __len__(&self) -> usize {
         self.table().len()
+    }
+
+    /// The pieces forgotten when the full table was cleared, since it was made: a count that
+    /// keeps rising means more distinct pieces than it holds, each encoded again.
+    #[getter]
+    fn evicted(&self) -> u64 {
+        self.evicted.load(Ordering::Relaxed)
     }
 }
 
