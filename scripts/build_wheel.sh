@@ -109,6 +109,7 @@ else
   mkdir -p "$build_dir"
   (cd "$stage" && tar -c .) | tar -x -C "$build_dir"
   export CARGO_TARGET_DIR="$CACHE_ROOT/wheel/target"
+  mkdir -p "$CARGO_TARGET_DIR"  # a fresh machine's first wheel: .last-sources is written into it below
   # cargo decides what to compile again by comparing the sources' file times with its last
   # build's, and a fresh clone's (CI's) are all new, while another tree's may be older than
   # that build. So every file of the crate that is the same as in the last build here (path
